@@ -1,0 +1,1 @@
+"""Export trained keras-attention models as SavedModels for TensorFlow Serving."""
