@@ -1,0 +1,153 @@
+"""LuongAttention: every score against NumPy, the location cut-off, the arguments."""
+
+import keras
+import numpy as np
+import pytest
+from attention_testing import (
+    MAX_LENGTH,
+    SAME_DIM_VARIANTS,
+    assert_matches_numpy,
+    make_layer,
+    numpy_attention,
+    random_inputs,
+    to_numpy,
+)
+
+from keras_attention.layers import LuongAttention
+
+LUONG_VARIANTS = ["dot", "general", "concat", "scaled_dot", "cosine", "location", "general_scaled"]
+
+
+@pytest.mark.parametrize("variant", LUONG_VARIANTS)
+@pytest.mark.parametrize("one_step", [True, False], ids=["one_step", "multi_step"])
+@pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])
+def test_matches_numpy(variant, one_step, masked):
+    dq = 4 if variant in SAME_DIM_VARIANTS else 3
+    assert_matches_numpy(variant, one_step, masked, dq=dq, dv=4)
+
+
+@pytest.mark.parametrize(
+    "score, extra, weights",
+    [
+        ("dot", {}, {}),
+        ("scaled_dot", {}, {}),
+        ("cosine", {}, {}),
+        ("general", {}, {"kernel": (3, 4)}),
+        ("location", {"max_length": 9}, {"kernel": (3, 9)}),
+        (
+            "concat",
+            {"units": 6},
+            {"key_kernel": (4, 6), "query_kernel": (3, 6), "score_kernel": (6,)},
+        ),
+    ],
+)
+def test_weights(score, extra, weights):
+    dq = 4 if score in SAME_DIM_VARIANTS else 3
+    layer = LuongAttention(score=score, **extra)
+    layer.build((None, dq), (None, None, 4))
+    assert {w.name: tuple(w.shape) for w in layer.weights} == weights
+    scaled = LuongAttention(score=score, scale=True, **extra)
+    scaled.build((None, dq), (None, None, 4))
+    assert {w.name: tuple(w.shape) for w in scaled.weights} == {**weights, "score_scale": ()}
+
+
+def test_location_cuts_scores_to_tv():
+    """A location layer built for short values also serves shorter ones: the scores are
+    the first Tv entries of W_a s."""
+    layer = LuongAttention(score="location", max_length=MAX_LENGTH)
+    for tv in (2, 5, MAX_LENGTH):
+        query, values, _ = random_inputs(tv=tv, dq=3)
+        context, weights = layer(query[:, 0], values)
+        assert tuple(weights.shape) == (2, tv)
+        expected_context, expected_weights = numpy_attention(layer, query[:, 0], values)
+        np.testing.assert_allclose(to_numpy(weights), expected_weights, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(to_numpy(context), expected_context, rtol=1e-5, atol=1e-5)
+
+
+def test_location_rejects_long_values():
+    query, values, _ = random_inputs(tv=MAX_LENGTH + 1)
+    layer = LuongAttention(score="location", max_length=MAX_LENGTH)
+    with pytest.raises(ValueError, match=f"Tv={MAX_LENGTH + 1}"):
+        layer(query, values)
+    layer(query[:, :, :], values[:, :MAX_LENGTH])
+    with pytest.raises(ValueError, match=f"Tv={MAX_LENGTH + 1}"):
+        layer(query, values)
+    with pytest.raises(ValueError, match=f"Tv={MAX_LENGTH + 1}"):
+        layer.prepare_keys(values)
+
+
+def test_cosine_zero_vectors_are_finite():
+    """Zero values (e.g. zero padding) get a cosine of 0, not NaN."""
+    query, values, _ = random_inputs()
+    values[:, 1] = 0.0
+    query[0, 0] = 0.0
+    context, weights = make_layer("cosine")(query, values)
+    assert np.isfinite(to_numpy(context)).all() and np.isfinite(to_numpy(weights)).all()
+
+
+def test_general_prepare_keys_needs_a_built_layer():
+    query, values, _ = random_inputs(dq=3)
+    layer = LuongAttention(score="general")
+    with pytest.raises(ValueError, match="needs a built layer"):
+        layer.prepare_keys(values)
+    layer.build(query.shape, values.shape)
+    keys = layer.prepare_keys(values)
+    np.testing.assert_allclose(
+        to_numpy(keys), values @ to_numpy(layer.kernel).T, rtol=1e-5, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("variant", ["dot", "scaled_dot", "cosine", "concat", "location"])
+def test_prepare_keys_before_build(variant):
+    """Scores whose keys need only the values prepare them on an unbuilt layer."""
+    dq = 4 if variant in SAME_DIM_VARIANTS else 3
+    query, values, mask = random_inputs(dq=dq)
+    layer = make_layer(variant)
+    keys = layer.prepare_keys(values)
+    context, weights = layer(query, values, mask=mask, keys=keys)
+    expected_context, expected_weights = numpy_attention(layer, query, values, mask)
+    np.testing.assert_allclose(to_numpy(weights), expected_weights, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("score", ["dot", "scaled_dot", "cosine"])
+def test_same_dim_scores_reject_different_dims(score):
+    query, values, _ = random_inputs(dq=3, dv=4)
+    with pytest.raises(ValueError, match=r"query.shape=\(2, 3, 3\), values.shape=\(2, 5, 4\)"):
+        LuongAttention(score=score)(query, values)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"score": "bahdanau"}, "score='bahdanau'"),
+        ({"score": None}, "score=None"),
+        ({"score": "concat"}, "units=None"),
+        ({"score": "concat", "units": 0}, "units=0"),
+        ({"score": "dot", "units": 4}, "units=4"),
+        ({"score": "location"}, "max_length=None"),
+        ({"score": "location", "max_length": -1}, "max_length=-1"),
+        ({"score": "general", "max_length": 5}, "max_length=5"),
+        ({"score": "dot", "scale": 1}, "scale=1"),
+        ({"score": "dot", "hard": "yes"}, "hard=yes"),
+        ({"score": "dot", "dropout": 1.5}, "dropout=1.5"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        LuongAttention(**kwargs)
+
+
+def test_config_round_trip():
+    layer = LuongAttention(
+        score="concat", units=3, scale=True, kernel_initializer="zeros", dropout=0.1, name="a"
+    )
+    config = layer.get_config()
+    assert {k: config[k] for k in ("score", "units", "max_length", "scale")} == {
+        "score": "concat",
+        "units": 3,
+        "max_length": None,
+        "scale": True,
+    }
+    clone = LuongAttention.from_config(config)
+    assert clone.get_config() == config
+    assert isinstance(clone.kernel_initializer, keras.initializers.Zeros)
