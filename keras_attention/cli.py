@@ -8,7 +8,175 @@ subcommands, so `keras-attention --help` is instant.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import logging
 import sys
+import typing
+
+from keras_attention.training.train_config import TrainConfig
+
+TRAIN_HELP = {
+    "data": "parallel corpus, source<TAB>target lines, plain or .gz (default: the bundled fra-eng corpus)",
+    "out": "run directory (config, vocabularies, model, logs, metrics); re-run to resume",
+    "attention": "bahdanau | luong | none (the plain encoder-decoder baseline)",
+    "score": "Luong score: dot | general | concat | scaled_dot | cosine | location",
+    "cell": "gru | lstm",
+    "embedding_dim": "embedding size (source and target)",
+    "encoder_units": "encoder RNN units per direction",
+    "decoder_units": "decoder RNN units",
+    "encoder_layers": "stacked bidirectional encoder layers",
+    "attention_units": "units of the additive/concat score (default: decoder units)",
+    "input_feeding": "Luong input feeding",
+    "tie_embeddings": "tie the output projection to the target embeddings",
+    "dropout": "dropout rate",
+    "source_vocabulary_size": "source vocabulary size, reserved tokens included",
+    "target_vocabulary_size": "target vocabulary size, reserved tokens included",
+    "max_length": "tokens per side; longer training pairs are dropped, longer inputs truncated",
+    "max_output_length": "most tokens a translation may have",
+    "batch_size": "sentence pairs per batch",
+    "epochs": "maximum number of epochs",
+    "steps_per_epoch": "batches per epoch ('none' = one pass over the training split)",
+    "learning_rate": "Adam learning rate",
+    "global_clipnorm": "clip the global gradient norm",
+    "precision": "float32 | mixed_bfloat16 | mixed_float16",
+    "max_pairs": "use at most this many sentence pairs of the corpus",
+    "validation_fraction": "share of source sentences held out for validation",
+    "test_fraction": "share of source sentences held out for the test split",
+    "seed": "random seed (shuffle, split, initialization)",
+    "patience": "early stopping patience in epochs (on validation loss)",
+    "time_budget_minutes": "stop training after this many minutes ('none' = no limit)",
+}
+
+
+def _optional(parse):
+    def parse_optional(text: str):
+        return None if text.lower() == "none" else parse(text)
+
+    parse_optional.__name__ = parse.__name__
+    return parse_optional
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per `TrainConfig` field, e.g. `--batch-size`, `--no-tie-embeddings`."""
+    hints = typing.get_type_hints(TrainConfig)
+    for field in dataclasses.fields(TrainConfig):
+        flag = "--" + field.name.replace("_", "-")
+        hint = hints[field.name]
+        help_text = f"{TRAIN_HELP[field.name]} (default: {field.default})"
+        if hint is bool:
+            parser.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=field.default, help=help_text
+            )
+            continue
+        args = typing.get_args(hint)
+        base = next((a for a in args if a is not type(None)), hint)
+        parse = _optional(base) if type(None) in args else base
+        parser.add_argument(flag, type=parse, default=field.default, help=help_text)
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    return TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from keras_attention.training.trainer import train
+
+    summary = train(config_from_args(args))
+    print(
+        f"Trained {summary['epochs_run']} epochs in {summary['seconds']:.0f} s; "
+        f"best val_loss {summary['best_val_loss']:.3f}; run directory: {args.out}"
+    )
+    return 0
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from keras_attention.evaluation.run_evaluation import evaluate_run
+
+    evaluation = evaluate_run(
+        args.run_dir,
+        beam_width=args.beam,
+        length_penalty=args.length_penalty,
+        batch_size=args.batch_size,
+        max_sentences=args.max_sentences,
+        progress=True,
+    )
+    print(f"{evaluation['sentences']} test sentences (all references of each source)")
+    for name in ("greedy", "beam"):
+        if name in evaluation:
+            result = evaluation[name]
+            print(f"{name:>6}: BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}")
+            for bucket in result["bleu_by_length"]:
+                print(
+                    f"        source {bucket['bucket']:>6} words: BLEU {bucket['bleu']:6.2f} "
+                    f"({bucket['count']} sentences)"
+                )
+    signatures = evaluation["greedy"]
+    print(f"sacreBLEU signature: {signatures['bleu_signature']}")
+    print(f"chrF signature:      {signatures['chrf_signature']}")
+    return 0
+
+
+def read_texts(args: argparse.Namespace) -> list[str]:
+    """Texts from the command line, else from --file, else from stdin (one per line)."""
+    if args.texts:
+        return list(args.texts)
+    if args.file:
+        with open(args.file, encoding="utf-8") as f:
+            return [line.rstrip("\n") for line in f]
+    return [line.rstrip("\n") for line in sys.stdin]
+
+
+def run_translate(args: argparse.Namespace) -> int:
+    if args.server:
+        from serving.cli import run_remote_translate
+
+        return run_remote_translate(args, read_texts(args))
+    if not args.run_dir:
+        raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
+    from keras_attention.training.trainer import load_translator
+
+    translator = load_translator(args.run_dir)
+    texts = read_texts(args)
+    results = translator.translate_all(
+        texts,
+        beam_width=args.beam,
+        length_penalty=args.length_penalty,
+        batch_size=args.batch_size,
+        progress=len(texts) > args.batch_size and sys.stderr.isatty(),
+    )
+    for index, result in enumerate(results):
+        print(result["translation"])
+        if args.show_attention:
+            show_attention(args, index, result)
+    return 0
+
+
+def show_attention(args: argparse.Namespace, index: int, result: dict) -> None:
+    from keras_attention.plotting import format_alignment, plot_attention
+
+    if args.attention_dir:
+        from pathlib import Path
+
+        path = Path(args.attention_dir) / f"attention_{index:04d}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        plot_attention(
+            result["attention"],
+            result["source_tokens"],
+            result["tokens"],
+            path,
+            title=result["translation"],
+        )
+        print(f"  attention heatmap: {path}", file=sys.stderr)
+    else:
+        print(format_alignment(result["attention"], result["source_tokens"], result["tokens"]))
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    from keras_attention.plotting.run_plots import plot_runs
+
+    for path in plot_runs(args.run_dirs, sentences=args.sentence, out=args.out):
+        print(path)
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,7 +187,81 @@ def build_parser() -> argparse.ArgumentParser:
             "train, evaluate, translate, plot, export for TensorFlow Serving, serve."
         ),
     )
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    train = commands.add_parser(
+        "train",
+        help="train a translator (resumes when re-run on the same --out)",
+        description="Train a Seq2Seq translator with model.fit. Re-running the same command "
+        "after an interruption resumes from the last completed epoch.",
+    )
+    add_train_arguments(train)
+    train.set_defaults(handler=run_train)
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="sacreBLEU and chrF of greedy and beam search on the run's test split",
+        description="Translate the run's held-out test split (greedy and beam search) and "
+        "score the detokenized, cased output with sacreBLEU (13a) and chrF against all "
+        "reference translations of each source; BLEU by source length. Writes metrics.json.",
+    )
+    evaluate.add_argument("run_dir", metavar="RUN_DIR", help="a trained run directory")
+    evaluate.add_argument(
+        "--beam", type=int, default=4, help="beam width (default: 4; 1 = greedy only)"
+    )
+    evaluate.add_argument(
+        "--length-penalty", type=float, default=0.6, help="GNMT length penalty alpha (default: 0.6)"
+    )
+    evaluate.add_argument(
+        "--batch-size", type=int, default=64, help="sentences per batch (default: 64)"
+    )
+    evaluate.add_argument(
+        "--max-sentences", type=int, default=None, help="evaluate only the first N test sources"
+    )
+    evaluate.set_defaults(handler=run_evaluate)
+
+    translate = commands.add_parser(
+        "translate",
+        help="translate text with a trained run (or a TF Serving endpoint with --server)",
+        description="Translate TEXT arguments, else the lines of --file, else the lines of stdin; "
+        "one translation per line on stdout.",
+    )
+    translate.add_argument(
+        "run_dir", metavar="RUN_DIR", nargs="?", help="a trained run directory (omit with --server)"
+    )
+    translate.add_argument("texts", metavar="TEXT", nargs="*", help="sentences to translate")
+    translate.add_argument("--file", help="read sentences from this file, one per line")
+    translate.add_argument("--beam", type=int, default=1, help="beam width (default: 1 = greedy)")
+    translate.add_argument(
+        "--length-penalty", type=float, default=0.6, help="GNMT length penalty alpha (default: 0.6)"
+    )
+    translate.add_argument(
+        "--batch-size", type=int, default=64, help="sentences per batch (default: 64)"
+    )
+    translate.add_argument(
+        "--show-attention",
+        action="store_true",
+        help="print a compact alignment under each translation (or save heatmaps with --attention-dir)",
+    )
+    translate.add_argument(
+        "--attention-dir", help="with --show-attention: save heatmap PNGs here instead"
+    )
+    translate.set_defaults(handler=run_translate, server=None)
+
+    plot = commands.add_parser(
+        "plot",
+        help="attention heatmaps, BLEU by sentence length across runs, training curves",
+        description="Write PNG plots: attention heatmaps for --sentence (default: a few test "
+        "sentences) with the first run, BLEU vs source length for all evaluated runs on one "
+        "chart, and each run's training curves.",
+    )
+    plot.add_argument("run_dirs", metavar="RUN_DIR", nargs="+", help="trained run directories")
+    plot.add_argument(
+        "--sentence", action="append", help="sentence to plot attention for (repeatable)"
+    )
+    plot.add_argument("--out", help="output directory (default: RUN_DIR/plots of the first run)")
+    plot.set_defaults(handler=run_plot)
     return parser
 
 
@@ -29,7 +271,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    return args.handler(args)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return args.handler(args)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"keras-attention {args.command}: error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,299 @@
+"""The RNN decoder, with Bahdanau, Luong or no attention."""
+
+import keras
+import tensorflow as tf
+
+from keras_attention.layers import BahdanauAttention, LuongAttention
+from keras_attention.models.encoder import RNN_CELLS
+
+ATTENTION_TYPES = ("bahdanau", "luong", "none")
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class AttentionDecoder(keras.layers.Layer):
+    """An RNN decoder that attends over the encoder's annotations.
+
+    One recurrence, `step`, serves both teacher-forced training (`call` runs it
+    in a `tf.while_loop` over the target) and inference (samplers call it
+    through `Seq2Seq.next_logits`). The output projection over the vocabulary
+    is applied once to all steps after the loop, not inside it.
+
+    At output step t, with `e = Embedding(y_{t-1})`, encoder annotations `H`:
+
+    - `"bahdanau"` (query = previous state):
+      1. `c_t, a_t = attention(s_{t-1}, H)`
+      2. `s_t = cell([e; c_t], s_{t-1})`
+      3. `o_t = tanh(W_g [s_t; c_t; e])`
+    - `"luong"` (query = current state, input feeding):
+      1. `s_t = cell([e; h~_{t-1}], s_{t-1})` (`[e]` alone without input feeding)
+      2. `c_t, a_t = attention(s_t, H)`
+      3. `o_t = h~_t = tanh(W_c [c_t; s_t])`
+    - `"none"` (the plain encoder-decoder): `c` = the encoder summary vector,
+      the same at every step; `s_t = cell([e; c], s_{t-1})`,
+      `o_t = tanh(W_g [s_t; c; e])`; attention weights are all zero.
+
+    Then `logits_t = W_o o_t + b`, where `W_o` is the target embedding matrix
+    when `tie_embeddings=True`. The initial state is `s_0 = tanh(W_s summary)`.
+
+    Args:
+        vocabulary_size: int, number of target token ids.
+        embedding_dim: int, size of the target embeddings.
+        units: int, decoder RNN units.
+        attention: `"bahdanau"`, `"luong"` or `"none"`.
+        score: Luong score function (see `LuongAttention`); ignored otherwise.
+        attention_units: int or None, units of the additive/concat score
+            (defaults to `units`).
+        cell: `"gru"` or `"lstm"`.
+        input_feeding: bool, Luong input feeding.
+        tie_embeddings: bool, score outputs against the target embedding
+            matrix (`o_t` is then of size `embedding_dim`).
+        dropout: float, dropout on embeddings and on `o_t`.
+        max_source_length: int or None, needed by the `"location"` score.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        embedding_dim=256,
+        units=512,
+        attention="bahdanau",
+        score="general",
+        attention_units=None,
+        cell="gru",
+        input_feeding=True,
+        tie_embeddings=False,
+        dropout=0.0,
+        max_source_length=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if attention not in ATTENTION_TYPES:
+            raise ValueError(
+                f"`attention` must be one of {ATTENTION_TYPES}. Received: attention={attention!r}"
+            )
+        if cell not in RNN_CELLS:
+            raise ValueError(f"`cell` must be one of {RNN_CELLS}. Received: cell={cell!r}")
+        for name, value in (
+            ("vocabulary_size", vocabulary_size),
+            ("embedding_dim", embedding_dim),
+            ("units", units),
+        ):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"`dropout` must be in [0, 1). Received: dropout={dropout!r}")
+        self.vocabulary_size = vocabulary_size
+        self.embedding_dim = embedding_dim
+        self.units = units
+        self.attention = attention
+        self.score = score
+        self.attention_units = attention_units
+        self.cell = cell
+        self.input_feeding = input_feeding
+        self.tie_embeddings = tie_embeddings
+        self.dropout = dropout
+        self.max_source_length = max_source_length
+
+        policy = self.dtype_policy
+        self.embedding = keras.layers.Embedding(
+            vocabulary_size, embedding_dim, dtype=policy, name="embedding"
+        )
+        self.bridge = keras.layers.Dense(units, activation="tanh", dtype=policy, name="bridge")
+        cell_class = keras.layers.GRUCell if cell == "gru" else keras.layers.LSTMCell
+        self.rnn_cell = cell_class(units, dtype=policy, name=f"{cell}_cell")
+        output_dim = embedding_dim if tie_embeddings else units
+        if attention == "bahdanau":
+            self.attention_layer = BahdanauAttention(
+                attention_units or units, dtype=policy, name="attention"
+            )
+        elif attention == "luong":
+            self.attention_layer = LuongAttention(
+                score=score,
+                units=(attention_units or units) if score == "concat" else None,
+                max_length=max_source_length if score == "location" else None,
+                dtype=policy,
+                name="attention",
+            )
+        else:
+            self.attention_layer = None
+        if attention == "luong":
+            # h~_t = tanh(W_c [c_t; s_t]); a linear map to the embedding size
+            # follows when the output is tied to the embeddings.
+            self.combine = keras.layers.Dense(
+                units, activation="tanh", use_bias=False, dtype=policy, name="combine"
+            )
+            self.readout = (
+                keras.layers.Dense(output_dim, dtype=policy, name="readout")
+                if tie_embeddings
+                else None
+            )
+        else:
+            self.combine = None
+            self.readout = keras.layers.Dense(
+                output_dim, activation="tanh", dtype=policy, name="readout"
+            )
+        if tie_embeddings:
+            self.output_layer = None
+        else:
+            self.output_layer = keras.layers.Dense(vocabulary_size, dtype=policy, name="logits")
+        self.dropout_layer = keras.layers.Dropout(dropout)
+
+    def build(self, target_in_shape, annotations_shape):
+        if self.attention_layer is not None:
+            # Build now: some scores' key projection needs the query size.
+            self.attention_layer.build((None, self.units), tuple(annotations_shape))
+        if self.tie_embeddings:
+            self.output_bias = self.add_weight(
+                shape=(self.vocabulary_size,), initializer="zeros", name="output_bias"
+            )
+
+    # ------------------------------------------------------------------ state
+
+    def initial_state(self, annotations, source_mask, summary):
+        """The decoding state before the first step.
+
+        Args:
+            annotations: `(batch_size, Ts, dv)` encoder outputs.
+            source_mask: bool `(batch_size, Ts)`, True on real tokens.
+            summary: `(batch_size, ds)` encoder summary vector.
+
+        Returns:
+            A dict of tensors, each with the batch as its first dimension:
+            `"rnn"` (list of cell states), `"feed"` (Luong input feeding),
+            and the encoder memory `"values"`, `"keys"`, `"mask"`, `"summary"`.
+            The keys are projected here, once per sentence.
+        """
+        summary = keras.ops.cast(summary, self.compute_dtype)
+        annotations = keras.ops.cast(annotations, self.compute_dtype)
+        s0 = self.bridge(summary)
+        rnn_state = [s0] if self.cell == "gru" else [s0, keras.ops.zeros_like(s0)]
+        state = {"rnn": rnn_state, "values": annotations, "mask": source_mask, "summary": summary}
+        if self.attention_layer is not None:
+            state["keys"] = self.attention_layer.prepare_keys(annotations)
+        if self.attention == "luong" and self.input_feeding:
+            state["feed"] = keras.ops.zeros_like(s0)
+        return state
+
+    def step(self, embedded, state, training=False):
+        """One decoder step on embedded previous tokens.
+
+        Args:
+            embedded: `(batch_size, embedding_dim)`.
+            state: dict from `initial_state` or a previous `step`.
+
+        Returns:
+            `(output, new_state, attention)`: `(batch_size, output_dim)` features
+            before the vocabulary projection, the next state, and the attention
+            weights `(batch_size, Ts)` in float32.
+        """
+        rnn_state = state["rnn"]
+        new_state = dict(state)
+        if self.attention == "bahdanau":
+            context, weights = self._attend(rnn_state[0], state)
+            cell_output, rnn_state = self._cell(
+                keras.ops.concatenate([embedded, context], axis=-1), rnn_state, training
+            )
+            output = self.readout(keras.ops.concatenate([cell_output, context, embedded], axis=-1))
+        elif self.attention == "luong":
+            cell_input = embedded
+            if self.input_feeding:
+                cell_input = keras.ops.concatenate([embedded, state["feed"]], axis=-1)
+            cell_output, rnn_state = self._cell(cell_input, rnn_state, training)
+            context, weights = self._attend(cell_output, state)
+            output = self.combine(keras.ops.concatenate([context, cell_output], axis=-1))
+            if self.input_feeding:
+                new_state["feed"] = output
+            if self.readout is not None:
+                output = self.readout(output)
+        else:
+            context = state["summary"]
+            cell_output, rnn_state = self._cell(
+                keras.ops.concatenate([embedded, context], axis=-1), rnn_state, training
+            )
+            output = self.readout(keras.ops.concatenate([cell_output, context, embedded], axis=-1))
+            weights = keras.ops.zeros(keras.ops.shape(state["mask"]), dtype="float32")
+        new_state["rnn"] = rnn_state
+        return output, new_state, keras.ops.cast(weights, "float32")
+
+    def _attend(self, query, state):
+        return self.attention_layer(query, state["values"], mask=state["mask"], keys=state["keys"])
+
+    def _cell(self, inputs, rnn_state, training):
+        output, new_state = self.rnn_cell(inputs, rnn_state, training=training)
+        return output, list(new_state) if isinstance(new_state, (list, tuple)) else [new_state]
+
+    def logits(self, outputs, training=False):
+        """Projects step outputs `(..., output_dim)` to float32 vocabulary logits."""
+        outputs = self.dropout_layer(outputs, training=training)
+        if self.tie_embeddings:
+            matrix = keras.ops.cast(self.embedding.embeddings, outputs.dtype)
+            logits = keras.ops.matmul(outputs, keras.ops.transpose(matrix))
+            return keras.ops.cast(logits, "float32") + keras.ops.cast(self.output_bias, "float32")
+        return keras.ops.cast(self.output_layer(outputs), "float32")
+
+    def embed(self, token_ids, training=False):
+        return self.dropout_layer(self.embedding(token_ids), training=training)
+
+    # ------------------------------------------------------------- training
+
+    def call(self, target_in, annotations, source_mask, summary, training=False):
+        """Teacher-forced decoding of a whole target sequence.
+
+        Args:
+            target_in: int `(batch_size, Tt)`, `[START]` followed by the target.
+            annotations, source_mask, summary: see `initial_state`.
+
+        Returns:
+            `(logits, attention)`: float32 `(batch_size, Tt, vocabulary_size)`
+            and `(batch_size, Tt, Ts)`.
+        """
+        embedded = self.embed(target_in, training=training)
+        state = self.initial_state(annotations, source_mask, summary)
+        # Only the recurrent part of the state goes through the loop; the
+        # encoder memory (values, keys, mask) is captured, not carried, so
+        # the backward pass does not stack a copy of it per step.
+        recurrent = {k: state[k] for k in ("rnn", "feed") if k in state}
+        memory = {k: v for k, v in state.items() if k not in recurrent}
+        steps = tf.shape(target_in)[1]
+        embedded_by_step = tf.transpose(embedded, [1, 0, 2])
+        outputs = tf.TensorArray(self.compute_dtype, size=steps)
+        weights = tf.TensorArray(tf.float32, size=steps)
+
+        def body(t, recurrent, outputs, weights):
+            output, new_state, attention = self.step(
+                embedded_by_step[t], {**memory, **recurrent}, training=training
+            )
+            recurrent = {k: new_state[k] for k in recurrent}
+            return t + 1, recurrent, outputs.write(t, output), weights.write(t, attention)
+
+        _, _, outputs, weights = tf.while_loop(
+            lambda t, *_: t < steps,
+            body,
+            (tf.constant(0), recurrent, outputs, weights),
+            maximum_iterations=steps,
+        )
+        outputs = tf.transpose(outputs.stack(), [1, 0, 2])
+        attention = tf.transpose(weights.stack(), [1, 0, 2])
+        return self.logits(outputs, training=training), attention
+
+    def compute_mask(self, *args, **kwargs):
+        return None
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "embedding_dim": self.embedding_dim,
+                "units": self.units,
+                "attention": self.attention,
+                "score": self.score,
+                "attention_units": self.attention_units,
+                "cell": self.cell,
+                "input_feeding": self.input_feeding,
+                "tie_embeddings": self.tie_embeddings,
+                "dropout": self.dropout,
+                "max_source_length": self.max_source_length,
+            }
+        )
+        return config

@@ -1,0 +1,112 @@
+"""The one place that knows the layout of a training run's directory."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+class RunDirectory:
+    """Paths and small I/O helpers of a run directory.
+
+    Layout::
+
+        RUN_DIR/
+          config.json               the TrainConfig of the run
+          source_vocabulary.txt     one token per line (see save_vocabulary)
+          target_vocabulary.txt
+          splits/validation.tsv     source<TAB>target pairs held out for validation
+          splits/test.tsv           source<TAB>target pairs held out for evaluation
+          model.keras               the best model (lowest validation loss)
+          backup/                   resume state while training (removed at the end)
+          logs/                     TensorBoard logs
+          history.csv               per-epoch training and validation metrics
+          metrics.json              training summary, then evaluation results
+          plots/                    PNG files written by `keras-attention plot`
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDirectory({str(self.path)!r})"
+
+    @property
+    def config(self) -> Path:
+        return self.path / "config.json"
+
+    @property
+    def source_vocabulary(self) -> Path:
+        return self.path / "source_vocabulary.txt"
+
+    @property
+    def target_vocabulary(self) -> Path:
+        return self.path / "target_vocabulary.txt"
+
+    @property
+    def validation_split(self) -> Path:
+        return self.path / "splits" / "validation.tsv"
+
+    @property
+    def test_split(self) -> Path:
+        return self.path / "splits" / "test.tsv"
+
+    @property
+    def model(self) -> Path:
+        return self.path / "model.keras"
+
+    @property
+    def backup(self) -> Path:
+        return self.path / "backup"
+
+    @property
+    def logs(self) -> Path:
+        return self.path / "logs"
+
+    @property
+    def history(self) -> Path:
+        return self.path / "history.csv"
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / "metrics.json"
+
+    @property
+    def plots(self) -> Path:
+        return self.path / "plots"
+
+    def require_trained(self) -> None:
+        """Raises a clear error unless this directory holds a trained model."""
+        if not self.path.is_dir():
+            raise FileNotFoundError(f"Run directory {str(self.path)!r} does not exist")
+        missing = [
+            p.name
+            for p in (self.config, self.model, self.source_vocabulary, self.target_vocabulary)
+            if not p.is_file()
+        ]
+        if missing:
+            raise FileNotFoundError(
+                f"{str(self.path)!r} is not a trained run directory: missing {', '.join(missing)}"
+            )
+
+    def read_metrics(self) -> dict[str, Any]:
+        if not self.metrics.is_file():
+            return {}
+        return json.loads(self.metrics.read_text(encoding="utf-8"))
+
+    def update_metrics(self, **sections: Any) -> dict[str, Any]:
+        """Merges `sections` into metrics.json (written atomically)."""
+        metrics = self.read_metrics()
+        metrics.update(sections)
+        tmp = self.metrics.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, self.metrics)
+        return metrics
+
+    def write_pairs(self, path: Path, pairs) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            for source, target in pairs:
+                f.write(f"{source}\t{target}\n")

@@ -1,0 +1,230 @@
+"""Train a Seq2Seq translator with `model.fit`, resumably, into a run directory."""
+
+from __future__ import annotations
+
+import csv
+import logging
+import time
+
+import keras
+
+from keras_attention.data import load_corpus, make_dataset, split_corpus
+from keras_attention.models.seq2seq import Seq2Seq
+from keras_attention.text import TextVectorizer, build_vocabulary, load_vocabulary, save_vocabulary
+from keras_attention.training.masked_accuracy import MaskedAccuracy
+from keras_attention.training.masked_loss import MaskedSparseCategoricalCrossentropy
+from keras_attention.training.run_directory import RunDirectory
+from keras_attention.training.train_config import TrainConfig
+from keras_attention.translator import Translator
+
+logger = logging.getLogger(__name__)
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Stops training once `seconds` of wall-clock time have passed.
+
+    Checked after every batch; the epoch in progress ends early and Keras
+    still runs its end-of-training callbacks (best weights, checkpoints).
+    """
+
+    def __init__(self, seconds: float):
+        super().__init__()
+        self.seconds = seconds
+        self.started = None
+        self.exhausted = False
+
+    def on_train_begin(self, logs=None):
+        self.started = time.monotonic()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if time.monotonic() - self.started >= self.seconds:
+            self.exhausted = True
+            self.model.stop_training = True
+
+
+def build_model(config: TrainConfig, source_size: int, target_size: int) -> Seq2Seq:
+    """The `Seq2Seq` described by `config`, compiled for training."""
+    model = Seq2Seq(
+        source_size,
+        target_size,
+        embedding_dim=config.embedding_dim,
+        encoder_units=config.encoder_units,
+        decoder_units=config.decoder_units,
+        encoder_layers=config.encoder_layers,
+        cell=config.cell,
+        attention=config.attention,
+        score=config.score,
+        attention_units=config.attention_units,
+        input_feeding=config.input_feeding,
+        tie_embeddings=config.tie_embeddings,
+        dropout=config.dropout,
+        max_source_length=config.max_length,
+        dtype=config.precision,
+    )
+    compile_model(model, config)
+    return model
+
+
+def compile_model(model: Seq2Seq, config: TrainConfig) -> None:
+    model.compile(
+        optimizer=keras.optimizers.Adam(
+            learning_rate=config.learning_rate, global_clipnorm=config.global_clipnorm
+        ),
+        loss=MaskedSparseCategoricalCrossentropy(),
+        metrics=[MaskedAccuracy()],
+    )
+
+
+def prepare_run(config: TrainConfig) -> tuple[RunDirectory, object]:
+    """Creates or reopens the run directory; returns it and the corpus splits.
+
+    A new run saves its config, its validation and test splits and the
+    vocabularies built from the training split. Reopening a run (after a
+    kill) checks that the config is the same and reuses the saved
+    vocabularies, so a resumed run continues with identical token ids.
+    """
+    run = RunDirectory(config.out)
+    if run.config.is_file():
+        saved = TrainConfig.load(run.path)
+        if saved != config:
+            raise ValueError(
+                f"{str(run.path)!r} holds a run with a different config; "
+                "use another --out directory or the same options. "
+                f"Saved: {saved.to_json()}"
+            )
+    run.path.mkdir(parents=True, exist_ok=True)
+    config.save(run.path)
+
+    corpus = load_corpus(config.data)
+    splits = split_corpus(
+        corpus.pairs,
+        validation_fraction=config.validation_fraction,
+        test_fraction=config.test_fraction,
+        seed=config.seed,
+        max_pairs=config.max_pairs,
+    )
+    if not splits.train:
+        raise ValueError(f"The training split of {corpus.path} is empty")
+    run.write_pairs(run.validation_split, splits.validation)
+    run.write_pairs(run.test_split, splits.test)
+    if not run.source_vocabulary.is_file() or not run.target_vocabulary.is_file():
+        save_vocabulary(
+            build_vocabulary((s for s, _ in splits.train), config.source_vocabulary_size),
+            run.source_vocabulary,
+        )
+        save_vocabulary(
+            build_vocabulary((t for _, t in splits.train), config.target_vocabulary_size),
+            run.target_vocabulary,
+        )
+    return run, splits
+
+
+def load_vectorizers(run: RunDirectory, config: TrainConfig):
+    source = TextVectorizer(load_vocabulary(run.source_vocabulary), max_length=config.max_length)
+    target = TextVectorizer(load_vocabulary(run.target_vocabulary), max_length=config.max_length)
+    return source, target
+
+
+def best_validation_loss(run: RunDirectory) -> float | None:
+    """The lowest val_loss in history.csv (from before a resume), if any."""
+    if not run.history.is_file():
+        return None
+    with open(run.history, encoding="utf-8", newline="") as f:
+        losses = [float(row["val_loss"]) for row in csv.DictReader(f) if row.get("val_loss")]
+    return min(losses) if losses else None
+
+
+def train(config: TrainConfig, verbose: str | int = "auto") -> dict:
+    """Trains (or resumes) the run described by `config`.
+
+    Returns the training summary that is also written to metrics.json.
+    """
+    run, splits = prepare_run(config)
+    if run.read_metrics().get("training", {}).get("completed"):
+        raise ValueError(
+            f"{str(run.path)!r} already holds a completed training run; "
+            "evaluate it or train into another --out directory"
+        )
+    source_vectorizer, target_vectorizer = load_vectorizers(run, config)
+    keras.utils.set_random_seed(config.seed)
+    train_data = make_dataset(
+        splits.train,
+        source_vectorizer,
+        target_vectorizer,
+        batch_size=config.batch_size,
+        shuffle=True,
+        seed=config.seed,
+        max_length=config.max_length,
+    )
+    validation_data = make_dataset(
+        splits.validation,
+        source_vectorizer,
+        target_vectorizer,
+        batch_size=config.batch_size,
+        shuffle=False,
+        max_length=config.max_length,
+    )
+    if config.steps_per_epoch is not None:
+        train_data = train_data.repeat()
+
+    model = build_model(
+        config, source_vectorizer.vocabulary_size, target_vectorizer.vocabulary_size
+    )
+    model.build()
+    logger.info("Seq2Seq with %d parameters", model.count_params())
+    best_so_far = best_validation_loss(run)
+    budget = TimeBudget(config.time_budget_minutes * 60 if config.time_budget_minutes else 1e12)
+    callbacks = [
+        keras.callbacks.BackupAndRestore(str(run.backup), save_freq="epoch"),
+        keras.callbacks.ModelCheckpoint(
+            str(run.model),
+            monitor="val_loss",
+            save_best_only=True,
+            initial_value_threshold=best_so_far,
+        ),
+        keras.callbacks.EarlyStopping(
+            monitor="val_loss", patience=config.patience, restore_best_weights=True
+        ),
+        keras.callbacks.TensorBoard(str(run.logs)),
+        keras.callbacks.CSVLogger(str(run.history), append=True),
+        budget,
+    ]
+    started = time.monotonic()
+    history = model.fit(
+        train_data,
+        validation_data=validation_data,
+        epochs=config.epochs,
+        steps_per_epoch=config.steps_per_epoch,
+        callbacks=callbacks,
+        verbose=verbose,
+    )
+    seconds = time.monotonic() - started
+    if not run.model.is_file():
+        # The budget ran out before the first epoch ended: keep what we have.
+        model.save(run.model)
+    summary = {
+        "completed": True,
+        "epochs_run": len(history.epoch),
+        "seconds": round(seconds, 1),
+        "stopped_by_time_budget": budget.exhausted,
+        "parameters": model.count_params(),
+        "final": {k: float(v[-1]) for k, v in history.history.items()},
+        "best_val_loss": float(min(history.history.get("val_loss", [float("nan")]))),
+    }
+    run.update_metrics(training=summary)
+    return summary
+
+
+def load_translator(run_dir, max_output_length: int | None = None) -> Translator:
+    """The `Translator` of a trained run directory."""
+    run = RunDirectory(run_dir)
+    run.require_trained()
+    config = TrainConfig.load(run.path)
+    source_vectorizer, target_vectorizer = load_vectorizers(run, config)
+    model = keras.saving.load_model(run.model, compile=False)
+    return Translator(
+        model,
+        source_vectorizer,
+        target_vectorizer,
+        max_output_length=max_output_length or config.max_output_length,
+    )

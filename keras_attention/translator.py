@@ -1,0 +1,150 @@
+"""Strings in, translations out: vectorizers + model + a search strategy."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from keras_attention.decoding import BeamSearch, GreedySearch
+from keras_attention.text import TextVectorizer, tokenize
+
+OUTPUT_KEYS = ("translation", "score", "length", "tokens", "source_tokens", "attention")
+
+
+class Translator:
+    """Translates raw strings with a trained `Seq2Seq` model, all in the graph.
+
+    `translate` is pure TensorFlow (tf-text ops, lookups, one `tf.while_loop`
+    per search), so the same function runs eagerly, in `tf.function`, and
+    inside the exported SavedModel.
+
+    Args:
+        model: a `Seq2Seq`.
+        source_vectorizer: `TextVectorizer` for the source language. Its
+            `max_length` truncates long inputs.
+        target_vectorizer: `TextVectorizer` for the target language.
+        max_output_length: int, the most tokens a translation may have.
+    """
+
+    def __init__(
+        self,
+        model,
+        source_vectorizer: TextVectorizer,
+        target_vectorizer: TextVectorizer,
+        max_output_length: int = 50,
+    ):
+        if max_output_length < 1:
+            raise ValueError(
+                f"`max_output_length` must be >= 1. Received: max_output_length={max_output_length}"
+            )
+        self.model = model
+        self.source_vectorizer = source_vectorizer
+        self.target_vectorizer = target_vectorizer
+        self.max_output_length = max_output_length
+
+    def strategy(self, beam_width: int = 1, length_penalty: float = 0.6):
+        """The search strategy: greedy for `beam_width == 1`, else beam search."""
+        end_id, pad_id = self.target_vectorizer.end_id, self.target_vectorizer.pad_id
+        if beam_width == 1:
+            return GreedySearch(max_length=self.max_output_length, end_id=end_id, pad_id=pad_id)
+        return BeamSearch(
+            beam_width=beam_width,
+            length_penalty=length_penalty,
+            max_length=self.max_output_length,
+            end_id=end_id,
+            pad_id=pad_id,
+        )
+
+    def translate(self, texts, strategy) -> dict[str, tf.Tensor]:
+        """Translates a batch of strings.
+
+        Args:
+            texts: string tensor `(batch_size,)`.
+            strategy: a `GreedySearch` or `BeamSearch`.
+
+        Returns:
+            A dict of dense tensors: `translation` string `(batch_size,)`,
+            `score` float32 `(batch_size,)` (log-probability), `length` int32
+            `(batch_size,)` (tokens before `[END]`), `tokens` string
+            `(batch_size, T_out)`, `source_tokens` string `(batch_size, T_in)`
+            (padded with `""`), `attention` float32 `(batch_size, T_out, T_in)`.
+            Inputs with no token (empty or blank strings) translate to `""`
+            with score 0 and length 0.
+        """
+        texts = tf.convert_to_tensor(texts, dtype=tf.string)
+        texts = tf.reshape(texts, [-1])
+        source_ids = self.source_vectorizer(texts)
+        # Keep at least one (padding) column so an all-empty batch still runs.
+        width = tf.maximum(tf.shape(source_ids)[1], 1)
+        source_ids = tf.pad(source_ids, [[0, 0], [0, width - tf.shape(source_ids)[1]]])
+        source_tokens = tokenize(texts)[:, :width].to_tensor(default_value="", shape=[None, width])
+        has_tokens = tf.reduce_any(tf.not_equal(source_ids, 0), axis=1)
+
+        batch_size = tf.shape(texts)[0]
+        start_ids = tf.fill([batch_size], tf.constant(self.target_vectorizer.start_id, tf.int32))
+        state = self.model.initial_decode_state(source_ids)
+        result = strategy(self.model.next_logits, state, start_ids)
+
+        lengths = tf.where(has_tokens, result.lengths, 0)
+        steps = tf.shape(result.tokens)[1]
+        keep = tf.sequence_mask(lengths, steps)
+        token_ids = tf.where(keep, result.tokens, self.target_vectorizer.pad_id)
+        tokens = tf.where(keep, self.target_vectorizer.ids_to_tokens(token_ids), "")
+        attention = tf.where(keep[:, :, tf.newaxis], result.attention, 0.0)
+        return {
+            "translation": self.target_vectorizer.decode(token_ids),
+            "score": tf.where(has_tokens, result.scores, 0.0),
+            "length": lengths,
+            "tokens": tokens,
+            "source_tokens": source_tokens,
+            "attention": attention,
+        }
+
+    def compile(self, strategy):
+        """`translate` with `strategy` as a `tf.function` over a `[None]` string batch."""
+        return tf.function(
+            lambda texts: self.translate(texts, strategy),
+            input_signature=[tf.TensorSpec([None], tf.string, name="text")],
+        )
+
+    def translate_all(
+        self,
+        texts: list[str],
+        beam_width: int = 1,
+        length_penalty: float = 0.6,
+        batch_size: int = 64,
+        progress: bool = False,
+    ) -> list[dict]:
+        """Translates a list of strings in batches; returns one dict per input.
+
+        Inputs are sorted by length into batches (less padding) and the results
+        returned in input order. Each dict holds `translation` (str), `score`
+        (float), `length` (int), `tokens` and `source_tokens` (lists of str
+        without padding), and `attention` (a NumPy array `[length, n_source]`).
+        """
+        if batch_size < 1:
+            raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
+        import keras
+
+        translate = self.compile(self.strategy(beam_width, length_penalty))
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        results: list[dict | None] = [None] * len(texts)
+        bar = keras.utils.Progbar(len(texts), unit_name="sentence") if progress else None
+        for start in range(0, len(order), batch_size):
+            indices = order[start : start + batch_size]
+            outputs = {
+                k: v.numpy() for k, v in translate(tf.constant([texts[i] for i in indices])).items()
+            }
+            for row, index in enumerate(indices):
+                length = int(outputs["length"][row])
+                source = [t.decode("utf-8") for t in outputs["source_tokens"][row] if t]
+                results[index] = {
+                    "translation": outputs["translation"][row].decode("utf-8"),
+                    "score": float(outputs["score"][row]),
+                    "length": length,
+                    "tokens": [t.decode("utf-8") for t in outputs["tokens"][row][:length]],
+                    "source_tokens": source,
+                    "attention": outputs["attention"][row][:length, : len(source)],
+                }
+            if bar is not None:
+                bar.add(len(indices))
+        return results
