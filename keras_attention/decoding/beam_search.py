@@ -1,0 +1,265 @@
+"""`BeamSearch`: keep the `beam_width` best hypotheses, rank by GNMT score."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from keras_attention.decoding.decode_result import DecodeResult
+from keras_attention.decoding.decoding_strategy import (
+    DecodingStrategy,
+    NextFn,
+    call_next_fn,
+    check_int,
+    prepare_start_ids,
+    relaxed_shape,
+    write_column,
+)
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class BeamSearch(DecodingStrategy):
+    """Beam search with the GNMT length penalty, in pure TensorFlow.
+
+    Each sentence keeps `beam_width` hypotheses; a finished hypothesis stays in
+    its beam (as in OpenNMT-tf and `tf.contrib.seq2seq`) and competes with the
+    running ones through its length-normalized score. Hypotheses are ranked by
+
+        score / lp,    lp = ((5 + len) / 6) ** length_penalty
+
+    where `score` is the sum of token log-probabilities and `len` is the number
+    of tokens that contributed to it: the emitted tokens *including* the end
+    token (`lengths + 1` for a finished hypothesis, `max_length` for one that
+    never ended). The same `len` is used at every step and for the final
+    choice. `length_penalty=0` ranks by raw log-probability.
+
+    The search is one `tf.while_loop` with `maximum_iterations`; the token
+    history and the row of each step's ancestor are carried in fixed
+    `(batch, beam, max_length)` buffers and gathered with the surviving
+    hypotheses every step (no `GatherTree`, no custom ops), so it runs eagerly,
+    in `tf.function`, with `jit_compile=True` and in a SavedModel served by
+    TensorFlow Serving.
+
+    At step `t` (0-based):
+
+    1. `next_fn(t, tokens, state)` on all `batch * beam_width` rows gives
+       float32 log-probs `(batch, beam, vocab)`. Rows are batch-major: rows
+       `b * beam_width ... b * beam_width + beam_width - 1` belong to sentence
+       `b`. At `t = 0` only the first hypothesis of each sentence is live.
+    2. A finished hypothesis has a single continuation, `pad_id`, at cost 0.
+    3. Candidates `score + log_prob` are normalized by `lp(len + 1)` (or
+       `lp(len)` for finished ones) and the `beam_width` best of the
+       `beam_width * vocab` candidates are kept.
+    4. Every state leaf is reordered with `tf.gather` by the kept
+       hypotheses' parents; a kept candidate whose token is `end_id` is
+       finished.
+    5. The loop stops when every hypothesis of every sentence is finished, or
+       after `max_length` steps. The best-ranked hypothesis is returned.
+
+    With `beam_width=1` this is exactly `GreedySearch`.
+
+    Args:
+        beam_width: int >= 1, hypotheses kept per sentence. Defaults to 4.
+        length_penalty: float >= 0, the GNMT `alpha`. Defaults to 0.6.
+        max_length: int >= 1, the most decoding steps (counting the step that
+            emits the end token). Defaults to 50.
+        end_id: int >= 0, the id that ends a sentence. Defaults to 3.
+        pad_id: int >= 0, the id written after a sentence has ended. Defaults
+            to 0.
+
+    Call arguments:
+        next_fn: `next_fn(step, token_ids, state) -> (logits, new_state,
+            attention)` on `batch_size * beam_width` rows: `token_ids`
+            `(batch_size * beam_width,)`, `logits`
+            `(batch_size * beam_width, vocab_size)`, `attention`
+            `(batch_size * beam_width, Tv)` (or `None`), `new_state` shaped like
+            `state`.
+        initial_state: a nest of tensors, every leaf of shape
+            `(batch_size, ...)`; each leaf is tiled to
+            `(batch_size * beam_width, ...)` (`tf.repeat` on axis 0).
+        start_ids: int tensor of shape `(batch_size,)`, the ids fed at step 0.
+
+    Returns:
+        A `DecodeResult` for the best hypothesis of each sentence: `tokens`
+        `(batch_size, T)`, `scores` `(batch_size,)` (raw log-probability),
+        `lengths` `(batch_size,)` and `attention` `(batch_size, T, Tv)`, where
+        `T <= max_length` is the number of steps run.
+
+    Example:
+
+    >>> # P(first token): 2 -> 0.5, 4 -> 0.4, end -> 0.1; after 2 nothing is
+    >>> # likely, after 4 the end token is (0.9). Greedy takes 2; beam finds 4.
+    >>> table = tf.math.log([
+    ...     [0.01, 0.01, 0.49, 0.09, 0.40],   # after the start token (0)
+    ...     [0.2, 0.2, 0.2, 0.2, 0.2],
+    ...     [0.01, 0.01, 0.34, 0.30, 0.34],   # after 2
+    ...     [0.2, 0.2, 0.2, 0.2, 0.2],
+    ...     [0.01, 0.01, 0.04, 0.90, 0.04],   # after 4
+    ... ])
+    >>> def next_fn(step, token_ids, state):
+    ...     return tf.gather(table, token_ids), state, tf.ones([tf.shape(token_ids)[0], 1])
+    >>> beam = BeamSearch(beam_width=2, length_penalty=0.0, max_length=3)
+    >>> beam(next_fn, (), tf.constant([0])).tokens[:, :1].numpy().tolist()
+    [[4]]
+    """
+
+    def __init__(
+        self,
+        beam_width: int = 4,
+        length_penalty: float = 0.6,
+        max_length: int = 50,
+        end_id: int = 3,
+        pad_id: int = 0,
+    ):
+        super().__init__(max_length=max_length, end_id=end_id, pad_id=pad_id)
+        self.beam_width = check_int("beam_width", beam_width, minimum=1)
+        if (
+            not isinstance(length_penalty, numbers.Real)
+            or isinstance(length_penalty, bool)
+            or not math.isfinite(length_penalty)
+            or length_penalty < 0
+        ):
+            raise ValueError(
+                "`length_penalty` must be a finite number >= 0. "
+                f"Received: length_penalty={length_penalty!r}"
+            )
+        self.length_penalty = float(length_penalty)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update({"beam_width": self.beam_width, "length_penalty": self.length_penalty})
+        return config
+
+    def normalize(self, scores: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
+        """Length-normalized scores: `scores / ((5 + lengths) / 6) ** length_penalty`.
+
+        Args:
+            scores: float32 tensor, sums of log-probabilities.
+            lengths: int tensor broadcastable to `scores`, the number of tokens
+                scored, including the end token when there is one.
+
+        Returns:
+            float32 tensor shaped like `scores`.
+        """
+        penalty = tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, self.length_penalty)
+        return scores / penalty
+
+    def __call__(self, next_fn: NextFn, initial_state: Any, start_ids: Any) -> DecodeResult:
+        start_ids = prepare_start_ids(start_ids)
+        batch_size = tf.shape(start_ids)[0]
+        beam_width = self.beam_width
+        max_length = self.max_length
+        pad = tf.constant(self.pad_id, tf.int32)
+        end = tf.constant(self.end_id, tf.int32)
+        # Row of the first hypothesis of each sentence in the flat (batch * beam) layout.
+        row_offsets = tf.range(batch_size)[:, tf.newaxis] * beam_width
+
+        def body(step, token_ids, state, log_probs, lengths, finished, tokens, ancestry, attention):
+            step_log_probs, new_state, step_attention = call_next_fn(
+                next_fn, step, token_ids, state
+            )
+            vocab_size = tf.shape(step_log_probs)[-1]
+            step_log_probs = tf.reshape(step_log_probs, [-1, beam_width, vocab_size])
+            # A finished hypothesis continues only with pad, at no cost.
+            pad_only = tf.where(
+                tf.equal(tf.range(vocab_size), pad), 0.0, tf.constant(-math.inf, tf.float32)
+            )
+            step_log_probs = tf.where(finished[..., tf.newaxis], pad_only, step_log_probs)
+            totals = log_probs[..., tf.newaxis] + step_log_probs  # (batch, beam, vocab)
+            candidate_lengths = lengths + tf.cast(tf.logical_not(finished), tf.int32)
+            ranked = self.normalize(totals, candidate_lengths[..., tf.newaxis])
+            _, top = tf.math.top_k(tf.reshape(ranked, [-1, beam_width * vocab_size]), beam_width)
+            parents = top // vocab_size  # (batch, beam)
+            ids = top % vocab_size
+            log_probs = tf.gather(
+                tf.reshape(totals, [-1, beam_width * vocab_size]), top, batch_dims=1
+            )
+            parent_finished = tf.gather(finished, parents, batch_dims=1)
+            lengths = tf.gather(candidate_lengths, parents, batch_dims=1)
+            ended = tf.logical_and(tf.logical_not(parent_finished), tf.equal(ids, end))
+            stopped = tf.logical_or(parent_finished, ended)
+            # A -inf hypothesis (more beams than live candidates) is dead: count it finished.
+            dead = tf.equal(log_probs, -math.inf)
+            finished = tf.logical_or(stopped, dead)
+
+            parent_rows = parents + row_offsets  # (batch, beam)
+            flat_parent_rows = tf.reshape(parent_rows, [-1])
+            state = tf.nest.map_structure(lambda x: tf.gather(x, flat_parent_rows), new_state)
+            tokens = tf.gather(tokens, parents, batch_dims=1)
+            tokens = write_column(tokens, step, tf.where(stopped, pad, ids))
+            ancestry = tf.gather(ancestry, parents, batch_dims=1)
+            ancestry = write_column(ancestry, step, parent_rows)
+            # Stored in the order of this step's rows; `ancestry` finds them later.
+            attention = attention.write(step, step_attention)
+            next_ids = tf.reshape(tf.where(parent_finished, pad, ids), [-1])
+            return (
+                step + 1,
+                next_ids,
+                state,
+                log_probs,
+                lengths,
+                finished,
+                tokens,
+                ancestry,
+                attention,
+            )
+
+        def cond(step, token_ids, state, log_probs, lengths, finished, tokens, ancestry, attention):
+            return tf.logical_not(tf.reduce_all(finished))
+
+        tiled_state = tf.nest.map_structure(
+            lambda x: tf.repeat(x, beam_width, axis=0), initial_state
+        )
+        # Only the first copy of each sentence is live at step 0.
+        first_live = tf.constant([0.0] + [-math.inf] * (beam_width - 1), tf.float32)
+        loop_vars = (
+            tf.constant(0, tf.int32),
+            tf.repeat(start_ids, beam_width),
+            tiled_state,
+            tf.tile(first_live[tf.newaxis], [batch_size, 1]),
+            tf.zeros([batch_size, beam_width], tf.int32),
+            tf.zeros([batch_size, beam_width], tf.bool),
+            tf.fill([batch_size, beam_width, max_length], pad),
+            tf.zeros([batch_size, beam_width, max_length], tf.int32),
+            tf.TensorArray(tf.float32, size=max_length),
+        )
+        shape_invariants = (
+            tf.TensorShape([]),
+            tf.TensorShape([None]),
+            tf.nest.map_structure(relaxed_shape, tiled_state),
+            tf.TensorShape([None, beam_width]),
+            tf.TensorShape([None, beam_width]),
+            tf.TensorShape([None, beam_width]),
+            tf.TensorShape([None, beam_width, max_length]),
+            tf.TensorShape([None, beam_width, max_length]),
+            tf.TensorShape(None),
+        )
+        steps, _, _, log_probs, lengths, finished, tokens, ancestry, attention = tf.while_loop(
+            cond,
+            body,
+            loop_vars,
+            shape_invariants=shape_invariants,
+            maximum_iterations=max_length,
+        )
+
+        # top_k sorts the kept hypotheses by the ranking score, so the best is first.
+        scores = log_probs[:, 0]
+        # `lengths` counts the end token; DecodeResult.lengths does not.
+        best_lengths = lengths[:, 0] - tf.cast(finished[:, 0], tf.int32)
+        # attention.stack(): (max_length, batch * beam, Tv); pick, at every step,
+        # the row of the best hypothesis' ancestor. Everything stays max_length
+        # long until the final slice (XLA needs static shapes in between).
+        best_rows = tf.transpose(ancestry[:, 0, :])  # (max_length, batch)
+        best_attention = tf.gather(attention.stack(), best_rows, batch_dims=1)
+        best_attention = tf.transpose(best_attention, [1, 0, 2])  # (batch, max_length, Tv)
+        emitted = tf.range(max_length)[tf.newaxis, :] < best_lengths[:, tf.newaxis]
+        best_attention = tf.where(emitted[..., tf.newaxis], best_attention, 0.0)
+        best_attention = best_attention[:, :steps]
+        best_tokens = tokens[:, 0, :steps]
+        return DecodeResult(
+            tokens=best_tokens, scores=scores, lengths=best_lengths, attention=best_attention
+        )
