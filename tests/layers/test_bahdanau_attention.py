@@ -8,6 +8,11 @@ from attention_testing import assert_matches_numpy, random_inputs, to_numpy
 from keras_attention.layers import BahdanauAttention
 
 
+@pytest.fixture(autouse=True)
+def _seed():
+    keras.utils.set_random_seed(0)
+
+
 @pytest.mark.parametrize("variant", ["bahdanau", "bahdanau_normalized"])
 @pytest.mark.parametrize("one_step", [True, False], ids=["one_step", "multi_step"])
 @pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])

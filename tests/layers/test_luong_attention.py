@@ -18,6 +18,11 @@ from keras_attention.layers import LuongAttention
 LUONG_VARIANTS = ["dot", "general", "concat", "scaled_dot", "cosine", "location", "general_scaled"]
 
 
+@pytest.fixture(autouse=True)
+def _seed():
+    keras.utils.set_random_seed(0)
+
+
 @pytest.mark.parametrize("variant", LUONG_VARIANTS)
 @pytest.mark.parametrize("one_step", [True, False], ids=["one_step", "multi_step"])
 @pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])
