@@ -71,7 +71,7 @@ def evaluate_run(
             "bleu_by_length": bleu_by_length(sources, hypotheses, references),
         }
         with open(run.path / f"translations.{name}.tsv", "w", encoding="utf-8") as f:
-            for source, hypothesis in zip(sources, hypotheses):
+            for source, hypothesis in zip(sources, hypotheses, strict=True):
                 f.write(f"{source}\t{hypothesis}\n")
         logger.info("%s: BLEU %.2f chrF %.2f", name, scores.bleu, scores.chrf)
     run.update_metrics(evaluation=evaluation)

@@ -1,0 +1,151 @@
+"""Seq2Seq: shapes, training loop == decoding steps, save/load, padding, errors."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.models.seq2seq import Seq2Seq
+
+VARIANTS = [
+    dict(attention="bahdanau"),
+    dict(attention="bahdanau", cell="lstm", tie_embeddings=True),
+    dict(attention="luong", score="general"),
+    dict(attention="luong", score="dot", input_feeding=False),
+    dict(attention="luong", score="concat", tie_embeddings=True),
+    dict(attention="luong", score="scaled_dot"),
+    dict(attention="luong", score="cosine"),
+    dict(attention="luong", score="location"),
+    dict(attention="none"),
+    dict(attention="bahdanau", encoder_layers=2, bidirectional=False),
+]
+
+
+def make_model(**kwargs):
+    options = dict(
+        embedding_dim=8,
+        encoder_units=8,
+        decoder_units=16,
+        max_source_length=12,
+    )
+    options.update(kwargs)
+    return Seq2Seq(30, 40, **options)
+
+
+def batch(seed=0):
+    rng = np.random.default_rng(seed)
+    source = rng.integers(4, 30, (3, 6)).astype("int32")
+    source[1, 4:] = 0
+    source[2, 2:] = 0
+    target_in = rng.integers(4, 40, (3, 5)).astype("int32")
+    target_in[:, 0] = 2
+    target_in[2, 3:] = 0
+    return source, target_in
+
+
+def variant_id(variant):
+    return "-".join(f"{k}={v}" for k, v in variant.items())
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
+def test_teacher_forcing_equals_step_by_step_decoding(variant):
+    """The training loop and the decoding step are one recurrence: same logits."""
+    model = make_model(**variant)
+    source, target_in = batch()
+    logits, attention = model.call_with_attention((source, target_in))
+    assert logits.shape == (3, 5, 40) and logits.dtype == tf.float32
+    assert attention.shape == (3, 5, 6)
+
+    state = model.initial_decode_state(source)
+    for t in range(target_in.shape[1]):
+        step_logits, state, step_attention = model.next_logits(t, target_in[:, t], state)
+        np.testing.assert_allclose(step_logits, logits[:, t], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(step_attention, attention[:, t], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", VARIANTS[:3] + VARIANTS[-2:], ids=variant_id)
+def test_attention_rows_sum_to_one_and_skip_padding(variant):
+    model = make_model(**variant)
+    source, target_in = batch()
+    _, attention = model.call_with_attention((source, target_in))
+    attention = attention.numpy()
+    if variant["attention"] == "none":
+        assert np.all(attention == 0)
+        return
+    np.testing.assert_allclose(attention.sum(-1), 1.0, rtol=1e-5)
+    assert np.all(attention[1, :, 4:] == 0) and np.all(attention[2, :, 2:] == 0)
+
+
+@pytest.mark.parametrize(
+    "variant", [VARIANTS[0], VARIANTS[1], VARIANTS[4], VARIANTS[8]], ids=variant_id
+)
+def test_keras_save_and_load_reproduce_outputs(tmp_path, variant):
+    model = make_model(**variant)
+    source, target_in = batch()
+    expected = model((source, target_in))
+    path = tmp_path / "model.keras"
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    assert isinstance(restored, Seq2Seq)
+    assert restored.get_config() == model.get_config()
+    np.testing.assert_array_equal(restored((source, target_in)), expected)
+
+
+def test_config_round_trip():
+    model = make_model(attention="luong", score="concat", dropout=0.2, tie_embeddings=True)
+    clone = Seq2Seq.from_config(model.get_config())
+    assert clone.get_config() == model.get_config()
+
+
+def test_padding_does_not_change_outputs():
+    """Extra padding columns on the source leave logits and attention unchanged."""
+    model = make_model(attention="bahdanau")
+    source, target_in = batch()
+    logits, attention = model.call_with_attention((source, target_in))
+    padded = np.pad(source, [[0, 0], [0, 3]])
+    padded_logits, padded_attention = model.call_with_attention((padded, target_in))
+    np.testing.assert_allclose(padded_logits, logits, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(padded_attention[:, :, :6], attention, rtol=1e-5, atol=1e-6)
+    assert np.all(padded_attention.numpy()[:, :, 6:] == 0)
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_gives_finite_float32_logits(policy):
+    model = make_model(attention="luong", tie_embeddings=True, dtype=policy)
+    source, target_in = batch()
+    logits, attention = model.call_with_attention((source, target_in))
+    assert logits.dtype == tf.float32 and attention.dtype == tf.float32
+    assert np.all(np.isfinite(logits)) and np.all(np.isfinite(attention))
+
+
+def test_gradients_reach_every_weight():
+    model = make_model(attention="bahdanau", tie_embeddings=True)
+    source, target_in = batch()
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model((source, target_in), training=True) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    missing = [v.path for v, g in zip(model.trainable_variables, grads, strict=True) if g is None]
+    assert not missing
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(attention="transformer"), "attention"),
+        (dict(cell="rnn"), "cell"),
+        (dict(embedding_dim=0), "embedding_dim"),
+        (dict(dropout=1.5), "dropout"),
+    ],
+)
+def test_bad_arguments_raise_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        make_model(**kwargs)
+
+
+def test_bad_inputs_raise_value_error():
+    model = make_model()
+    source, target_in = batch()
+    with pytest.raises(ValueError, match="source_ids"):
+        model((source[0], target_in))
+    with pytest.raises(ValueError, match="source_ids, target_in"):
+        model(source)
