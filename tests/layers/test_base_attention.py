@@ -326,6 +326,30 @@ def test_while_loop_with_prepared_keys_under_xla(variant):
 
 
 @pytest.mark.parametrize("variant", ALL)
+def test_tf_function_with_unknown_lengths(variant):
+    """Traced once with unknown batch size and lengths (as in an export), then run on
+    values of several lengths."""
+    query, values, mask = random_inputs()
+    layer = make_layer(variant)
+    layer(query, values)
+    step = tf.function(
+        lambda query, values, mask: layer(
+            query, values, mask=mask, keys=layer.prepare_keys(values)
+        ),
+        input_signature=[
+            tf.TensorSpec([None, 4]),
+            tf.TensorSpec([None, None, 4]),
+            tf.TensorSpec([None, None], tf.bool),
+        ],
+    )
+    for tv in (5, 2):
+        got = step(query[:, 0], values[:, :tv], mask[:, :tv])
+        want = layer(query[:, 0], values[:, :tv], mask=mask[:, :tv])
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(to_numpy(g), to_numpy(w), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", ALL)
 def test_gradients_reach_every_weight(variant):
     dq = 4 if variant in SAME_DIM_VARIANTS else 3
     query, values, mask = random_inputs(dq=dq)
