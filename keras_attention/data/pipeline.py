@@ -1,0 +1,188 @@
+"""The `tf.data` input pipeline for teacher-forced sequence-to-sequence training."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import tensorflow as tf
+
+from keras_attention.text import END_ID, START_ID, TextVectorizer, tokenize
+
+logger = logging.getLogger(__name__)
+
+# Default bucket boundaries (sequence lengths); those at or above the length
+# limit are dropped. Tatoeba sentences are mostly 4-15 tokens long.
+DEFAULT_BUCKET_BOUNDARIES = (6, 8, 10, 12, 14, 16, 20, 24, 32, 48, 64, 96, 128, 192, 256)
+_VECTORIZE_BATCH = 1024  # sentences tokenized per call while vectorizing
+
+
+def _positive_int_or_none(name: str, value) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"`{name}` must be a positive int or None. Received: {name}={value!r}")
+
+
+def make_dataset(
+    pairs: Sequence[tuple[str, str]],
+    source_vectorizer: TextVectorizer,
+    target_vectorizer: TextVectorizer,
+    batch_size: int,
+    shuffle: bool = True,
+    seed: int = 0,
+    bucket_boundaries: Sequence[int] | None = None,
+    max_length: int | None = None,
+    tokens_per_batch: int | None = None,
+    long_pairs: str = "drop",
+    cache: bool = True,
+) -> tf.data.Dataset:
+    """Builds batches of `((source_ids, target_in), target_out)` for `model.fit`.
+
+    The computation:
+
+    1. Both sides are vectorized in large batches (`tokenize` and the
+       vectorizers' lookup tables) into ragged int32 ids; the result is
+       cached in memory (`cache=True`), so later epochs skip tokenization.
+    2. Pairs with an empty side are dropped. Pairs longer than the limits
+       are dropped (`long_pairs="drop"`, the default: a cut sentence would
+       teach the model a wrong translation) or cut (`long_pairs="truncate"`:
+       the target keeps `[END]` after its cut tokens).
+    3. With `shuffle`, the pairs are shuffled (whole-dataset buffer, seeded,
+       reshuffled every epoch; the same seed gives the same sequence of
+       epochs).
+    4. `target_in = [START] + target` and `target_out = target + [END]`, so
+       `target_out[t]` is the token to predict after reading
+       `target_in[: t + 1]`.
+    5. Pairs are grouped into length buckets (the bucket of a pair is set by
+       its longer sequence) and each batch is padded with 0 to its own
+       longest sequence, so little compute is spent on padding. With
+       `tokens_per_batch`, long buckets get fewer sentences per batch, so
+       batches hold about the same number of tokens.
+    6. `prefetch(AUTOTUNE)`.
+
+    Length limits: `source_ids` has at most `max_length` ids and
+    `target_in` / `target_out` at most `max_length` ids (so at most
+    `max_length - 1` target tokens). With `max_length=None` each side uses
+    its vectorizer's `max_length` (no limit if that is `None` too).
+
+    Args:
+        pairs: `(source, target)` string pairs (e.g. `split_corpus(...).train`).
+        source_vectorizer: `TextVectorizer` of the source language.
+        target_vectorizer: `TextVectorizer` of the target language.
+        batch_size: int, sentences per batch (with `tokens_per_batch`, the
+            most sentences per batch).
+        shuffle: bool, whether to shuffle (use `False` for evaluation).
+        seed: int, the shuffle seed.
+        bucket_boundaries: increasing sequence lengths that separate the
+            buckets; `None` uses `DEFAULT_BUCKET_BOUNDARIES` below the length
+            limit; an empty sequence turns bucketing off (plain padded
+            batches in data order).
+        max_length: int or `None`, see "Length limits".
+        tokens_per_batch: int or `None`; when set, a bucket whose sequences
+            are at most `L` long gets `min(batch_size, tokens_per_batch // L)`
+            sentences per batch (at least 1).
+        long_pairs: `"drop"` or `"truncate"`, what to do with pairs over the
+            limits.
+        cache: bool, whether to cache the vectorized pairs in memory.
+
+    Returns:
+        A `tf.data.Dataset` of `((source_ids, target_in), target_out)`, int32
+        tensors of shapes `(batch, S)`, `(batch, T)` and `(batch, T)`, padded
+        with 0.
+
+    Example:
+
+    >>> dataset = make_dataset(splits.train, source_vectorizer, target_vectorizer, batch_size=64)
+    >>> (source_ids, target_in), target_out = next(iter(dataset))
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(
+            f"`batch_size` must be a positive int. Received: batch_size={batch_size!r}"
+        )
+    _positive_int_or_none("max_length", max_length)
+    _positive_int_or_none("tokens_per_batch", tokens_per_batch)
+    if long_pairs not in ("drop", "truncate"):
+        raise ValueError(
+            f"`long_pairs` must be 'drop' or 'truncate'. Received: long_pairs={long_pairs!r}"
+        )
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("`pairs` is empty: there is nothing to make a dataset of.")
+
+    source_limit = max_length if max_length is not None else source_vectorizer.max_length
+    target_limit = max_length if max_length is not None else target_vectorizer.max_length
+    if target_limit is not None and target_limit < 2:
+        raise ValueError(
+            "The target length limit must be >= 2 ([START] or [END] plus one token). "
+            f"Received: max_length={target_limit}"
+        )
+    limit = max(source_limit or 0, target_limit or 0) or None
+    if bucket_boundaries is None:
+        boundaries = [b for b in DEFAULT_BUCKET_BOUNDARIES if limit is None or b <= limit]
+    else:
+        boundaries = [int(b) for b in bucket_boundaries]
+        if any(b < 1 for b in boundaries) or boundaries != sorted(set(boundaries)):
+            raise ValueError(
+                "`bucket_boundaries` must be strictly increasing positive ints. "
+                f"Received: bucket_boundaries={bucket_boundaries!r}"
+            )
+
+    sources = [source for source, _ in pairs]
+    targets = [target for _, target in pairs]
+
+    def vectorize(source, target):
+        return (
+            source_vectorizer.lookup(tokenize(source)),
+            target_vectorizer.lookup(tokenize(target)),
+        )
+
+    def within_limits(source_ids, target_ids):
+        source_length, target_length = tf.size(source_ids), tf.size(target_ids)
+        keep = tf.logical_and(source_length > 0, target_length > 0)
+        if long_pairs == "drop" and source_limit is not None:
+            keep = tf.logical_and(keep, source_length <= source_limit)
+        if long_pairs == "drop" and target_limit is not None:
+            keep = tf.logical_and(keep, target_length + 1 <= target_limit)
+        return keep
+
+    def truncate(source_ids, target_ids):
+        if source_limit is not None:
+            source_ids = source_ids[:source_limit]
+        if target_limit is not None:
+            target_ids = target_ids[: target_limit - 1]
+        return source_ids, target_ids
+
+    def shift(source_ids, target_ids):
+        target_in = tf.concat([[START_ID], target_ids], axis=0)
+        target_out = tf.concat([target_ids, [END_ID]], axis=0)
+        return source_ids, target_in, target_out
+
+    dataset = (
+        tf.data.Dataset.from_tensor_slices((sources, targets))
+        .batch(_VECTORIZE_BATCH)
+        .map(vectorize, num_parallel_calls=tf.data.AUTOTUNE)
+        .unbatch()
+        .filter(within_limits)
+    )
+    if long_pairs == "truncate":
+        dataset = dataset.map(truncate)
+    if cache:
+        dataset = dataset.cache()
+    if shuffle:
+        dataset = dataset.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.map(shift, num_parallel_calls=tf.data.AUTOTUNE)
+
+    if boundaries:
+        uppers = [b - 1 for b in boundaries] + [limit or 2 * boundaries[-1]]
+        if tokens_per_batch is None:
+            batch_sizes = [batch_size] * len(uppers)
+        else:
+            batch_sizes = [max(1, min(batch_size, tokens_per_batch // u)) for u in uppers]
+        dataset = dataset.bucket_by_sequence_length(
+            element_length_func=lambda s, t_in, t_out: tf.maximum(tf.size(s), tf.size(t_in)),
+            bucket_boundaries=boundaries,
+            bucket_batch_sizes=batch_sizes,
+        )
+    else:
+        dataset = dataset.padded_batch(batch_size)
+    dataset = dataset.map(lambda s, t_in, t_out: ((s, t_in), t_out))
+    return dataset.prefetch(tf.data.AUTOTUNE)
