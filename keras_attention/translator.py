@@ -76,7 +76,10 @@ class Translator:
         # Keep at least one (padding) column so an all-empty batch still runs.
         width = tf.maximum(tf.shape(source_ids)[1], 1)
         source_ids = tf.pad(source_ids, [[0, 0], [0, width - tf.shape(source_ids)[1]]])
-        source_tokens = tokenize(texts)[:, :width].to_tensor(default_value="", shape=[None, width])
+        source_tokens = tokenize(texts)[:, :width].to_tensor(default_value="")
+        source_tokens = tf.pad(
+            source_tokens, [[0, 0], [0, width - tf.shape(source_tokens)[1]]], constant_values=""
+        )
         has_tokens = tf.reduce_any(tf.not_equal(source_ids, 0), axis=1)
 
         batch_size = tf.shape(texts)[0]

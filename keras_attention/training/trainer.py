@@ -7,6 +7,7 @@ import logging
 import time
 
 import keras
+import tensorflow as tf
 
 from keras_attention.data import load_corpus, make_dataset, split_corpus
 from keras_attention.models.seq2seq import Seq2Seq
@@ -164,6 +165,12 @@ def train(config: TrainConfig, verbose: str | int = "auto") -> dict:
         shuffle=False,
         max_length=config.max_length,
     )
+    # A known size lets Keras restart the validation pass every epoch without
+    # running the iterator dry (and warning about it).
+    validation_batches = sum(1 for _ in validation_data)
+    validation_data = validation_data.apply(
+        tf.data.experimental.assert_cardinality(validation_batches)
+    )
     if config.steps_per_epoch is not None:
         train_data = train_data.repeat()
 
@@ -196,6 +203,7 @@ def train(config: TrainConfig, verbose: str | int = "auto") -> dict:
         epochs=config.epochs,
         steps_per_epoch=config.steps_per_epoch,
         callbacks=callbacks,
+        shuffle=False,  # the dataset shuffles itself
         verbose=verbose,
     )
     seconds = time.monotonic() - started

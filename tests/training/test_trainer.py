@@ -1,0 +1,106 @@
+"""Training runs: learning, attention alignment, resume after a kill, run-directory rules."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from conftest import tiny_train_config
+
+from keras_attention.training.run_directory import RunDirectory
+from keras_attention.training.train_config import TrainConfig
+from keras_attention.training.trainer import load_translator, train
+
+
+def test_model_learns_the_task_with_near_diagonal_attention(trained_digits_run):
+    run = RunDirectory(trained_digits_run)
+    pairs = [line.split("\t") for line in run.test_split.read_text().splitlines()]
+    sources = [s for s, _ in pairs][:60]
+    references = [t for _, t in pairs][:60]
+    results = load_translator(run.path).translate_all(sources)
+
+    exact = np.mean([r["translation"] == ref for r, ref in zip(results, references, strict=True)])
+    assert exact >= 0.5, f"exact-match rate {exact:.2f} (chance is ~0)"
+    # One target word per source word, in order: the attention argmax of
+    # output token i should be source token i.
+    on_diagonal = total = 0
+    for result in results:
+        attention = result["attention"]
+        steps = min(attention.shape[0], attention.shape[1])
+        on_diagonal += int(np.sum(attention[:steps].argmax(-1) == np.arange(steps)))
+        total += steps
+    assert on_diagonal / total >= 0.8, f"diagonal share {on_diagonal / total:.2f}"
+
+
+def test_run_directory_holds_everything(trained_digits_run):
+    run = RunDirectory(trained_digits_run)
+    run.require_trained()
+    assert TrainConfig.load(run.path).epochs == 3
+    metrics = run.read_metrics()["training"]
+    assert metrics["completed"] and metrics["epochs_run"] == 3
+    assert run.history.is_file() and run.logs.is_dir() and run.test_split.is_file()
+    assert not run.backup.exists(), "the resume backup is removed after a completed run"
+
+
+def test_rerun_of_completed_run_is_refused(trained_digits_run, digits_corpus):
+    with pytest.raises(ValueError, match="already holds a completed training run"):
+        train(tiny_train_config(digits_corpus, trained_digits_run), verbose=0)
+
+
+def test_rerun_with_another_config_is_refused(trained_digits_run, digits_corpus):
+    with pytest.raises(ValueError, match="different config"):
+        train(tiny_train_config(digits_corpus, trained_digits_run, epochs=5), verbose=0)
+
+
+def test_time_budget_stops_training_and_keeps_a_model(digits_corpus, tmp_path):
+    config = tiny_train_config(
+        digits_corpus, tmp_path / "run", epochs=50, steps_per_epoch=10, time_budget_minutes=0.001
+    )
+    summary = train(config, verbose=0)
+    assert summary["stopped_by_time_budget"] and summary["epochs_run"] == 1
+    RunDirectory(config.out).require_trained()
+
+
+def history_epochs(run):
+    with open(run.history, newline="") as f:
+        return [int(row["epoch"]) for row in csv.DictReader(f)]
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_from_last_epoch(digits_corpus, tmp_path):
+    """SIGKILL during epoch 3 of 4; the same command resumes and loses at most one epoch."""
+    out = tmp_path / "run"
+    argv = [
+        sys.executable, "-m", "keras_attention.cli", "train",
+        "--data", str(digits_corpus), "--out", str(out), "--epochs", "4",
+        "--steps-per-epoch", "40", "--embedding-dim", "16", "--encoder-units", "16",
+        "--decoder-units", "32", "--source-vocabulary-size", "100",
+        "--target-vocabulary-size", "100", "--precision", "float32",
+        "--time-budget-minutes", "none",
+    ]  # fmt: skip
+    run = RunDirectory(out)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and process.poll() is None:
+            if run.history.is_file() and len(history_epochs(run)) >= 2:
+                break
+            time.sleep(0.2)
+        assert process.poll() is None, "training finished before it could be killed"
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert run.backup.is_dir() and not run.metrics.exists()
+    done = history_epochs(run)
+
+    resumed = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    epochs = history_epochs(run)
+    assert epochs == [0, 1, 2, 3], epochs
+    assert run.read_metrics()["training"]["epochs_run"] == 4 - len(done)
