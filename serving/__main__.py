@@ -1,0 +1,8 @@
+"""`python -m serving`: run the local model server with tensorflow_model_server's flags."""
+
+import sys
+
+from serving.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
