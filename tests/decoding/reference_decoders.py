@@ -81,6 +81,11 @@ class PrefixModel:
         # Step t sees a code of t + 1 base-(V + 1) digits, t < max_length.
         num_codes = (self.vocab_size + 1) ** max_length
         logits = rng.normal(scale=2.0, size=(batch_size, num_codes, self.vocab_size))
+        # Make the end token likelier as the prefix grows (a code of t + 1
+        # digits is seen at step t) so the best outputs have varied lengths.
+        codes = np.arange(num_codes)
+        digits = sum((codes >= (self.vocab_size + 1) ** k).astype(int) for k in range(max_length))
+        logits[..., END] += 1.5 * (digits - 3.0)
         logits[..., PAD] = -np.inf
         logits[..., START] = -np.inf
         self.logits = logits.astype(np.float32)

@@ -1,0 +1,44 @@
+import keras
+import pytest
+import tensorflow as tf
+
+from keras_attention.decoding import BeamSearch, DecodingStrategy, GreedySearch
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"max_length": 0}, "max_length=0"),
+        ({"max_length": -3}, "max_length=-3"),
+        ({"max_length": 2.0}, "max_length=2.0"),
+        ({"end_id": -1}, "end_id=-1"),
+        ({"end_id": "3"}, "end_id='3'"),
+        ({"pad_id": False}, "pad_id=False"),
+    ],
+)
+@pytest.mark.parametrize("cls", [GreedySearch, BeamSearch])
+def test_shared_arguments_are_validated(cls, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        cls(**kwargs)
+
+
+def test_numpy_integers_are_accepted():
+    import numpy as np
+
+    greedy = GreedySearch(max_length=np.int64(7), end_id=np.int32(2))
+    assert greedy.max_length == 7 and type(greedy.max_length) is int
+    assert greedy.end_id == 2
+
+
+def test_greedy_config_round_trip_and_repr():
+    greedy = GreedySearch(max_length=9, end_id=2, pad_id=1)
+    assert greedy.get_config() == {"max_length": 9, "end_id": 2, "pad_id": 1}
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(greedy))
+    assert isinstance(restored, GreedySearch)
+    assert restored.get_config() == greedy.get_config()
+    assert repr(greedy) == "GreedySearch(max_length=9, end_id=2, pad_id=1)"
+
+
+def test_base_class_is_abstract():
+    with pytest.raises(NotImplementedError, match="DecodingStrategy"):
+        DecodingStrategy()(lambda *a: a, (), tf.constant([1]))
