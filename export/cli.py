@@ -1,0 +1,205 @@
+"""`keras-attention export` and `keras-attention check-export`.
+
+`keras_attention.cli` wires these subcommands to the functions below, with a
+lazy import inside its handlers; `main()` runs them standalone
+(`python -m export.cli export RUN_DIR --export-dir BASE`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+EXPORT_ERROR = 2
+CHECK_FAILED = 1
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1. Received: {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0. Received: {text}")
+    return value
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `keras-attention export RUN_DIR --export-dir BASE ...`."""
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a trained run directory")
+    parser.add_argument(
+        "--export-dir",
+        required=True,
+        metavar="BASE",
+        help="the model's base directory (TF Serving's --model_base_path); "
+        "the export is written to BASE/<version>/",
+    )
+    parser.add_argument(
+        "--version",
+        type=_positive_int,
+        default=None,
+        help="version number (default: the highest existing version + 1, or 1); "
+        "an existing version is never overwritten",
+    )
+    parser.add_argument(
+        "--beam-width",
+        type=int,
+        default=4,
+        help="beam width of the beam_search signature, >= 2 (default: 4)",
+    )
+    parser.add_argument(
+        "--length-penalty",
+        type=_non_negative_float,
+        default=0.6,
+        help="GNMT length penalty alpha of the beam_search signature (default: 0.6)",
+    )
+    parser.add_argument(
+        "--max-output-length",
+        type=_positive_int,
+        default=None,
+        help="most tokens of a translation (default: the run's max_output_length)",
+    )
+    parser.add_argument(
+        "--jit-compile",
+        action="store_true",
+        help="compile the decoding loops with XLA (TF Serving on CPU then needs "
+        "--xla_cpu_compilation_enabled=true)",
+    )
+    parser.add_argument(
+        "--no-score-signature",
+        dest="score_signature",
+        action="store_false",
+        help="leave out the score_translation signature",
+    )
+    parser.add_argument(
+        "--no-check",
+        dest="check",
+        action="store_false",
+        help="skip running check-export on the new version",
+    )
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Exports; prints the new version's path. Returns 0, or 2 on an error."""
+    from export.export_checker import ExportChecker
+    from export.translator_exporter import export_translator
+
+    try:
+        exported = export_translator(
+            args.run_dir,
+            args.export_dir,
+            version=args.version,
+            beam_width=args.beam_width,
+            length_penalty=args.length_penalty,
+            max_output_length=args.max_output_length,
+            jit_compile=args.jit_compile,
+            score_signature=args.score_signature,
+        )
+    except (FileExistsError, FileNotFoundError, ValueError) as error:
+        print(f"keras-attention export: error: {error}", file=sys.stderr)
+        return EXPORT_ERROR
+    print(f"Exported version {exported.version} to {exported.path}")
+    signatures = ", ".join(exported.manifest.signatures)
+    print(f"Signatures: {signatures}")
+    if getattr(args, "check", True):
+        report = ExportChecker().check(exported.path)
+        if not report.ok:
+            print(report.format(), file=sys.stderr)
+            print(
+                "keras-attention export: error: the new version fails check-export",
+                file=sys.stderr,
+            )
+            return EXPORT_ERROR
+        print(
+            f"check-export: OK ({len(report.ops)} op types allowed, "
+            f"{len(report.warmup)} warmup requests replayed)"
+        )
+    return 0
+
+
+def add_check_export_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `keras-attention check-export BASE/<version>`."""
+    parser.add_argument(
+        "path", metavar="EXPORT_DIR", help="an exported version directory (BASE/<version>)"
+    )
+    parser.add_argument(
+        "--allowed-ops",
+        metavar="FILE",
+        default=None,
+        help="check against the op names in FILE (one per line), e.g. your TF Serving "
+        "build's, instead of core TensorFlow + tensorflow-text as registered here",
+    )
+    parser.add_argument(
+        "--no-warmup",
+        dest="replay_warmup",
+        action="store_false",
+        help="do not replay the warmup requests",
+    )
+
+
+def run_check_export(args: argparse.Namespace) -> int:
+    """Prints the check report. Returns 0 when the export passes, 1 when it fails."""
+    from export.allowed_ops import AllowedOps
+    from export.export_checker import ExportChecker
+
+    try:
+        allowed = AllowedOps.from_file(args.allowed_ops) if args.allowed_ops else None
+    except (OSError, ValueError) as error:
+        print(f"keras-attention check-export: error: {error}", file=sys.stderr)
+        return EXPORT_ERROR
+    report = ExportChecker(allowed_ops=allowed, replay_warmup=args.replay_warmup).check(args.path)
+    print(report.format())
+    if not report.ok:
+        print(
+            f"keras-attention check-export: {args.path} is not a servable export: "
+            + "; ".join(report.errors),
+            file=sys.stderr,
+        )
+        return CHECK_FAILED
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m export.cli",
+        description="Export trained translators for TensorFlow Serving and check exports.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    export = commands.add_parser(
+        "export",
+        help="write a versioned SavedModel for TensorFlow Serving",
+        description="Write RUN_DIR's model as BASE/<version>/ with the signatures "
+        "serving_default (greedy), beam_search and score_translation, warmup requests "
+        "and a manifest; atomically (staged in BASE/.tmp-export-*, then renamed).",
+    )
+    add_export_arguments(export)
+    export.set_defaults(handler=run_export)
+    check = commands.add_parser(
+        "check-export",
+        help="check that TensorFlow Serving can load and run an export",
+        description="Load EXPORT_DIR as TF Serving does (tag 'serve', TF1 Session), print "
+        "its signatures, list its ops (failing on any outside core TensorFlow + "
+        "tensorflow-text) and replay its warmup requests.",
+    )
+    add_check_export_arguments(check)
+    check.set_defaults(handler=run_check_export)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

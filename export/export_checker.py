@@ -1,0 +1,295 @@
+"""`ExportChecker`: would TensorFlow Serving load and run this export?"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.framework import types_pb2
+
+from export.allowed_ops import AllowedOps
+from export.check_report import CheckReport
+from export.export_manifest import ExportManifest, file_sha256
+from export.saved_model_proto import (
+    SAVED_MODEL_PB,
+    describe_signatures,
+    graph_ops,
+    read_saved_model,
+    serve_meta_graph,
+    xla_compiled_functions,
+)
+from export.serving_session import ServingSession
+from export.translation_signatures import (
+    BEAM_SEARCH,
+    INPUT_KEY,
+    SCORE_OUTPUTS,
+    SCORE_TRANSLATION,
+    SERVING_DEFAULT,
+    TRANSLATION_KEY,
+    TRANSLATION_OUTPUTS,
+)
+from export.warmup import read_warmup_requests
+
+logger = logging.getLogger(__name__)
+
+NOT_ALLOWED = "NOT ALLOWED"
+
+_EXPECTED_OUTPUTS = {
+    SERVING_DEFAULT: TRANSLATION_OUTPUTS,
+    BEAM_SEARCH: TRANSLATION_OUTPUTS,
+    SCORE_TRANSLATION: SCORE_OUTPUTS,
+}
+_EXPECTED_INPUTS = {SCORE_TRANSLATION: (INPUT_KEY, TRANSLATION_KEY)}
+_NUMPY_DTYPES = {
+    "DT_STRING": np.object_,
+    "DT_FLOAT": np.float32,
+    "DT_INT32": np.int32,
+    "DT_INT64": np.int64,
+    "DT_DOUBLE": np.float64,
+    "DT_BOOL": np.bool_,
+}
+
+
+class ExportChecker:
+    """Checks an exported version the way TensorFlow Serving would use it.
+
+    1. `saved_model.pb` parses and has a MetaGraph tagged `serve`.
+    2. The signatures: `serving_default` and `beam_search` (and every
+       signature the manifest lists) exist, take the `[batch]` DT_STRING
+       input `text` (plus `translation` for `score_translation`) and return
+       the documented dense outputs with the documented dtypes.
+    3. Every op of the graph and of its function library is core TensorFlow
+       or tensorflow-text (`AllowedOps`); anything else (e.g. TF Addons'
+       `Addons>GatherTree`) would fail to load in the model server.
+    4. The export loads with `tf.compat.v1.saved_model.loader.load` in a
+       `tf.compat.v1.Session` with tag `serve` (`ServingSession`), after
+       `tensorflow_text` is imported, as in the model server.
+    5. The warmup requests (`assets.extra/tf_serving_warmup_requests`) are
+       replayed through the SignatureDefs' tensor names; each must return
+       outputs of the signature's dtypes with one row per input.
+
+    Problems are collected, not raised: the returned `CheckReport` lists
+    errors (the check fails) and warnings.
+
+    Args:
+        allowed_ops: the op set to accept (default: `AllowedOps.from_registry()`).
+        replay_warmup: bool, whether to replay the warmup requests.
+
+    Example:
+
+    ```python
+    report = ExportChecker().check("/models/translator/1")
+    print(report.format())
+    report.ok  # True
+    ```
+    """
+
+    def __init__(self, allowed_ops: AllowedOps | None = None, replay_warmup: bool = True):
+        self.allowed_ops = allowed_ops
+        self.replay_warmup = replay_warmup
+
+    def check(self, path: str | os.PathLike) -> CheckReport:
+        path = Path(path)
+        report = CheckReport(path=str(path))
+        try:
+            meta_graph = serve_meta_graph(read_saved_model(path))
+        except (FileNotFoundError, ValueError) as error:
+            report.errors.append(str(error))
+            return report
+        if not path.resolve().name.isdigit():
+            report.warnings.append(
+                f"The directory name {path.resolve().name!r} is not an integer: TF Serving only "
+                "loads integer-named version directories under the model's base path"
+            )
+        manifest = self._check_manifest(path, report)
+        report.signatures = describe_signatures(meta_graph)
+        self._check_signatures(report, manifest)
+        self._check_ops(meta_graph, report)
+        if any(origin == NOT_ALLOWED for origin in report.ops.values()):
+            report.errors.append(
+                "Not loaded: the model server cannot load a graph with ops it does not link"
+            )
+            return report
+        try:
+            session = ServingSession(path)
+        except Exception as error:  # noqa: BLE001 - any load failure is the finding
+            report.errors.append(f"TF Serving's load path failed: {type(error).__name__}: {error}")
+            return report
+        report.loaded = True
+        with session:
+            if self.replay_warmup:
+                self._replay_warmup(path, session, report, manifest)
+        return report
+
+    # ------------------------------------------------------------------ steps
+
+    def _check_manifest(self, path: Path, report: CheckReport) -> ExportManifest | None:
+        try:
+            manifest = ExportManifest.load(path)
+        except FileNotFoundError:
+            report.warnings.append(
+                "No assets.extra/export_manifest.json: not written by keras-attention export; "
+                "checking the default translator signatures"
+            )
+            return None
+        except (ValueError, TypeError) as error:
+            report.errors.append(f"Unreadable export manifest: {error}")
+            return None
+        report.manifest = dataclasses.asdict(manifest)
+        if manifest.saved_model_sha256 and (path / SAVED_MODEL_PB).is_file():
+            if file_sha256(path / SAVED_MODEL_PB) != manifest.saved_model_sha256:
+                report.warnings.append(
+                    "saved_model.pb differs from the one the manifest describes "
+                    "(modified after export)"
+                )
+        return manifest
+
+    def _check_signatures(self, report: CheckReport, manifest: ExportManifest | None) -> None:
+        signatures = report.signatures
+        expected = [SERVING_DEFAULT, BEAM_SEARCH]
+        if manifest is not None:
+            expected += [name for name in manifest.signatures if name not in expected]
+        for name in expected:
+            if name not in signatures:
+                report.errors.append(
+                    f"Missing signature {name!r}. Signatures present: {sorted(signatures)}"
+                )
+        for name, signature in signatures.items():
+            inputs = _EXPECTED_INPUTS.get(name, (INPUT_KEY,))
+            if sorted(signature["inputs"]) != sorted(inputs):
+                report.errors.append(
+                    f"Signature {name!r} must take the input(s) {list(inputs)}. "
+                    f"Received: {sorted(signature['inputs'])}"
+                )
+            for alias, spec in signature["inputs"].items():
+                if alias in inputs and (spec["dtype"] != "DT_STRING" or spec["shape"] != [-1]):
+                    report.errors.append(
+                        f"Input {alias!r} of {name!r} must be DT_STRING [batch] (shape [-1]). "
+                        f"Received: {spec['dtype']} {spec['shape']}"
+                    )
+            outputs = _EXPECTED_OUTPUTS.get(name)
+            if outputs is None and manifest is not None and name in manifest.signatures:
+                outputs = {
+                    alias: (spec["dtype"], spec["shape"])
+                    for alias, spec in manifest.signatures[name]["outputs"].items()
+                }
+            for alias, spec in signature["outputs"].items():
+                if spec["name"] in ("", "<composite>"):
+                    report.errors.append(
+                        f"Output {alias!r} of {name!r} is not a dense tensor "
+                        "(ragged and sparse outputs break TF Serving's Predict API)"
+                    )
+            if outputs is None:
+                continue
+            if sorted(signature["outputs"]) != sorted(outputs):
+                report.errors.append(
+                    f"Signature {name!r} must return {sorted(outputs)}. "
+                    f"Received: {sorted(signature['outputs'])}"
+                )
+            for alias, (dtype, shape) in outputs.items():
+                spec = signature["outputs"].get(alias)
+                if spec is None:
+                    continue
+                rank = None if spec["shape"] is None else len(spec["shape"])
+                if spec["dtype"] != dtype or rank != len(shape):
+                    report.errors.append(
+                        f"Output {alias!r} of {name!r} must be {dtype} of rank {len(shape)}. "
+                        f"Received: {spec['dtype']} {spec['shape']}"
+                    )
+
+    def _check_ops(self, meta_graph, report: CheckReport) -> None:
+        allowed = self.allowed_ops or AllowedOps.from_registry()
+        report.op_source = allowed.source
+        used = graph_ops(meta_graph)
+        for op, places in sorted(used.items()):
+            origin = allowed.origin(op)
+            report.ops[op] = origin or NOT_ALLOWED
+            if origin is None:
+                where = ", ".join(places[:3]) + (
+                    f" and {len(places) - 3} more" if len(places) > 3 else ""
+                )
+                report.errors.append(
+                    f"Op {op!r} is neither core TensorFlow nor tensorflow-text, so TF Serving "
+                    f"cannot run it (used at {where})"
+                )
+        compiled = xla_compiled_functions(meta_graph)
+        if compiled:
+            report.warnings.append(
+                f"{len(compiled)} function(s) must be compiled with XLA (jit_compile): TF Serving "
+                "on CPU runs them only with --xla_cpu_compilation_enabled=true"
+            )
+
+    def _replay_warmup(
+        self,
+        path: Path,
+        session: ServingSession,
+        report: CheckReport,
+        manifest: ExportManifest | None,
+    ) -> None:
+        try:
+            logs = read_warmup_requests(path)
+        except Exception as error:  # noqa: BLE001 - a corrupt file is the finding
+            report.errors.append(f"Unreadable warmup file: {type(error).__name__}: {error}")
+            return
+        if not logs:
+            message = "No assets.extra/tf_serving_warmup_requests: the first requests will be slow"
+            if manifest is not None and manifest.warmup_records:
+                report.errors.append(
+                    f"{message} (the manifest lists {manifest.warmup_records} records)"
+                )
+            else:
+                report.warnings.append(message)
+            return
+        covered = set()
+        for index, log in enumerate(logs):
+            if log.WhichOneof("log_type") != "predict_log":
+                report.errors.append(
+                    f"Warmup record {index} is a {log.WhichOneof('log_type')}; "
+                    "the translator exports only serve Predict"
+                )
+                continue
+            request = log.predict_log.request
+            name = request.model_spec.signature_name or SERVING_DEFAULT
+            covered.add(name)
+            signature = report.signatures.get(name)
+            if signature is None:
+                report.errors.append(f"Warmup record {index} calls unknown signature {name!r}")
+                continue
+            try:
+                inputs = {key: tf.make_ndarray(proto) for key, proto in request.inputs.items()}
+                batch_size = len(next(iter(inputs.values())))
+                started = time.perf_counter()
+                outputs = session.run(name, inputs)
+                seconds = time.perf_counter() - started
+            except Exception as error:  # noqa: BLE001 - a failing request is the finding
+                report.errors.append(
+                    f"Warmup record {index} ({name}) failed: {type(error).__name__}: {error}"
+                )
+                continue
+            report.warmup.append({"signature": name, "batch_size": batch_size, "seconds": seconds})
+            for alias, value in outputs.items():
+                problem = _output_problem(signature["outputs"][alias], value, batch_size)
+                if problem:
+                    report.errors.append(
+                        f"Warmup record {index} ({name}): output {alias!r} {problem}"
+                    )
+        for name in sorted(set(report.signatures) - covered):
+            report.warnings.append(f"No warmup request for signature {name!r}")
+
+
+def _output_problem(spec: dict, value: np.ndarray, batch_size: int) -> str | None:
+    dtype = _NUMPY_DTYPES.get(spec["dtype"])
+    if dtype is not None and value.dtype != dtype:
+        return f"has dtype {value.dtype}, not {spec['dtype']}"
+    if spec["shape"] is not None and value.ndim != len(spec["shape"]):
+        return f"has shape {value.shape}, not rank {len(spec['shape'])}"
+    if value.ndim == 0 or value.shape[0] != batch_size:
+        return f"has shape {value.shape}, not {batch_size} rows"
+    if spec["dtype"] == types_pb2.DataType.Name(types_pb2.DT_FLOAT) and np.isnan(value).any():
+        return "holds NaN"
+    return None

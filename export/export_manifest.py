@@ -1,0 +1,105 @@
+"""`ExportManifest`: what an export holds, as `assets.extra/export_manifest.json`."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+MANIFEST_FILE = Path("assets.extra") / "export_manifest.json"
+"""Where the manifest lives, relative to the version directory.
+
+TF Serving copies `assets.extra/` along with the version and reads nothing
+in it but the warmup file, so the manifest travels with the model.
+"""
+
+FORMAT = "keras-attention-export"
+FORMAT_VERSION = 1
+
+
+@dataclasses.dataclass
+class ExportManifest:
+    """The description of one exported version, saved as JSON beside the model.
+
+    Attributes:
+        version: the integer version (the directory name).
+        created: UTC time of the export, ISO 8601.
+        library_versions: `keras_attention`, `tensorflow`, `tensorflow_text`
+            and `keras` versions of the exporting process.
+        run_dir: the training run the model came from (`None` if unknown).
+        train_config: that run's `TrainConfig` as a dict (`{}` if unknown).
+        model_config: the `Seq2Seq`'s `get_config()`.
+        vocabulary: `{"source_size": int, "target_size": int}`.
+        max_source_length: source tokens kept; longer inputs are truncated.
+        max_output_length: most tokens of a translation (decoding steps,
+            counting the end token).
+        decoding: signature name -> the strategy's config (`beam_width`,
+            `length_penalty`, `max_length`, ...).
+        signatures: signature name -> `{"inputs": {alias: {"dtype", "shape"}},
+            "outputs": {...}}`, with `-1` for a dynamic dimension.
+        jit_compile: whether the decoding loops are XLA-compiled.
+        warmup_records: the number of records in the warmup file.
+        saved_model_sha256: the SHA-256 of `saved_model.pb`, to tell a
+            modified export.
+        format, format_version: identify this file.
+    """
+
+    version: int
+    created: str
+    library_versions: dict[str, str]
+    run_dir: str | None
+    train_config: dict[str, Any]
+    model_config: dict[str, Any]
+    vocabulary: dict[str, int]
+    max_source_length: int | None
+    max_output_length: int
+    decoding: dict[str, dict[str, Any]]
+    signatures: dict[str, dict[str, Any]]
+    jit_compile: bool
+    warmup_records: int
+    saved_model_sha256: str
+    format: str = FORMAT
+    format_version: int = FORMAT_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> ExportManifest:
+        values = json.loads(text)
+        if values.get("format") != FORMAT:
+            raise ValueError(
+                f"Not a keras-attention export manifest. Received: format={values.get('format')!r}"
+            )
+        known = {field.name for field in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in values.items() if key in known})
+
+    def save(self, version_dir: str | os.PathLike) -> Path:
+        path = Path(version_dir) / MANIFEST_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_json() + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, version_dir: str | os.PathLike) -> ExportManifest:
+        """Reads `version_dir/assets.extra/export_manifest.json`.
+
+        Raises:
+            FileNotFoundError: there is no manifest.
+            ValueError: it is not a keras-attention manifest.
+        """
+        path = Path(version_dir) / MANIFEST_FILE
+        if not path.is_file():
+            raise FileNotFoundError(f"No {MANIFEST_FILE} in {str(version_dir)!r}")
+        return cls.from_json(path.read_text(encoding="utf-8"))
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

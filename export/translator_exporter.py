@@ -1,0 +1,336 @@
+"""`TranslatorExporter`: a trained translator as a versioned SavedModel for TF Serving."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import keras_attention
+from export.export_manifest import ExportManifest, file_sha256
+from export.saved_model_proto import (
+    SAVED_MODEL_PB,
+    describe_signatures,
+    read_saved_model,
+    serve_meta_graph,
+)
+from export.translation_signatures import (
+    INPUT_KEY,
+    SCORE_TRANSLATION,
+    TRANSLATION_KEY,
+    TranslationSignatures,
+)
+from export.version_directory import VersionDirectory
+from export.warmup import predict_log, write_warmup_requests
+from keras_attention.translator import Translator
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_WARMUP_PAIRS: tuple[tuple[str, str], ...] = (
+    ("Hello.", "Bonjour."),
+    ("How are you?", "Comment allez-vous ?"),
+    ("I don't know what to do.", "Je ne sais pas quoi faire."),
+    ("", ""),
+)
+"""Warmup sentences when the training run has no test split to take them from."""
+
+WARMUP_SENTENCES = 8
+"""At most this many (source, reference) pairs of the run's test split are used for warmup."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportedVersion:
+    """The result of `TranslatorExporter.export`.
+
+    Attributes:
+        version: the integer version written.
+        path: `BASE/<version>`.
+        manifest: its `ExportManifest`.
+    """
+
+    version: int
+    path: Path
+    manifest: ExportManifest
+
+
+class TranslatorExporter:
+    """Writes a `Translator` as a SavedModel that TensorFlow Serving runs.
+
+    The export needs no Python and no op outside core TensorFlow and
+    tensorflow-text: text processing, vocabulary lookups and the whole
+    decoding loop (`tf.while_loop`) are in the graph.
+
+    1. `keras.export.ExportArchive` tracks the model and both vectorizers
+       (weights and lookup tables) and adds one endpoint per signature (see
+       `TranslationSignatures`): `serving_default` (greedy), `beam_search`
+       (`beam_width`, `length_penalty`) and, unless disabled,
+       `score_translation`. `ExportArchive` rather than
+       `tf.saved_model.save(tf.Module)` because only the former gives a graph
+       whose variables restore on TF Serving's Session path with Keras 3.
+    2. `assets.extra/tf_serving_warmup_requests`: `PredictRequest`s for every
+       signature, at batch 1 and at the batch of all warmup sentences.
+    3. `assets.extra/export_manifest.json`: an `ExportManifest`.
+    4. `export()` writes all this into a staging directory inside the base
+       and renames it to `BASE/<version>` in one step (`VersionDirectory`),
+       so a polling server never sees a partial version; existing versions
+       are never overwritten.
+
+    Args:
+        translator: a `Translator`.
+        beam_width: int >= 2, the `beam_search` beam width. Defaults to 4.
+        length_penalty: float >= 0, the `beam_search` GNMT length penalty.
+            Defaults to 0.6.
+        jit_compile: bool, compile the decoding loops with XLA. TF Serving on
+            CPU then needs `--xla_cpu_compilation_enabled=true`. Defaults to
+            `False`.
+        score_signature: bool, add `score_translation`. Defaults to `True`.
+        warmup_pairs: `(source, reference translation)` pairs for the warmup
+            requests. Defaults to `DEFAULT_WARMUP_PAIRS`.
+        run_dir: the training run (recorded in the manifest).
+        train_config: that run's `TrainConfig` as a dict (recorded).
+
+    Example:
+
+    ```python
+    exporter = TranslatorExporter.from_run("runs/fra-eng", beam_width=5)
+    exported = exporter.export("/models/translator")  # -> /models/translator/1
+    ```
+    """
+
+    def __init__(
+        self,
+        translator: Translator,
+        *,
+        beam_width: int = 4,
+        length_penalty: float = 0.6,
+        jit_compile: bool = False,
+        score_signature: bool = True,
+        warmup_pairs: Sequence[tuple[str, str]] | None = None,
+        run_dir: str | os.PathLike | None = None,
+        train_config: dict | None = None,
+    ):
+        self.translator = translator
+        self.signatures = TranslationSignatures(
+            translator,
+            beam_width=beam_width,
+            length_penalty=length_penalty,
+            jit_compile=jit_compile,
+        )
+        self.score_signature = bool(score_signature)
+        pairs = list(warmup_pairs) if warmup_pairs is not None else list(DEFAULT_WARMUP_PAIRS)
+        if not pairs:
+            raise ValueError(f"`warmup_pairs` must not be empty. Received: {warmup_pairs!r}")
+        self.warmup_pairs = [(str(source), str(target)) for source, target in pairs]
+        self.run_dir = str(Path(run_dir).resolve()) if run_dir is not None else None
+        self.train_config = dict(train_config or {})
+
+    @classmethod
+    def from_run(
+        cls, run_dir: str | os.PathLike, max_output_length: int | None = None, **kwargs
+    ) -> TranslatorExporter:
+        """An exporter for the best model of a trained run directory.
+
+        Args:
+            run_dir: a run directory written by `keras_attention.training.train`.
+            max_output_length: most tokens of a translation (default: the
+                run's `max_output_length`).
+            **kwargs: the other constructor arguments. The warmup pairs
+                default to the first sentences of the run's test split.
+        """
+        from keras_attention.training.run_directory import RunDirectory
+        from keras_attention.training.train_config import TrainConfig
+        from keras_attention.training.trainer import load_translator
+
+        if max_output_length is not None and (
+            isinstance(max_output_length, bool)
+            or not isinstance(max_output_length, int)
+            or max_output_length < 1
+        ):
+            raise ValueError(
+                "`max_output_length` must be a positive int or None. "
+                f"Received: max_output_length={max_output_length!r}"
+            )
+        translator = load_translator(run_dir, max_output_length=max_output_length)
+        run = RunDirectory(run_dir)
+        config = TrainConfig.load(run.path)
+        if "warmup_pairs" not in kwargs:
+            pairs = _read_pairs(run.test_split, WARMUP_SENTENCES) or _read_pairs(
+                run.validation_split, WARMUP_SENTENCES
+            )
+            kwargs["warmup_pairs"] = pairs + [("", "")] if pairs else None
+        return cls(translator, run_dir=run_dir, train_config=dataclasses.asdict(config), **kwargs)
+
+    def export(self, base: str | os.PathLike, version: int | None = None) -> ExportedVersion:
+        """Writes a new version under `base` atomically.
+
+        Args:
+            base: the model's base directory (created if needed).
+            version: int >= 1, or `None` for the next integer (1 when empty).
+
+        Returns:
+            An `ExportedVersion`.
+
+        Raises:
+            FileExistsError: `version` exists already (checked before the
+                work starts and again, under a lock, before the rename).
+        """
+        versions = VersionDirectory(base)
+        if version is not None:
+            versions.check_available(version)
+        with versions.staging() as staging:
+            manifest = self.write(staging, version=0)
+
+            def record_version(staged: Path, chosen: int) -> None:
+                manifest.version = chosen
+                manifest.save(staged)
+
+            chosen, path = versions.commit(staging, version, before_rename=record_version)
+        return ExportedVersion(version=chosen, path=path, manifest=manifest)
+
+    def write(self, directory: str | os.PathLike, version: int = 0) -> ExportManifest:
+        """Writes the SavedModel, warmup requests and manifest into `directory`.
+
+        Not atomic: use `export` to publish a version to a serving base
+        directory. `directory` must be empty or not exist.
+
+        Returns:
+            The `ExportManifest` written (with `version`).
+        """
+        directory = Path(directory)
+        if directory.exists() and any(directory.iterdir()):
+            raise FileExistsError(f"{str(directory)!r} is not empty")
+        archive = self.build_archive()
+        archive.write_out(str(directory), verbose=False)
+        meta_graph = serve_meta_graph(read_saved_model(directory))
+        logs = self.warmup_logs()
+        write_warmup_requests(directory, logs)
+        manifest = self._manifest(directory, meta_graph, version, len(logs))
+        manifest.save(directory)
+        return manifest
+
+    def build_archive(self) -> keras.export.ExportArchive:
+        """The `ExportArchive` with the model, the vectorizers and every endpoint."""
+        archive = keras.export.ExportArchive()
+        archive.track(self.translator.model)
+        archive.track(self.translator.source_vectorizer)
+        archive.track(self.translator.target_vectorizer)
+        for name, (fn, input_signature) in self.signatures.endpoints(self.score_signature).items():
+            archive.add_endpoint(name, fn, input_signature=input_signature)
+        return archive
+
+    def warmup_logs(self) -> list:
+        """`PredictionLog`s: each signature at batch 1 and at all warmup pairs."""
+        sources = np.array([s.encode("utf-8") for s, _ in self.warmup_pairs], dtype=object)
+        targets = np.array([t.encode("utf-8") for _, t in self.warmup_pairs], dtype=object)
+        batches = [slice(0, 1)] + ([slice(None)] if len(sources) > 1 else [])
+        logs = []
+        for name in self.signatures.endpoints(self.score_signature):
+            for batch in batches:
+                inputs = {INPUT_KEY: sources[batch]}
+                if name == SCORE_TRANSLATION:
+                    inputs[TRANSLATION_KEY] = targets[batch]
+                logs.append(predict_log(name, inputs))
+        return logs
+
+    def _manifest(self, directory: Path, meta_graph, version: int, warmup_records: int):
+        import tensorflow_text
+
+        translator = self.translator
+        decoding = {
+            name: _strategy_config(strategy)
+            for name, strategy in (
+                ("serving_default", self.signatures.greedy_strategy),
+                ("beam_search", self.signatures.beam_strategy),
+            )
+        }
+        decoding["serving_default"]["search"] = "greedy"
+        decoding["beam_search"]["search"] = "beam"
+        return ExportManifest(
+            version=version,
+            created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            library_versions={
+                "keras_attention": keras_attention.__version__,
+                "tensorflow": tf.__version__,
+                "tensorflow_text": tensorflow_text.__version__,
+                "keras": keras.__version__,
+            },
+            run_dir=self.run_dir,
+            train_config=self.train_config,
+            model_config=_jsonable(translator.model.get_config()),
+            vocabulary={
+                "source_size": translator.source_vectorizer.vocabulary_size,
+                "target_size": translator.target_vectorizer.vocabulary_size,
+            },
+            max_source_length=translator.source_vectorizer.max_length,
+            max_output_length=translator.max_output_length,
+            decoding=decoding,
+            signatures={
+                name: {"inputs": spec["inputs"], "outputs": spec["outputs"]}
+                for name, spec in describe_signatures(meta_graph).items()
+            },
+            jit_compile=self.signatures.jit_compile,
+            warmup_records=warmup_records,
+            saved_model_sha256=file_sha256(directory / SAVED_MODEL_PB),
+        )
+
+
+def export_translator(
+    run_dir: str | os.PathLike,
+    export_dir: str | os.PathLike,
+    version: int | None = None,
+    beam_width: int = 4,
+    length_penalty: float = 0.6,
+    max_output_length: int | None = None,
+    jit_compile: bool = False,
+    score_signature: bool = True,
+) -> ExportedVersion:
+    """Exports the model of `run_dir` as `export_dir/<version>/` (see `TranslatorExporter`)."""
+    exporter = TranslatorExporter.from_run(
+        run_dir,
+        max_output_length=max_output_length,
+        beam_width=beam_width,
+        length_penalty=length_penalty,
+        jit_compile=jit_compile,
+        score_signature=score_signature,
+    )
+    return exporter.export(export_dir, version)
+
+
+def _strategy_config(strategy) -> dict:
+    config = dict(strategy.get_config())
+    config.pop("name", None)
+    return config
+
+
+def _read_pairs(path: Path, limit: int) -> list[tuple[str, str]]:
+    """The first `limit` pairs with distinct sources of a `source<TAB>target` file."""
+    if not path.is_file():
+        return []
+    pairs, seen = [], set()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) >= 2 and parts[0] not in seen:
+                seen.add(parts[0])
+                pairs.append((parts[0], parts[1]))
+                if len(pairs) == limit:
+                    break
+    return pairs
+
+
+def _jsonable(value):
+    """`value` with everything JSON cannot hold turned into strings."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)

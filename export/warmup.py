@@ -1,0 +1,93 @@
+"""TF Serving warmup requests: `assets.extra/tf_serving_warmup_requests`.
+
+TensorFlow Serving replays the `PredictionLog` records of this TFRecord file
+against a new version before it serves traffic, so the first real request
+does not pay for graph optimization and table initialization.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
+
+WARMUP_FILE = Path("assets.extra") / "tf_serving_warmup_requests"
+"""Where TF Serving looks for warmup requests, relative to the version directory."""
+
+MAX_WARMUP_RECORDS = 1000
+"""TF Serving refuses to load a version whose warmup file holds more records."""
+
+
+def predict_log(
+    signature_name: str, inputs: Mapping[str, np.ndarray], model_name: str = ""
+) -> prediction_log_pb2.PredictionLog:
+    """One warmup record: a `PredictRequest` for `signature_name`.
+
+    Args:
+        signature_name: the SignatureDef to call.
+        inputs: input alias -> array (e.g. `{"text": np.array([b"Hi."], object)}`).
+        model_name: `model_spec.name`; TF Serving does not check it at warmup.
+
+    Returns:
+        A `PredictionLog` whose `predict_log.request` holds the request.
+    """
+    request = predict_pb2.PredictRequest()
+    request.model_spec.signature_name = signature_name
+    if model_name:
+        request.model_spec.name = model_name
+    for key, value in inputs.items():
+        request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
+    return prediction_log_pb2.PredictionLog(
+        predict_log=prediction_log_pb2.PredictLog(request=request)
+    )
+
+
+def write_warmup_requests(
+    version_dir: str | os.PathLike, logs: Iterable[prediction_log_pb2.PredictionLog]
+) -> Path:
+    """Writes `logs` to `version_dir/assets.extra/tf_serving_warmup_requests`.
+
+    Returns:
+        The path of the file.
+
+    Raises:
+        ValueError: more than `MAX_WARMUP_RECORDS` records.
+    """
+    logs = list(logs)
+    if len(logs) > MAX_WARMUP_RECORDS:
+        raise ValueError(
+            f"TF Serving accepts at most {MAX_WARMUP_RECORDS} warmup records. "
+            f"Received: {len(logs)} records"
+        )
+    path = Path(version_dir) / WARMUP_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for log in logs:
+            writer.write(log.SerializeToString())
+    return path
+
+
+def read_warmup_requests(version_dir: str | os.PathLike) -> list[prediction_log_pb2.PredictionLog]:
+    """The `PredictionLog` records of a version's warmup file (`[]` if there is none).
+
+    Raises:
+        ValueError: more than `MAX_WARMUP_RECORDS` records (TF Serving refuses
+            such a version).
+        google.protobuf.message.DecodeError: a record is not a `PredictionLog`.
+    """
+    path = Path(version_dir) / WARMUP_FILE
+    if not path.is_file():
+        return []
+    logs = []
+    for record in tf.data.TFRecordDataset(str(path)).as_numpy_iterator():
+        if len(logs) == MAX_WARMUP_RECORDS:
+            raise ValueError(
+                f"{str(path)!r} holds more than {MAX_WARMUP_RECORDS} warmup records, "
+                "which TF Serving refuses"
+            )
+        logs.append(prediction_log_pb2.PredictionLog.FromString(record))
+    return logs
