@@ -1,0 +1,296 @@
+"""Plots of a translator: attention heatmaps, BLEU by sentence length, training curves.
+
+Figures are drawn on `matplotlib.figure.Figure` objects and saved with the Agg
+renderer, without pyplot: no display is needed, no global backend is switched,
+and nothing is kept open after a call. Each function returns the path it
+wrote; the format follows the file suffix (`.png` when there is none).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+PathLike = str | os.PathLike
+
+
+def _check_alignment(
+    weights: np.ndarray, source_tokens: Sequence[str], target_tokens: Sequence[str]
+) -> np.ndarray:
+    """Returns `weights` as a float array, or raises `ValueError`."""
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim != 2:
+        raise ValueError(
+            "`weights` must have shape (len(target_tokens), len(source_tokens)). "
+            f"Received: weights.shape={weights.shape}"
+        )
+    expected = (len(target_tokens), len(source_tokens))
+    if weights.shape != expected:
+        raise ValueError(
+            f"`weights` must have shape (len(target_tokens), len(source_tokens)) = {expected}. "
+            f"Received: weights.shape={weights.shape}"
+        )
+    if not np.all(np.isfinite(weights)):
+        raise ValueError("`weights` must be finite. Received: NaN or infinite values")
+    return weights
+
+
+def _save(figure: Figure, path: PathLike) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format=path.suffix[1:].lower() or "png")
+    return path
+
+
+def plot_attention(
+    weights: np.ndarray,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    path: PathLike,
+    title: str | None = None,
+) -> Path:
+    """Draws an attention heatmap: one row per target token, one column per source token.
+
+    Weights in [0, 1] (attention probabilities) use a fixed 0-1 colour scale so
+    heatmaps are comparable; other values use their own range. An empty
+    translation (zero rows) gives a figure saying so.
+
+    Args:
+        weights: array of shape `(len(target_tokens), len(source_tokens))`,
+            `weights[t, s]` = attention of output step `t` on source token `s`.
+        source_tokens: the source tokens (x axis).
+        target_tokens: the generated tokens (y axis).
+        path: the file to write (parent directories are created).
+        title: optional figure title.
+
+    Returns:
+        The path written, as a `pathlib.Path`.
+
+    Raises:
+        ValueError: if the shape of `weights` does not match the tokens, or it
+            holds NaN or infinite values.
+
+    Example:
+
+    >>> plot_attention(np.eye(2), ["I", "am"], ["je", "suis"], "/tmp/a.png")  # doctest: +SKIP
+    PosixPath('/tmp/a.png')
+    """
+    weights = _check_alignment(weights, source_tokens, target_tokens)
+    rows, cols = weights.shape
+    figure = Figure(
+        figsize=(max(3.5, 0.45 * cols + 2.0), max(2.5, 0.4 * rows + 1.5)),
+        dpi=100,
+        layout="constrained",
+    )
+    axes = figure.add_subplot()
+    if weights.size == 0:
+        axes.text(0.5, 0.5, "(empty translation)", ha="center", va="center")
+        axes.set_axis_off()
+    else:
+        in_unit_range = weights.min() >= 0.0 and weights.max() <= 1.0
+        image = axes.imshow(
+            weights,
+            cmap="viridis",
+            aspect="auto",
+            interpolation="nearest",
+            vmin=0.0 if in_unit_range else None,
+            vmax=1.0 if in_unit_range else None,
+        )
+        axes.set_xticks(range(cols), labels=list(source_tokens), rotation=90)
+        axes.set_yticks(range(rows), labels=list(target_tokens))
+        axes.set_xlabel("source")
+        axes.set_ylabel("output")
+        figure.colorbar(image, ax=axes, fraction=0.05)
+    if title:
+        axes.set_title(title, fontsize="medium")
+    return _save(figure, path)
+
+
+def plot_bleu_by_length(
+    runs: Mapping[str, Sequence[Mapping]], path: PathLike, title: str | None = None
+) -> Path:
+    """BLEU against source-sentence length, one line per run (Bahdanau et al., Figure 2).
+
+    Args:
+        runs: run name -> the output of
+            `keras_attention.evaluation.bleu_by_length` (dicts with at least
+            `"bucket"` and `"bleu"`; `"min_length"` orders the buckets). Runs
+            may miss buckets (left as gaps).
+        path: the file to write.
+        title: optional figure title.
+
+    Returns:
+        The path written, as a `pathlib.Path`.
+
+    Raises:
+        ValueError: if `runs` is empty or a row lacks `"bucket"` / `"bleu"`.
+    """
+    if not isinstance(runs, Mapping) or len(runs) == 0:
+        raise ValueError(f"`runs` must be a non-empty dict of run name -> rows. Received: {runs!r}")
+    order: dict[str, float] = {}
+    for name, rows in runs.items():
+        for row in rows:
+            if not isinstance(row, Mapping) or "bucket" not in row or "bleu" not in row:
+                raise ValueError(
+                    f"Each row of run {name!r} must be a dict with 'bucket' and 'bleu'. "
+                    f"Received: {row!r}"
+                )
+            order.setdefault(str(row["bucket"]), row.get("min_length", len(order)))
+    labels = sorted(order, key=lambda label: order[label])
+    position = {label: index for index, label in enumerate(labels)}
+
+    figure = Figure(figsize=(6.0, 4.0), dpi=100, layout="constrained")
+    axes = figure.add_subplot()
+    for name, rows in runs.items():
+        values = [math.nan] * len(labels)
+        for row in rows:
+            if row["bleu"] is not None:
+                values[position[str(row["bucket"])]] = float(row["bleu"])
+        axes.plot(range(len(labels)), values, marker="o", label=str(name))
+    axes.set_xticks(range(len(labels)), labels=labels)
+    axes.set_xlabel("Source sentence length (words)")
+    axes.set_ylabel("BLEU")
+    axes.set_ylim(bottom=0.0)
+    axes.grid(True, alpha=0.3)
+    axes.legend()
+    if title:
+        axes.set_title(title)
+    return _save(figure, path)
+
+
+def plot_training_curves(
+    history: Mapping[str, Sequence[float]], path: PathLike, title: str | None = None
+) -> Path:
+    """Training curves from a Keras `History.history`-like dict.
+
+    One panel per metric; `name` and `val_name` share a panel (training and
+    validation), x axis = epoch (1-based).
+
+    Args:
+        history: metric name -> one value per epoch, e.g. `{"loss": [...],
+            "val_loss": [...], "masked_accuracy": [...], ...}`.
+        path: the file to write.
+        title: optional figure title.
+
+    Returns:
+        The path written, as a `pathlib.Path`.
+
+    Raises:
+        ValueError: if `history` is empty or a metric has no values or a
+            non-numeric value.
+    """
+    if not isinstance(history, Mapping) or len(history) == 0:
+        raise ValueError(
+            f"`history` must be a non-empty dict of metric -> values. Received: {history!r}"
+        )
+    curves: dict[str, np.ndarray] = {}
+    for name, values in history.items():
+        try:
+            array = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            array = None
+        if array is None or array.ndim != 1 or array.size == 0:
+            raise ValueError(
+                f"`history[{name!r}]` must be a non-empty list of numbers. Received: {values!r}"
+            )
+        curves[str(name)] = array
+    panels: list[str] = []
+    for name in curves:
+        base = name[4:] if name.startswith("val_") and name[4:] in curves else name
+        if base not in panels:
+            panels.append(base)
+
+    columns = min(3, len(panels))
+    panel_rows = math.ceil(len(panels) / columns)
+    figure = Figure(figsize=(4.0 * columns, 3.0 * panel_rows), dpi=100, layout="constrained")
+    for index, base in enumerate(panels):
+        axes = figure.add_subplot(panel_rows, columns, index + 1)
+        pair = f"val_{base}" in curves and base in curves
+        for name, label in ((base, "train"), (f"val_{base}", "validation")):
+            if name in curves:
+                epochs = np.arange(1, curves[name].size + 1)
+                axes.plot(epochs, curves[name], marker=".", label=label if pair else name)
+        axes.set_title(base)
+        axes.set_xlabel("epoch")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.grid(True, alpha=0.3)
+        axes.legend()
+    if title:
+        figure.suptitle(title)
+    return _save(figure, path)
+
+
+# Darker characters for larger weights, from 0 to 1.
+_RAMP = " .:-=+*#%@"
+
+
+def format_alignment(
+    weights: np.ndarray,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    style: str = "argmax",
+) -> str:
+    """A compact text view of an attention matrix, for terminals.
+
+    - `style="argmax"`: one line per output token: the token, `->`, the
+      source token it attends to most, and that weight (2 decimals).
+    - `style="heatmap"`: a header of source tokens, then one row per output
+      token with one character per source token, from `" "` (0) to `"@"` (1),
+      placed under the first letter of that source token.
+
+    Args:
+        weights: array `(len(target_tokens), len(source_tokens))`.
+        source_tokens: the source tokens.
+        target_tokens: the output tokens.
+        style: `"argmax"` or `"heatmap"`.
+
+    Returns:
+        The text, lines joined by `"\\n"` (no trailing newline; `""` for an
+        empty translation).
+
+    Raises:
+        ValueError: on a shape mismatch, non-finite weights, or an unknown style.
+
+    Example:
+
+    >>> print(format_alignment([[0.9, 0.1], [0.2, 0.8]], ["I", "am"], ["je", "suis"]))
+    je   -> I   0.90
+    suis -> am  0.80
+    """
+    if style not in ("argmax", "heatmap"):
+        raise ValueError(f"`style` must be 'argmax' or 'heatmap'. Received: style={style!r}")
+    weights = _check_alignment(weights, source_tokens, target_tokens)
+    if weights.shape[0] == 0:
+        return ""
+    target_width = max(len(token) for token in target_tokens)
+    if style == "argmax" or weights.shape[1] == 0:
+        if weights.shape[1] == 0:
+            return "\n".join(
+                f"{token.ljust(target_width)} -> (no source)" for token in target_tokens
+            )
+        best = weights.argmax(axis=1)
+        source_width = max(len(source_tokens[j]) for j in best)
+        lines = [
+            f"{token.ljust(target_width)} -> {source_tokens[j].ljust(source_width)}"
+            f"  {weights[i, j]:.2f}"
+            for i, (token, j) in enumerate(zip(target_tokens, best, strict=True))
+        ]
+        return "\n".join(lines)
+    widths = [max(1, len(token)) for token in source_tokens]
+    header = (
+        " " * target_width
+        + " "
+        + " ".join(t.ljust(w) for t, w in zip(source_tokens, widths, strict=True))
+    )
+    lines = [header.rstrip()]
+    levels = np.clip(np.rint(weights * (len(_RAMP) - 1)), 0, len(_RAMP) - 1).astype(int)
+    for token, row in zip(target_tokens, levels, strict=True):
+        cells = " ".join(_RAMP[level].ljust(w) for level, w in zip(row, widths, strict=True))
+        lines.append(f"{token.ljust(target_width)} {cells}".rstrip())
+    return "\n".join(lines)
