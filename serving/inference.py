@@ -113,7 +113,7 @@ def _predict_feeds(signature: Any, request: predict_pb2.PredictRequest) -> dict[
                 f"Signature input alias: {alias}(feed name: {info.name}) not found in request "
                 f"and no default value provided. Inputs expected to be in the request "
                 f"{{{_join(request_keys)}}}, or default input alias set: "
-                f"{{{_join(getattr(signature, 'defaults', {}))}}}",
+                f"{_join(getattr(signature, 'defaults', {}))}",
             )
         feeds[info.name] = _parse_input(alias, index, proto, info)
     if request_keys and len(seen) != len(request_keys):

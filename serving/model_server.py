@@ -121,17 +121,18 @@ class ModelServer:
         """Loads the models, then starts serving (gRPC, REST, pollers)."""
         options = self.options
         self.manager.start()
-        server_options = [
-            ("grpc.max_receive_message_length", options.max_request_bytes),
-            ("grpc.max_send_message_length", -1),
-            ("grpc.so_reuseport", 0),
-            *options.grpc_arguments(),
-        ]
+        # --grpc_channel_arguments override the defaults (gRPC keeps the first of duplicates).
+        server_options = {
+            "grpc.max_receive_message_length": options.max_request_bytes,
+            "grpc.max_send_message_length": -1,
+            "grpc.so_reuseport": 0,
+        }
+        server_options.update(options.grpc_arguments())
         server = grpc.server(
             futures.ThreadPoolExecutor(
                 max_workers=options.grpc_max_threads, thread_name_prefix="serving-grpc"
             ),
-            options=server_options,
+            options=list(server_options.items()),
         )
         prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
             PredictionService(

@@ -204,3 +204,40 @@ def build_slow_export(export_dir: str | os.PathLike, version: int = 1) -> Path:
     path = Path(export_dir) / str(version)
     archive.write_out(str(path), verbose=False)
     return path
+
+
+def build_examples_export(export_dir: str | os.PathLike, version: int = 1) -> Path:
+    """A model with Classify/Regress-shaped signatures over serialized `tf.Example`s.
+
+    Both read the float feature `x` (default 0):
+
+    - `classify`: input `inputs`, outputs `classes` = [["neg", "pos"]] and
+      `scores` = [[1 - sigmoid(x), sigmoid(x)]] per example.
+    - `regress`: input `inputs`, output `outputs` = 2 * x.
+    """
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import keras
+    import tensorflow as tf
+
+    def features(serialized):
+        parsed = tf.io.parse_example(
+            serialized, {"x": tf.io.FixedLenFeature([], tf.float32, default_value=0.0)}
+        )
+        return parsed["x"]
+
+    def classify(inputs):
+        x = features(inputs)
+        p = tf.sigmoid(x)
+        classes = tf.tile(tf.constant([["neg", "pos"]]), [tf.shape(x)[0], 1])
+        return {"classes": classes, "scores": tf.stack([1.0 - p, p], axis=1)}
+
+    def regress(inputs):
+        return {"outputs": 2.0 * features(inputs)}
+
+    archive = keras.export.ExportArchive()
+    spec = [tf.TensorSpec([None], tf.string, name="inputs")]
+    archive.add_endpoint("classify", classify, input_signature=spec)
+    archive.add_endpoint("regress", regress, input_signature=spec)
+    path = Path(export_dir) / str(version)
+    archive.write_out(str(path), verbose=False)
+    return path

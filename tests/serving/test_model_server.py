@@ -1,0 +1,254 @@
+"""The local model server end to end: a real server on a free port, real gRPC over a socket."""
+
+import shutil
+import subprocess
+import threading
+import time
+import urllib.request
+
+import grpc
+import numpy as np
+import pytest
+from conftest import TEXTS, session_outputs
+from stand_in_translator_export import reference_outputs
+
+from serving import ModelServer, ServerOptions, ServingError, Translation, TranslationClient
+from serving.model_server import free_port
+
+
+@pytest.mark.parametrize("signature", ["serving_default", "beam_search"])
+@pytest.mark.parametrize("batch_size", [len(TEXTS), 2])
+def test_client_output_equals_the_session_path(server, translator_base, signature, batch_size):
+    client = TranslationClient(server.address, model_name="translator", signature_name=signature)
+    with client:
+        translations = client.translate(TEXTS, batch_size=batch_size)
+    # Same batches through TF Serving's path directly (Graph + Session on the signature's
+    # tensor names): bit-identical. (Across different batch compositions, float reductions
+    # over different padding may differ in the last bit.)
+    expected = []
+    for start in range(0, len(TEXTS), batch_size):
+        chunk = TEXTS[start : start + batch_size]
+        expected += Translation.from_outputs(
+            session_outputs(translator_base / "1", signature, chunk)
+        )
+    assert translations == expected
+    # And the stand-in computes what its NumPy reference says it does.
+    reference = Translation.from_outputs(reference_outputs(TEXTS, signature=signature))
+    for got, want in zip(translations, reference, strict=True):
+        assert (got.text, got.tokens, got.source_tokens) == (
+            want.text,
+            want.tokens,
+            want.source_tokens,
+        )
+        assert got.score == pytest.approx(want.score)
+        np.testing.assert_allclose(got.attention, want.attention, rtol=1e-6, atol=1e-7)
+
+
+def test_predict_returns_every_output_as_arrays(server, translator_base):
+    with TranslationClient(server.address, model_name="translator") as client:
+        outputs = client.predict({"text": TEXTS[:2]})
+    expected = session_outputs(translator_base / "1", "serving_default", TEXTS[:2])
+    assert set(outputs) == set(expected)
+    for alias, value in expected.items():
+        assert outputs[alias].dtype == value.dtype, alias
+        np.testing.assert_array_equal(outputs[alias], value)
+
+
+def test_eight_concurrent_clients_fifty_requests_each(server):
+    expected = {
+        text: t.text
+        for text, t in zip(TEXTS, Translation.from_outputs(reference_outputs(TEXTS)), strict=True)
+    }
+    errors: list[BaseException] = []
+    mismatches: list[tuple[str, str]] = []
+
+    def worker(index: int) -> None:
+        try:
+            with TranslationClient(server.address, model_name="translator") as client:
+                for step in range(50):
+                    text = TEXTS[(index + step) % len(TEXTS)]
+                    (translation,) = client.translate([text])
+                    if translation.text != expected[text]:
+                        mismatches.append((text, translation.text))
+        except BaseException as error:  # noqa: BLE001 - collected and asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert mismatches == []
+
+
+def test_all_configured_models_are_served(server):
+    with TranslationClient(server.address, model_name="slow") as client:
+        assert client.predict({"iterations": np.array([4], np.int64)})["count"].tolist() == [4]
+        assert [s.state for s in client.model_status()] == ["AVAILABLE"]
+    with TranslationClient(server.address, model_name="translator") as client:
+        assert client.model_status()[0].available
+        assert set(client.model_metadata().signatures) >= {"serving_default", "beam_search"}
+
+
+def test_stop_lets_running_requests_finish(exports, tmp_path):
+    from conftest import add_version
+
+    add_version(tmp_path, 1, exports["slow"])
+    model_server = ModelServer(
+        ServerOptions(
+            port=0,
+            model_name="slow",
+            model_base_path=str(tmp_path),
+            file_system_poll_wait_seconds=0,
+        )
+    )
+    model_server.start()
+    client = TranslationClient(model_server.address, model_name="slow", max_retries=0)
+    results: list = []
+
+    def slow_request():
+        try:
+            results.append(client.predict({"iterations": np.array([150_000], np.int64)}))
+        except ServingError as error:
+            results.append(error)
+
+    thread = threading.Thread(target=slow_request)
+    thread.start()
+    time.sleep(0.3)
+    model_server.stop(grace=30)
+    thread.join()
+    assert model_server.wait(0)
+    assert len(results) == 1 and not isinstance(results[0], ServingError), results
+    assert results[0]["count"].tolist() == [150_000]
+    with pytest.raises(ServingError) as caught:
+        client.predict({"iterations": np.array([1], np.int64)}, timeout=2)
+    assert caught.value.code == "UNAVAILABLE"
+    client.close()
+
+
+def test_binding_a_busy_port_fails_clearly(server, translator_base):
+    options = ServerOptions(port=server.port, model_name="m", model_base_path=str(translator_base))
+    with pytest.raises(OSError, match="Could not bind"):
+        ModelServer(options).start()
+
+
+def test_options_are_validated():
+    with pytest.raises(ValueError, match="model_base_path"):
+        ServerOptions()
+    with pytest.raises(ValueError, match="rest_api_port=70000"):
+        ServerOptions(model_base_path="/x", rest_api_port=70000)
+    with pytest.raises(ValueError, match="grpc_channel_arguments"):
+        ServerOptions(model_base_path="/x", grpc_channel_arguments="nokey").grpc_arguments()
+    assert ServerOptions(
+        model_base_path="/x", grpc_channel_arguments="grpc.a=1, grpc.b=text"
+    ).grpc_arguments() == [("grpc.a", 1), ("grpc.b", "text")]
+
+
+def test_request_size_is_bounded(translator_base):
+    options = ServerOptions(
+        port=0,
+        model_name="translator",
+        model_base_path=str(translator_base),
+        file_system_poll_wait_seconds=0,
+        max_request_bytes=2048,
+    )
+    with ModelServer(options) as model_server:
+        with TranslationClient(model_server.address, model_name="translator") as client:
+            assert client.translate(["a b"])[0].text == "B A"
+            with pytest.raises(ServingError) as caught:
+                client.translate(["word " * 1000])
+    assert caught.value.code == "RESOURCE_EXHAUSTED"
+
+
+def test_prometheus_metrics_page(translator_base, tmp_path):
+    monitoring = tmp_path / "monitoring.config"
+    monitoring.write_text('prometheus_config { enable: true, path: "/metrics" }\n')
+    options = ServerOptions(
+        port=0,
+        rest_api_port=free_port(),
+        model_name="translator",
+        model_base_path=str(translator_base),
+        file_system_poll_wait_seconds=0,
+        monitoring_config_file=str(monitoring),
+    )
+    with ModelServer(options) as model_server:
+        with TranslationClient(model_server.address, model_name="translator") as client:
+            client.translate(["a", "b"], batch_size=1)
+            with pytest.raises(ServingError):
+                client.translate(["a"], signature_name="nope")
+        page = urllib.request.urlopen(model_server.rest_url + "/metrics").read().decode()
+    assert ':tensorflow:serving:request_count{model_name="translator",status="OK"} 2' in page
+    assert (
+        ':tensorflow:serving:request_count{model_name="translator",status="FAILED_PRECONDITION"} 1'
+        in page
+    )
+    assert ":tensorflow:serving:request_latency_bucket{" in page
+    assert ":tensorflow:serving:runtime_latency_count{" in page
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_tls_with_a_private_ca(translator_base, tmp_path):
+    key, cert = tmp_path / "server.key", tmp_path / "server.crt"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    ssl_config = tmp_path / "ssl.config"
+    ssl_config.write_text(
+        f'server_key: "{key.read_text().replace(chr(10), chr(92) + "n")}"\n'
+        f'server_cert: "{cert.read_text().replace(chr(10), chr(92) + "n")}"\n'
+    )
+    options = ServerOptions(
+        port=0,
+        model_name="translator",
+        model_base_path=str(translator_base),
+        file_system_poll_wait_seconds=0,
+        ssl_config_file=str(ssl_config),
+    )
+    with ModelServer(options) as model_server:
+        with TranslationClient(
+            model_server.address, model_name="translator", root_certificates=str(cert)
+        ) as client:
+            assert client.translate(["a b"])[0].text == "B A"
+        with TranslationClient(
+            model_server.address, model_name="translator", max_retries=0, timeout=5
+        ) as plaintext:
+            with pytest.raises(ServingError) as caught:
+                plaintext.translate(["a b"])
+    assert caught.value.code == "UNAVAILABLE"
+
+
+def test_grpc_channel_arguments_reach_the_server(translator_base):
+    options = ServerOptions(
+        port=0,
+        model_name="translator",
+        model_base_path=str(translator_base),
+        file_system_poll_wait_seconds=0,
+        grpc_channel_arguments="grpc.max_receive_message_length=1024",
+    )
+    with ModelServer(options) as model_server:
+        channel_client = TranslationClient(model_server.address, model_name="translator")
+        with pytest.raises(ServingError) as caught:
+            channel_client.translate(["word " * 400])
+        channel_client.close()
+    assert caught.value.code == "RESOURCE_EXHAUSTED"
+    assert grpc.StatusCode.RESOURCE_EXHAUSTED.name == caught.value.code
