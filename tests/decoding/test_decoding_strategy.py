@@ -42,3 +42,15 @@ def test_greedy_config_round_trip_and_repr():
 def test_base_class_is_abstract():
     with pytest.raises(NotImplementedError, match="DecodingStrategy"):
         DecodingStrategy()(lambda *a: a, (), tf.constant([1]))
+
+
+@pytest.mark.parametrize("module_name", ["greedy_search", "beam_search"])
+def test_docstring_examples(module_name):
+    import doctest
+    import importlib
+
+    module = importlib.import_module(f"keras_attention.decoding.{module_name}")
+    results = doctest.testmod(
+        module, extraglobs={"tf": tf, "GreedySearch": GreedySearch, "BeamSearch": BeamSearch}
+    )
+    assert results.attempted > 0 and results.failed == 0
