@@ -209,7 +209,8 @@ class BeamSearch(DecodingStrategy):
             )
 
         def cond(step, token_ids, state, log_probs, lengths, finished, tokens, ancestry, attention):
-            return tf.logical_not(tf.reduce_all(finished))
+            # Always one step, so an empty batch still has a step to stack.
+            return tf.logical_or(tf.equal(step, 0), tf.logical_not(tf.reduce_all(finished)))
 
         tiled_state = tf.nest.map_structure(
             lambda x: tf.repeat(x, beam_width, axis=0), initial_state

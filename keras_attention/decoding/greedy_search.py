@@ -96,7 +96,8 @@ class GreedySearch(DecodingStrategy):
             return step + 1, next_ids, new_state, tokens, scores, lengths, done, attention
 
         def cond(step, token_ids, state, tokens, scores, lengths, finished, attention):
-            return tf.logical_not(tf.reduce_all(finished))
+            # Always one step, so an empty batch still has a step to stack.
+            return tf.logical_or(tf.equal(step, 0), tf.logical_not(tf.reduce_all(finished)))
 
         loop_vars = (
             tf.constant(0, tf.int32),

@@ -54,3 +54,20 @@ def test_docstring_examples(module_name):
         module, extraglobs={"tf": tf, "GreedySearch": GreedySearch, "BeamSearch": BeamSearch}
     )
     assert results.attempted > 0 and results.failed == 0
+
+
+@pytest.mark.parametrize("strategy", [GreedySearch(max_length=3), BeamSearch(2, max_length=3)])
+@pytest.mark.parametrize("in_function", [False, True])
+def test_empty_batch(strategy, in_function):
+    def next_fn(step, token_ids, state):
+        return tf.one_hot(token_ids, 5), state, tf.ones([tf.shape(token_ids)[0], 4])
+
+    def decode(start_ids):
+        return strategy(next_fn, (), start_ids)
+
+    if in_function:
+        decode = tf.function(decode, input_signature=[tf.TensorSpec([None], tf.int32)])
+    result = decode(tf.zeros([0], tf.int32))
+    assert result.tokens.shape == (0, 1)
+    assert result.attention.shape == (0, 1, 4)
+    assert result.scores.shape == (0,) and result.lengths.shape == (0,)
