@@ -40,9 +40,16 @@ class BeamSearch(DecodingStrategy):
     The search is one `tf.while_loop` with `maximum_iterations`; the token
     history and the row of each step's ancestor are carried in fixed
     `(batch, beam, max_length)` buffers and gathered with the surviving
-    hypotheses every step (no `GatherTree`, no custom ops), so it runs eagerly,
-    in `tf.function`, with `jit_compile=True` and in a SavedModel served by
+    hypotheses every step (no `GatherTree`, no custom ops); each step's
+    attention goes into a `TensorArray` as computed and the best hypothesis'
+    rows are picked through its ancestor rows at the end. It runs eagerly, in
+    `tf.function`, with `jit_compile=True` and in a SavedModel served by
     TensorFlow Serving.
+
+    A finished hypothesis occupies one of the `beam_width` slots; if
+    `beam_width` running candidates outrank it, it drops out of the beam (as
+    in OpenNMT-tf). With enough beams to hold every hypothesis the search is
+    exact.
 
     At step `t` (0-based):
 
