@@ -31,6 +31,7 @@ TRAIN_HELP = {
     "dropout": "dropout rate",
     "source_vocabulary_size": "source vocabulary size, reserved tokens included",
     "target_vocabulary_size": "target vocabulary size, reserved tokens included",
+    "french_spacing": "write translations with French spacing before ! ? : ; (for French targets)",
     "max_length": "tokens per side; longer training pairs are dropped, longer inputs truncated",
     "max_output_length": "most tokens a translation may have",
     "batch_size": "sentence pairs per batch",

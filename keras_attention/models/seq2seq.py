@@ -158,6 +158,8 @@ class Seq2Seq(keras.Model):
         Every leaf of the returned nest has the batch as its first dimension,
         so beam search can tile and reorder it.
         """
+        if not self.decoder.built:
+            self.build()
         annotations, summary = self.encoder(source_ids, training=False)
         source_mask = keras.ops.not_equal(source_ids, 0)
         return self.decoder.initial_state(annotations, source_mask, summary)

@@ -76,8 +76,6 @@ def plot_runs(
             history = read_history(run.history)
             if history:
                 written.append(
-                    plot_training_curves(
-                        history, out_dir / f"training_curves_{run.path.name}.png"
-                    )
+                    plot_training_curves(history, out_dir / f"training_curves_{run.path.name}.png")
                 )
     return [Path(p) for p in written]

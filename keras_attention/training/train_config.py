@@ -31,6 +31,7 @@ class TrainConfig:
     dropout: float = 0.1
     source_vocabulary_size: int = 12000
     target_vocabulary_size: int = 16000
+    french_spacing: bool = True  # detokenize targets French-style ("Va !"); False for others
     max_length: int = 30  # tokens per side; longer training pairs are dropped
     max_output_length: int = 50  # tokens a translation may have at inference
     batch_size: int = 64

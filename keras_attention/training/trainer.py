@@ -84,6 +84,7 @@ def prepare_run(config: TrainConfig) -> tuple[RunDirectory, object]:
     kill) checks that the config is the same and reuses the saved
     vocabularies, so a resumed run continues with identical token ids.
     """
+    corpus = load_corpus(config.data)  # fails before anything is written
     run = RunDirectory(config.out)
     if run.config.is_file():
         saved = TrainConfig.load(run.path)
@@ -96,7 +97,6 @@ def prepare_run(config: TrainConfig) -> tuple[RunDirectory, object]:
     run.path.mkdir(parents=True, exist_ok=True)
     config.save(run.path)
 
-    corpus = load_corpus(config.data)
     splits = split_corpus(
         corpus.pairs,
         validation_fraction=config.validation_fraction,
@@ -122,7 +122,11 @@ def prepare_run(config: TrainConfig) -> tuple[RunDirectory, object]:
 
 def load_vectorizers(run: RunDirectory, config: TrainConfig):
     source = TextVectorizer(load_vocabulary(run.source_vocabulary), max_length=config.max_length)
-    target = TextVectorizer(load_vocabulary(run.target_vocabulary), max_length=config.max_length)
+    target = TextVectorizer(
+        load_vocabulary(run.target_vocabulary),
+        max_length=config.max_length,
+        french_spacing=config.french_spacing,
+    )
     return source, target
 
 

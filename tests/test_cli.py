@@ -1,0 +1,112 @@
+"""The keras-attention command line, end to end on a tiny trained run."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from keras_attention.cli import main
+
+
+def test_help_is_instant_and_lists_commands():
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from keras_attention.cli import main; main(['--help'])",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0
+    for command in ("train", "evaluate", "translate", "plot"):
+        assert command in result.stdout
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from keras_attention import cli; print('tensorflow' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.stdout.strip() == "False", "the CLI module must not import TensorFlow"
+
+
+def test_evaluate_writes_bleu_and_signature(trained_digits_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(trained_digits_run, run)
+    assert main(["evaluate", str(run), "--beam", "3", "--max-sentences", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "sacreBLEU signature: nrefs:" in out and "tok:13a" in out
+    evaluation = json.loads((run / "metrics.json").read_text())["evaluation"]
+    assert evaluation["sentences"] == 40
+    for name in ("greedy", "beam"):
+        assert evaluation[name]["bleu"] > 30, evaluation[name]
+        assert evaluation[name]["bleu_by_length"]
+    assert (run / "translations.beam.tsv").read_text().count("\n") == 40
+
+
+def test_translate_arguments_file_and_stdin(trained_digits_run, tmp_path, capsys, monkeypatch):
+    assert main(["translate", str(trained_digits_run), "1 2 3", "4 5 6 7"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[0].split()[0] == "un"
+
+    source = tmp_path / "in.txt"
+    source.write_text("8 9\n0 1 2\n", encoding="utf-8")
+    assert main(["translate", str(trained_digits_run), "--file", str(source), "--beam", "2"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("3 3 3\n"))
+    assert main(["translate", str(trained_digits_run), "--show-attention"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("trois")
+    assert "3" in out  # the alignment names the source tokens
+
+
+def test_translate_saves_heatmaps(trained_digits_run, tmp_path):
+    assert (
+        main(
+            [
+                "translate",
+                str(trained_digits_run),
+                "5 6 7",
+                "--show-attention",
+                "--attention-dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    assert (tmp_path / "attention_0000.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_writes_pngs(trained_digits_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(trained_digits_run, run)
+    main(["evaluate", str(run), "--beam", "1", "--max-sentences", "20"])
+    out = tmp_path / "plots"
+    assert main(["plot", str(run), str(run), "--sentence", "1 2 3", "--out", str(out)]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["attention_00.png", "bleu_by_length.png", "training_curves_run.png"]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["evaluate", "/nonexistent/run"], "does not exist"),
+        (["translate", "/nonexistent/run", "hi"], "does not exist"),
+        (["translate"], "RUN_DIR"),
+        (["train", "--attention", "transformer", "--out", "/tmp/x"], "attention"),
+        (["train", "--data", "/nonexistent.tsv", "--out", "/tmp/ka-missing"], "nonexistent"),
+    ],
+)
+def test_bad_input_gives_a_clear_error(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
