@@ -76,6 +76,21 @@ class BaseAttention(keras.layers.Layer):
     Output masks: for a rank-3 query both outputs carry the query's Keras mask
     (as `keras.layers.Attention` does); a rank-2 query gives outputs without a
     time mask.
+
+    Example, a new score function (everything else comes from the base):
+
+    ```python
+    @keras.saving.register_keras_serializable(package="my_package")
+    class NegativeDistanceAttention(BaseAttention):
+        # score(s, h) = -||s - h||^2 (needs dq == dv)
+
+        def _score(self, query, keys):
+            # (batch, Tq, 1, d) - (batch, 1, Tv, d) -> (batch, Tq, Tv)
+            diff = ops.expand_dims(query, 2) - ops.expand_dims(keys, 1)
+            return -ops.sum(diff * diff, axis=-1)
+
+    context, weights = NegativeDistanceAttention()(query, values, mask=mask)
+    ```
     """
 
     def __init__(self, hard=False, dropout=0.0, seed=None, **kwargs):
@@ -231,9 +246,11 @@ class BaseAttention(keras.layers.Layer):
         one_step = len(query.shape) == 2
 
         if mask is not None:
+            mask = ops.convert_to_tensor(mask)
             self._check_mask_shape("mask", mask, values_shape[:2], "(batch_size, Tv)")
             mask = ops.cast(mask, "bool")
         if query_mask is not None:
+            query_mask = ops.convert_to_tensor(query_mask)
             self._check_mask_shape(
                 "query_mask", query_mask, tuple(query.shape)[:-1], "query.shape[:-1]"
             )
