@@ -334,13 +334,12 @@ def _type_error(value: Any, dtype: int) -> ServingError:
 def _decode_b64(value: Any) -> bytes:
     if not _is_b64(value):
         raise _error(f"JSON Value: {_dump(value)} not formatted correctly for base64 data")
+    text = value["b64"]
     try:
-        return base64.b64decode(value["b64"], validate=True)
+        # Like absl::Base64Unescape: the standard alphabet, padding optional.
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
     except (binascii.Error, ValueError):
-        try:
-            return base64.urlsafe_b64decode(value["b64"])
-        except (binascii.Error, ValueError):
-            raise _error("Unable to base64 decode") from None
+        raise _error("Unable to base64 decode") from None
 
 
 def _is_number(value: Any) -> bool:

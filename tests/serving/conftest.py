@@ -98,7 +98,7 @@ def server(multi_model_config):
         rest_api_port=free_port(),
         model_config_file=str(multi_model_config),
         file_system_poll_wait_seconds=0,
-        rest_api_timeout_in_ms=30000,
+        rest_api_timeout_in_ms=2000,  # bounds requests the tests abandon on purpose
     )
     model_server = ModelServer(options)
     model_server.start()

@@ -1,0 +1,143 @@
+"""`python -m serving` (SIGTERM during load) and the remote-translate entry point."""
+
+import argparse
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from conftest import add_version
+
+from serving import ServingError, TranslationClient, cli
+from serving.model_server import free_port
+
+
+def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
+    base = tmp_path / "slow"
+    add_version(base, 1, exports["slow"])
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "serving",
+        f"--port={port}",
+        "--model_name=slow",
+        f"--model_base_path={base}",
+        "--file_system_poll_wait_seconds=0",
+        "--shutdown_grace_seconds=60",
+    ]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True
+    )
+    try:
+        client = TranslationClient(
+            f"127.0.0.1:{port}", model_name="slow", timeout=60, max_retries=0
+        )
+        client.wait_until_available(timeout=120)
+        finished: list[tuple[float, object]] = []
+
+        def request() -> None:
+            try:
+                outputs = client.predict({"iterations": np.array([120_000], np.int64)})
+                finished.append((time.monotonic(), outputs["count"].tolist()))
+            except ServingError as error:
+                finished.append((time.monotonic(), error))
+
+        threads = [threading.Thread(target=request) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.4)
+        terminated_at = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        for thread in threads:
+            thread.join(timeout=120)
+        exit_code = process.wait(timeout=120)
+        output = process.stdout.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert exit_code == 0, output
+    assert [result for _, result in finished] == [[120_000]] * 4, output
+    # They were in flight when SIGTERM arrived, and completed afterwards.
+    assert all(when > terminated_at for when, _ in finished)
+    assert "Model server stopped" in output
+    with pytest.raises(ServingError) as caught:
+        client.predict({"iterations": np.array([1], np.int64)}, timeout=5)
+    assert caught.value.code == "UNAVAILABLE"
+    client.close()
+
+
+def test_start_up_failure_exit_status(tmp_path, caplog):
+    parser = cli.build_parser()
+    args = parser.parse_args([f"--model_config_file={tmp_path / 'missing.config'}", "--port=0"])
+    assert cli.run_serve(args) == 1
+    assert "Could not start the model server" in caplog.text
+
+
+def test_serve_flags_take_both_spellings_and_booleans():
+    parser = cli.build_parser()
+    args = parser.parse_args(
+        [
+            "--model-base-path=/m",
+            "--rest_api_port=8501",
+            "--enable_model_warmup=false",
+            "--enable_batching",
+            "--file-system-poll-wait-seconds",
+            "0.5",
+        ]
+    )
+    options = cli.options_from_args(args)
+    assert (options.model_base_path, options.rest_api_port) == ("/m", 8501)
+    assert options.enable_model_warmup is False and options.enable_batching is True
+    assert options.file_system_poll_wait_seconds == 0.5
+    assert (options.port, options.model_name, options.host) == (8500, "default", "127.0.0.1")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--enable_batching=maybe"])
+
+
+def _client_args(*argv):
+    parser = argparse.ArgumentParser()
+    cli.add_client_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_remote_translate_text_and_json(server):
+    out = io.StringIO()
+    args = _client_args("--server", server.address, "--model-name", "translator")
+    assert cli.run_remote_translate(args, ["the cat", "a dog"], stdout=out) == 0
+    assert out.getvalue().splitlines() == ["CAT THE", "DOG A"]
+
+    out = io.StringIO()
+    args = _client_args(
+        "--server",
+        server.rest_url,
+        "--model-name",
+        "translator",
+        "--signature",
+        "beam_search",
+        "--format",
+        "json",
+    )
+    assert cli.run_remote_translate(args, ["a b"], stdout=out) == 0
+    (line,) = out.getvalue().splitlines()
+    record = json.loads(line)
+    assert (record["source"], record["text"], record["tokens"]) == ("a b", "B A", ["B", "A"])
+    assert record["score"] == -1.375
+    assert np.array(record["attention"]).shape == (2, 2)
+
+
+def test_remote_translate_reports_server_errors(server):
+    err = io.StringIO()
+    args = _client_args("--server", server.address, "--model-name", "nope", "--max-retries", "0")
+    assert cli.run_remote_translate(args, ["a"], stdout=io.StringIO(), stderr=err) == 1
+    assert err.getvalue().strip() == (
+        "error: NOT_FOUND: Servable not found for request: Latest(nope)"
+    )

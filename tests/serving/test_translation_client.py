@@ -1,0 +1,174 @@
+"""TranslationClient: batching, deadlines, retries on UNAVAILABLE only, status and metadata."""
+
+import logging
+import threading
+import time
+
+import numpy as np
+import pytest
+from conftest import TEXTS
+
+from serving import ModelServer, ServerOptions, ServingError, TranslationClient
+from serving.metrics import REQUEST_COUNT
+from serving.model_server import free_port
+
+RETRY_LOGGER = "serving._client_base"
+
+
+def _retries(caplog) -> int:
+    return sum("retrying in" in r.getMessage() for r in caplog.records if r.name == RETRY_LOGGER)
+
+
+def test_long_lists_are_split_into_batches(server):
+    labels = {"model_name": "translator", "status": "OK"}
+    before = server.metrics.counter_value(REQUEST_COUNT, labels)
+    with TranslationClient(server.address, model_name="translator", batch_size=2) as client:
+        translations = client.translate(TEXTS)
+    assert server.metrics.counter_value(REQUEST_COUNT, labels) - before == 3
+    assert [t.source_tokens for t in translations] == [text.split() for text in TEXTS]
+    with TranslationClient(server.address, model_name="translator") as client:
+        assert client.translate([]) == []
+
+
+def test_retries_until_the_server_starts(translator_base, caplog):
+    port = free_port()
+    model_server = ModelServer(
+        ServerOptions(
+            port=port,
+            model_name="translator",
+            model_base_path=str(translator_base),
+            file_system_poll_wait_seconds=0,
+        )
+    )
+    client = TranslationClient(
+        f"127.0.0.1:{port}",
+        model_name="translator",
+        max_retries=12,
+        initial_backoff=0.1,
+        max_backoff=0.5,
+    )
+    timer = threading.Timer(1.0, model_server.start)
+    start = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger=RETRY_LOGGER):
+        timer.start()
+        try:
+            (translation,) = client.translate(["a b"])
+        finally:
+            timer.join()
+            elapsed = time.monotonic() - start
+            model_server.stop(grace=1)
+            client.close()
+    assert translation.text == "B A"
+    assert elapsed >= 1.0
+    assert _retries(caplog) >= 1
+
+
+def test_gives_up_with_unavailable_after_bounded_retries(caplog):
+    client = TranslationClient(
+        f"127.0.0.1:{free_port()}",
+        model_name="translator",
+        max_retries=2,
+        initial_backoff=0.1,
+        max_backoff=1.0,
+    )
+    assert client.backoff_delays() == [0.1, 0.2]
+    start = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger=RETRY_LOGGER):
+        with pytest.raises(ServingError) as caught:
+            client.translate(["a"])
+    assert caught.value.code == "UNAVAILABLE"
+    assert _retries(caplog) == 2
+    assert time.monotonic() - start >= 0.15  # half of each delay at least (jitter)
+    client.close()
+
+
+def test_other_errors_are_not_retried(server, caplog):
+    client = TranslationClient(server.address, model_name="nope", max_retries=3)
+    with caplog.at_level(logging.WARNING, logger=RETRY_LOGGER):
+        with pytest.raises(ServingError) as caught:
+            client.translate(["a"])
+    assert (caught.value.code, caught.value.message) == (
+        "NOT_FOUND",
+        "Servable not found for request: Latest(nope)",
+    )
+    assert _retries(caplog) == 0
+    client.close()
+
+
+def test_deadline_exceeded(server, caplog):
+    client = TranslationClient(server.address, model_name="slow", timeout=0.2, max_retries=3)
+    start = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger=RETRY_LOGGER):
+        with pytest.raises(ServingError) as caught:
+            client.predict({"iterations": np.array([10**8], np.int64)})
+    assert caught.value.code == "DEADLINE_EXCEEDED"
+    assert time.monotonic() - start < 5
+    assert _retries(caplog) == 0
+    # A per-call timeout overrides the client's.
+    outputs = client.predict({"iterations": np.array([1000], np.int64)}, timeout=30)
+    assert outputs["count"].tolist() == [1000]
+    client.close()
+
+
+def test_signature_and_version_pinning(server):
+    with TranslationClient(
+        server.address, model_name="translator", signature_name="beam_search", version=1
+    ) as client:
+        (beam,) = client.translate(["a b"])
+        (greedy,) = client.translate(["a b"], signature_name="serving_default")
+    assert beam.score == pytest.approx(greedy.score - 0.125)
+    with TranslationClient(server.address, model_name="translator", version=4) as client:
+        with pytest.raises(ServingError, match=r"Specific\(translator, 4\)"):
+            client.translate(["a"])
+
+
+def test_status_metadata_and_waiting(server):
+    with TranslationClient(server.address, model_name="translator") as client:
+        (status,) = client.model_status()
+        assert (status.version, status.state, status.error_code) == (1, "AVAILABLE", "OK")
+        assert client.model_status(version=1) == [status]
+        assert client.wait_until_available(timeout=5) == [status]
+        metadata = client.model_metadata()
+        assert (metadata.name, metadata.version) == ("translator", 1)
+        signature = metadata.signatures["serving_default"]
+        assert signature.inputs["text"].dtype == "DT_STRING"
+        assert signature.inputs["text"].shape == (None,)
+        assert signature.outputs["attention"].shape == (None, None, None)
+    with TranslationClient(server.address, model_name="nope") as missing:
+        with pytest.raises(ServingError) as caught:
+            missing.wait_until_available(timeout=0.5, poll_interval=0.1)
+    assert caught.value.code == "DEADLINE_EXCEEDED"
+
+
+def test_malformed_responses_surface_as_serving_error(server):
+    with TranslationClient(server.address, model_name="slow") as client:
+        with pytest.raises(ServingError) as caught:
+            client.translate(["a"], signature_name="serving_default")
+    # The slow model has no `text` input: the server says so.
+    assert caught.value.code == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(model_name=""), "model_name"),
+        (dict(timeout=0), "timeout"),
+        (dict(version=1, version_label="a"), "version"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(max_retries=-1), "max_retries"),
+        (dict(backoff_multiplier=0.5), "backoff_multiplier"),
+    ],
+)
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TranslationClient("localhost:1", **kwargs)
+
+
+def test_bad_targets_and_texts():
+    with pytest.raises(ValueError, match="RestTranslationClient"):
+        TranslationClient("http://localhost:8501")
+    with TranslationClient("localhost:1") as client:
+        with pytest.raises(TypeError, match="single string"):
+            client.translate("hello")
+        with pytest.raises(TypeError, match="str"):
+            client.translate([b"bytes"])
