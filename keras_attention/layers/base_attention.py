@@ -203,8 +203,10 @@ class BaseAttention(keras.layers.Layer):
         """Computes the keys of `values` once, for many calls with `keys=`.
 
         The keys depend only on `values`: project them once per sequence, then
-        every decoder step is just the score against the query. Works inside
-        `tf.function`, `tf.while_loop` and XLA.
+        every decoder step is just the score against the query. Works eagerly,
+        in a subclassed model's `call`, inside `tf.function`, `tf.while_loop` and
+        XLA. (In a functional model, call the layer itself: it prepares the
+        keys once per call.)
 
         On an unbuilt layer this creates the weights that act on the values;
         score functions whose key projection needs the query dimension (Luong

@@ -39,6 +39,14 @@ def random_inputs(seed=0, batch=2, tq=3, tv=5, dq=4, dv=4):
     return query, values, mask
 
 
+def randomize_weights(layer, seed=0):
+    """Sets every variable to random values, so that initial values such as a zero bias or a
+    unit scale cannot hide a weight that is used wrongly (or not at all)."""
+    rng = np.random.default_rng(seed + 100)
+    for variable in layer.weights:
+        variable.assign(rng.normal(size=variable.shape).astype("float32"))
+
+
 def numpy_weights(layer):
     """The layer's variables by name, as float64 NumPy arrays."""
     return {w.name: ops.convert_to_numpy(w).astype("float64") for w in layer.weights}
@@ -139,6 +147,8 @@ def assert_matches_numpy(variant, one_step, masked, dq=4, dv=4, seed=0, hard=Fal
         query = query[:, 0]
     mask = mask if masked else None
     layer = make_layer(variant, hard=hard)
+    layer.build(query.shape, values.shape)
+    randomize_weights(layer, seed=seed)
     context, weights = layer(query, values, mask=mask)
     expected_context, expected_weights = numpy_attention(layer, query, values, mask, hard=hard)
     np.testing.assert_allclose(to_numpy(weights), expected_weights, rtol=1e-5, atol=1e-6)
