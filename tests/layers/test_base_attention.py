@@ -450,3 +450,54 @@ def test_compute_mask():
     assert layer.compute_mask(query) is None
     query._keras_mask = keras.KerasTensor((None, 3), dtype="bool")
     assert layer.compute_mask(query) == (query._keras_mask, query._keras_mask)
+
+
+def test_decode_loop_exports_and_runs_on_the_session_path(tmp_path):
+    """A tf.while_loop using prepare_keys, exported with keras.export.ExportArchive, runs
+    through a TF1 Session (the path TF Serving takes) with the eager results."""
+    query, values, mask = random_inputs()
+    query = query[:, 0]
+    additive = make_layer("bahdanau_normalized")
+    location = make_layer("location")
+    additive(query, values)
+    location(query, values)
+
+    def decode(query, values, mask):
+        keys = additive.prepare_keys(values)
+
+        def body(step, state, total):
+            context, weights = additive(state, values, mask=mask, keys=keys)
+            hard_context, hard_weights = location(state, values, mask=mask, hard=True)
+            return (
+                step + 1,
+                ops.tanh(state + context + hard_context),
+                total + weights + hard_weights,
+            )
+
+        initial = (tf.constant(0), query, tf.zeros(tf.shape(mask)))
+        return tf.while_loop(lambda step, *_: step < 3, body, initial)[1:]
+
+    archive = keras.export.ExportArchive()
+    archive.track(additive)
+    archive.track(location)
+    archive.add_endpoint(
+        "serve",
+        tf.function(decode),
+        input_signature=[
+            tf.TensorSpec([None, 4], name="query"),
+            tf.TensorSpec([None, None, 4], name="values"),
+            tf.TensorSpec([None, None], tf.bool, name="mask"),
+        ],
+    )
+    path = os.path.join(tmp_path, "1")
+    archive.write_out(path, verbose=False)
+    expected = decode(query, values, mask)
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+        signature = meta_graph.signature_def["serve"]
+        feeds = {signature.inputs["query"].name: query, signature.inputs["values"].name: values}
+        feeds[signature.inputs["mask"].name] = mask
+        fetches = [signature.outputs[name].name for name in sorted(signature.outputs)]
+        got = session.run(fetches, feeds)
+    for g, want in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, to_numpy(want), rtol=1e-5, atol=1e-6)
