@@ -22,6 +22,15 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _beam_width(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(
+            f"must be an integer >= 2 (greedy search is serving_default). Received: {text}"
+        )
+    return value
+
+
 def _non_negative_float(text: str) -> float:
     value = float(text)
     if not value >= 0:
@@ -48,7 +57,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--beam-width",
-        type=int,
+        type=_beam_width,
         default=4,
         help="beam width of the beam_search signature, >= 2 (default: 4)",
     )

@@ -291,7 +291,15 @@ def export_translator(
     jit_compile: bool = False,
     score_signature: bool = True,
 ) -> ExportedVersion:
-    """Exports the model of `run_dir` as `export_dir/<version>/` (see `TranslatorExporter`)."""
+    """Exports the model of `run_dir` as `export_dir/<version>/` (see `TranslatorExporter`).
+
+    Raises:
+        FileExistsError: `version` exists already (checked before the model is loaded).
+        FileNotFoundError: `run_dir` is not a trained run directory.
+        ValueError: an invalid argument.
+    """
+    if version is not None:
+        VersionDirectory(export_dir).check_available(version)
     exporter = TranslatorExporter.from_run(
         run_dir,
         max_output_length=max_output_length,

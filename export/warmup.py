@@ -76,7 +76,8 @@ def read_warmup_requests(version_dir: str | os.PathLike) -> list[prediction_log_
 
     Raises:
         ValueError: more than `MAX_WARMUP_RECORDS` records (TF Serving refuses
-            such a version).
+            such a version), or a non-empty file without a record.
+        tf.errors.DataLossError: a corrupt record.
         google.protobuf.message.DecodeError: a record is not a `PredictionLog`.
     """
     path = Path(version_dir) / WARMUP_FILE
@@ -90,4 +91,6 @@ def read_warmup_requests(version_dir: str | os.PathLike) -> list[prediction_log_
                 "which TF Serving refuses"
             )
         logs.append(prediction_log_pb2.PredictionLog.FromString(record))
+    if not logs and path.stat().st_size:
+        raise ValueError(f"{str(path)!r} is not a TFRecord file of PredictionLogs")
     return logs

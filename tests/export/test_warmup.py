@@ -1,0 +1,53 @@
+"""Warmup files: PredictionLog records TF Serving replays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import prediction_log_pb2
+
+from export import predict_log, read_warmup_requests, write_warmup_requests
+from export.warmup import MAX_WARMUP_RECORDS, WARMUP_FILE
+
+
+def test_round_trip(tmp_path):
+    texts = np.array([b"Hello.", "Ça va ?".encode(), b""], dtype=object)
+    logs = [
+        predict_log("serving_default", {"text": texts}),
+        predict_log("score_translation", {"text": texts[:1], "translation": texts[1:2]}, "m"),
+    ]
+    path = write_warmup_requests(tmp_path, logs)
+    assert (
+        path == tmp_path / WARMUP_FILE == tmp_path / "assets.extra" / "tf_serving_warmup_requests"
+    )
+    # The file is a plain TFRecord of serialized PredictionLogs.
+    records = [
+        prediction_log_pb2.PredictionLog.FromString(r)
+        for r in tf.data.TFRecordDataset(str(path)).as_numpy_iterator()
+    ]
+    assert records == logs == read_warmup_requests(tmp_path)
+    request = records[0].predict_log.request
+    assert request.model_spec.signature_name == "serving_default"
+    assert request.model_spec.name == ""
+    assert request.inputs["text"].dtype == tf.string.as_datatype_enum
+    assert [d.size for d in request.inputs["text"].tensor_shape.dim] == [3]
+    assert tf.make_ndarray(request.inputs["text"]).tolist() == texts.tolist()
+    assert records[1].predict_log.request.model_spec.name == "m"
+
+
+def test_no_file_means_no_records(tmp_path):
+    assert read_warmup_requests(tmp_path) == []
+
+
+def test_at_most_1000_records(tmp_path):
+    log = predict_log("serving_default", {"text": np.array([b"a"], dtype=object)})
+    write_warmup_requests(tmp_path, [log] * MAX_WARMUP_RECORDS)
+    assert len(read_warmup_requests(tmp_path)) == 1000
+    with pytest.raises(ValueError, match="at most 1000 warmup records. Received: 1001"):
+        write_warmup_requests(tmp_path, [log] * 1001)
+    with tf.io.TFRecordWriter(str(tmp_path / WARMUP_FILE)) as writer:
+        for _ in range(1001):
+            writer.write(log.SerializeToString())
+    with pytest.raises(ValueError, match="more than 1000"):
+        read_warmup_requests(tmp_path)
