@@ -163,8 +163,8 @@ class SavedModelBundle:
         if not tf.io.gfile.exists(path):
             return []
         records = []
-        for record in tf.compat.v1.io.tf_record_iterator(path):
-            records.append(record)
+        for record in tf.data.TFRecordDataset(path).take(MAX_WARMUP_RECORDS + 1):
+            records.append(record.numpy())
             if len(records) > MAX_WARMUP_RECORDS:
                 raise ValueError(
                     f"Number of warmup records exceeds the maximum ({MAX_WARMUP_RECORDS}) at {path}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -118,3 +119,12 @@ def session_outputs(version_dir: Path, signature: str, texts: list[str]) -> dict
         fetches = {alias: info.name for alias, info in signature_def.outputs.items()}
         feed = {signature_def.inputs["text"].name: np.array(texts, dtype=object)}
         return session.run(fetches, feed)
+
+
+def calibrated_iterations(client, seconds: float) -> int:
+    """`iterations` for which one request to the slow model takes about `seconds`."""
+    probe = 50_000
+    began = time.monotonic()
+    client.predict({"iterations": np.array([probe], np.int64)})
+    per_iteration = (time.monotonic() - began) / probe
+    return int(min(max(seconds / per_iteration, probe), 20_000_000))

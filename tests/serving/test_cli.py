@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import add_version
+from conftest import add_version, calibrated_iterations
 
 from serving import ServingError, TranslationClient, cli
 from serving.model_server import free_port
@@ -41,11 +41,13 @@ def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
             f"127.0.0.1:{port}", model_name="slow", timeout=60, max_retries=0
         )
         client.wait_until_available(timeout=120)
+        # Requests of about 2 s each, so they are surely in flight at SIGTERM.
+        iterations = calibrated_iterations(client, 2.0)
         finished: list[tuple[float, object]] = []
 
         def request() -> None:
             try:
-                outputs = client.predict({"iterations": np.array([120_000], np.int64)})
+                outputs = client.predict({"iterations": np.array([iterations], np.int64)})
                 finished.append((time.monotonic(), outputs["count"].tolist()))
             except ServingError as error:
                 finished.append((time.monotonic(), error))
@@ -53,7 +55,7 @@ def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
         threads = [threading.Thread(target=request) for _ in range(4)]
         for thread in threads:
             thread.start()
-        time.sleep(0.4)
+        time.sleep(0.3)
         terminated_at = time.monotonic()
         process.send_signal(signal.SIGTERM)
         for thread in threads:
@@ -65,7 +67,7 @@ def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
             process.kill()
             process.wait()
     assert exit_code == 0, output
-    assert [result for _, result in finished] == [[120_000]] * 4, output
+    assert [result for _, result in finished] == [[iterations]] * 4, output
     # They were in flight when SIGTERM arrived, and completed afterwards.
     assert all(when > terminated_at for when, _ in finished)
     assert "Model server stopped" in output

@@ -9,8 +9,9 @@ import urllib.request
 import grpc
 import numpy as np
 import pytest
-from conftest import TEXTS, session_outputs
+from conftest import TEXTS, calibrated_iterations, session_outputs
 from stand_in_translator_export import reference_outputs
+from tensorflow_serving.apis import model_pb2
 
 from serving import ModelServer, ServerOptions, ServingError, Translation, TranslationClient
 from serving.model_server import free_port
@@ -105,22 +106,27 @@ def test_stop_lets_running_requests_finish(exports, tmp_path):
     )
     model_server.start()
     client = TranslationClient(model_server.address, model_name="slow", max_retries=0)
+    iterations = calibrated_iterations(client, 1.5)
     results: list = []
 
     def slow_request():
         try:
-            results.append(client.predict({"iterations": np.array([150_000], np.int64)}))
+            outputs = client.predict({"iterations": np.array([iterations], np.int64)})
+            results.append((time.monotonic(), outputs))
         except ServingError as error:
-            results.append(error)
+            results.append((time.monotonic(), error))
 
     thread = threading.Thread(target=slow_request)
     thread.start()
     time.sleep(0.3)
+    stopping_at = time.monotonic()
     model_server.stop(grace=30)
     thread.join()
     assert model_server.wait(0)
-    assert len(results) == 1 and not isinstance(results[0], ServingError), results
-    assert results[0]["count"].tolist() == [150_000]
+    assert len(results) == 1 and not isinstance(results[0][1], ServingError), results
+    finished_at, outputs = results[0]
+    assert finished_at > stopping_at  # it was running when stop() was called
+    assert outputs["count"].tolist() == [iterations]
     with pytest.raises(ServingError) as caught:
         client.predict({"iterations": np.array([1], np.int64)}, timeout=2)
     assert caught.value.code == "UNAVAILABLE"
@@ -252,3 +258,35 @@ def test_grpc_channel_arguments_reach_the_server(translator_base):
         channel_client.close()
     assert caught.value.code == "RESOURCE_EXHAUSTED"
     assert grpc.StatusCode.RESOURCE_EXHAUSTED.name == caught.value.code
+
+
+def test_concurrent_requests_run_in_parallel(server):
+    """Two slow requests are inside the server (holding the version) at the same time."""
+    slow = TranslationClient(server.address, model_name="slow")
+    iterations = calibrated_iterations(slow, 0.5)
+    with server.manager.servable(model_pb2.ModelSpec(name="slow")) as bundle:
+        pass  # the loaded version; its in_flight counts the requests holding it
+    peak = [0]
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            peak[0] = max(peak[0], bundle.in_flight)
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    threads = [
+        threading.Thread(
+            target=lambda: slow.predict({"iterations": np.array([iterations], np.int64)})
+        )
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done.set()
+    watcher.join()
+    slow.close()
+    assert peak[0] >= 2

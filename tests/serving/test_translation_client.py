@@ -43,7 +43,7 @@ def test_retries_until_the_server_starts(translator_base, caplog):
     client = TranslationClient(
         f"127.0.0.1:{port}",
         model_name="translator",
-        max_retries=12,
+        max_retries=30,
         initial_backoff=0.1,
         max_backoff=0.5,
     )
