@@ -1,0 +1,218 @@
+"""Greedy translation speed: the exported SavedModel on TF Serving's path vs. an eager loop.
+
+Measures sentences/second, strings in and strings out, at several batch
+sizes, in one process:
+
+- `eager loop`: the way a notebook decodes: text processing eagerly, then a
+  plain Python `for` loop over the steps that calls `model.next_logits`
+  eagerly and picks the argmax, stopping when every sentence has ended.
+- `export (Session)`: the `serving_default` signature of an export written
+  by `TranslatorExporter`, loaded as `tensorflow_model_server` loads it (tag
+  `serve` in a `tf.compat.v1.Session`) and run through the SignatureDef's
+  tensor names: one `tf.while_loop` in the graph.
+- `export + XLA (Session)`: the same with `jit_compile=True` on the decoding
+  loop (skipped with `--no-jit`; reported as failed if the Session path
+  cannot compile it).
+
+Both decode greedily with the same model, so they emit the same tokens; the
+script checks that and prints the share of identical translations.
+
+    python benchmarks/export_decode.py [--run-dir RUN] [--batch-sizes 1,8,64]
+
+Without `--run-dir` a model is trained for a few dozen steps on the bundled
+corpus into a temporary directory first: `--size small` (64-dim embeddings,
+64 encoder and 128 decoder units, 2,000/3,000-token vocabularies; the
+default) or `--size default` (TrainConfig's sizes: 256/256/512,
+12,000/16,000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from export import ServingSession, TranslatorExporter  # noqa: E402
+from keras_attention.training.run_directory import RunDirectory  # noqa: E402
+from keras_attention.training.train_config import TrainConfig  # noqa: E402
+from keras_attention.training.trainer import load_translator, train  # noqa: E402
+
+SIZES = {
+    # embedding, encoder units, decoder units, source and target vocabulary
+    "small": (64, 64, 128, 2000, 3000),
+    "default": (256, 256, 512, 12000, 16000),  # TrainConfig's defaults
+}
+
+
+def train_small_run(directory: Path, steps: int, size: str = "small") -> Path:
+    embedding, encoder, decoder, source_size, target_size = SIZES[size]
+    config = TrainConfig(
+        out=str(directory / "run"),
+        embedding_dim=embedding,
+        encoder_units=encoder,
+        decoder_units=decoder,
+        source_vocabulary_size=source_size,
+        target_vocabulary_size=target_size,
+        max_pairs=20000,
+        epochs=1,
+        steps_per_epoch=steps,
+        batch_size=64,
+        validation_fraction=0.02,
+        test_fraction=0.05,
+        precision="float32",
+        time_budget_minutes=None,
+    )
+    started = time.perf_counter()
+    train(config, verbose=0)
+    print(f"Trained a {size} model for {steps} steps in {time.perf_counter() - started:.0f} s")
+    return Path(config.out)
+
+
+def eager_greedy(translator, texts: list[str]) -> list[bytes]:
+    """Greedy decoding in a plain Python loop over steps, every op eager."""
+    model = translator.model
+    target = translator.target_vectorizer
+    source_ids = translator.source_vectorizer(tf.constant(texts))
+    state = model.initial_decode_state(source_ids)
+    ids = tf.fill([len(texts)], target.start_id)
+    finished = np.zeros(len(texts), dtype=bool)
+    emitted = []
+    for step in range(translator.max_output_length):
+        logits, state, _ = model.next_logits(step, ids, state)
+        next_ids = tf.argmax(logits, axis=-1, output_type=tf.int32).numpy()
+        next_ids[finished] = target.pad_id
+        emitted.append(next_ids)
+        finished |= next_ids == target.end_id
+        if finished.all():
+            break
+        ids = tf.constant(next_ids)
+    return target.decode(tf.constant(np.stack(emitted, axis=1))).numpy().tolist()
+
+
+def session_greedy(session: ServingSession, texts: list[str]) -> list[bytes]:
+    batch = np.array([t.encode("utf-8") for t in texts], dtype=object)
+    return session.run("serving_default", {"text": batch}, ["translation"])["translation"].tolist()
+
+
+def throughput(
+    translate, sentences: list[str], batch_size: int, repeats: int
+) -> tuple[float, list]:
+    """Best sentences/second over `repeats` passes (after one untimed warmup batch)."""
+    batches = [sentences[i : i + batch_size] for i in range(0, len(sentences), batch_size)]
+    translate(batches[0])
+    best, outputs = 0.0, []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        outputs = [t for batch in batches for t in translate(batch)]
+        best = max(best, len(sentences) / (time.perf_counter() - started))
+    return best, outputs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run-dir", help="a trained run (default: train a small one)")
+    parser.add_argument("--train-steps", type=int, default=60, help="steps of the default run")
+    parser.add_argument(
+        "--size", choices=sorted(SIZES), default="small", help="model size of the default run"
+    )
+    parser.add_argument("--batch-sizes", default="1,8,64", help="comma-separated batch sizes")
+    parser.add_argument(
+        "--sentences", type=int, default=128, help="sentences translated per measurement"
+    )
+    parser.add_argument("--repeats", type=int, default=2, help="timed passes (best is kept)")
+    parser.add_argument("--no-jit", dest="jit", action="store_false", help="skip XLA")
+    parser.add_argument("--json", help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        run_dir = (
+            Path(args.run_dir)
+            if args.run_dir
+            else train_small_run(scratch, args.train_steps, args.size)
+        )
+        translator = load_translator(run_dir)
+        with open(RunDirectory(run_dir).test_split, encoding="utf-8") as f:
+            pool = [line.split("\t")[0] for line in f]
+        rng = np.random.default_rng(0)
+        sentences = [pool[i] for i in rng.integers(0, len(pool), size=args.sentences)]
+
+        methods = {"eager loop": lambda texts: eager_greedy(translator, texts)}
+        sessions = []
+        for name, jit in (("export (Session)", False), ("export + XLA (Session)", True)):
+            if jit and not args.jit:
+                continue
+            started = time.perf_counter()
+            exported = TranslatorExporter.from_run(run_dir, jit_compile=jit).export(scratch / "m")
+            session = ServingSession(exported.path)
+            sessions.append(session)
+            print(f"{name}: exported and loaded in {time.perf_counter() - started:.1f} s")
+            methods[name] = lambda texts, session=session: session_greedy(session, texts)
+
+        config = translator.model.get_config()
+        print(
+            f"Model: embedding {config['embedding_dim']}, encoder {config['encoder_units']}, "
+            f"decoder {config['decoder_units']}, vocabularies {config['source_vocabulary_size']}/"
+            f"{config['target_vocabulary_size']}, {config['attention']} attention; "
+            f"{len(sentences)} test sentences per measurement, max_output_length "
+            f"{translator.max_output_length}; TensorFlow {tf.__version__}, {os.cpu_count()} CPUs"
+        )
+        results: dict[str, dict[int, float | str]] = {name: {} for name in methods}
+        agreement: dict[str, dict[int, float]] = {name: {} for name in methods}
+        for batch_size in batch_sizes:
+            reference = None
+            for name, translate in methods.items():
+                try:
+                    speed, outputs = throughput(translate, sentences, batch_size, args.repeats)
+                except Exception as error:  # noqa: BLE001 - report and go on
+                    results[name][batch_size] = f"failed: {type(error).__name__}: {error}"[:300]
+                    continue
+                results[name][batch_size] = speed
+                reference = outputs if reference is None else reference
+                agreement[name][batch_size] = float(
+                    np.mean([a == b for a, b in zip(outputs, reference, strict=True)])
+                )
+
+        header = f"{'sentences/s':<24}" + "".join(f"{f'batch {b}':>12}" for b in batch_sizes)
+        print(header)
+        eager = results["eager loop"]
+        for name, row in results.items():
+            cells = "".join(
+                f"{v:>12.1f}" if isinstance(v, float) else f"{'failed':>12}" for v in row.values()
+            )
+            print(f"{name:<24}{cells}")
+            if name != "eager loop":
+                ratios = "".join(
+                    f"{row[b] / eager[b]:>11.1f}x"
+                    if isinstance(row.get(b), float) and isinstance(eager.get(b), float)
+                    else f"{'-':>12}"
+                    for b in batch_sizes
+                )
+                print(f"{'  vs. eager loop':<24}{ratios}")
+        for name, row in results.items():
+            for batch_size, value in row.items():
+                if isinstance(value, str):
+                    print(f"{name} at batch {batch_size}: {value}")
+        for name, row in agreement.items():
+            if row and min(row.values()) < 1.0:
+                print(f"{name}: identical translations {row} (share of sentences)")
+        if args.json:
+            Path(args.json).write_text(
+                json.dumps({"sentences_per_second": results, "agreement": agreement}, indent=2)
+            )
+        for session in sessions:
+            session.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
