@@ -179,12 +179,20 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_client_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds the remote-translation flags (`--server`, `--model-name`, `--signature`, ...)."""
+def add_client_arguments(
+    parser: argparse.ArgumentParser, *, include_batch_size: bool = True
+) -> None:
+    """Adds the remote-translation flags (`--server`, `--model-name`, `--signature`, ...).
+
+    Args:
+        parser: the (sub)parser.
+        include_batch_size: add `--batch-size` (pass False when the parser
+            already has one; `client_from_args` reads `args.batch_size`).
+    """
     group = parser.add_argument_group("remote model server")
     group.add_argument(
         "--server",
-        required=True,
+        default=None,
         help="host:port of a gRPC endpoint (e.g. localhost:8500), or http(s)://host:port "
         "for the REST API (e.g. http://localhost:8501).",
     )
@@ -199,8 +207,9 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         "--signature",
         "--signature-name",
         dest="signature_name",
-        default="serving_default",
-        help="Signature: serving_default (greedy) or beam_search.",
+        default=None,
+        help="Signature: serving_default (greedy) or beam_search (default: serving_default, "
+        "or beam_search with --beam > 1).",
     )
     version = group.add_mutually_exclusive_group()
     version.add_argument(
@@ -219,13 +228,14 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--timeout", type=float, default=30.0, help="Seconds per request (default: %(default)s)."
     )
-    group.add_argument(
-        "--batch-size",
-        dest="batch_size",
-        type=int,
-        default=32,
-        help="Sentences per request (default: %(default)s).",
-    )
+    if include_batch_size:
+        group.add_argument(
+            "--batch-size",
+            dest="batch_size",
+            type=int,
+            default=32,
+            help="Sentences per request (default: %(default)s).",
+        )
     group.add_argument(
         "--max-retries",
         dest="max_retries",
@@ -260,37 +270,61 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         dest="output_format",
         choices=["text", "json"],
         default="text",
-        help="text: one translation per line; json: one object per line with "
-        "score, tokens and attention.",
+        help="text: one translation per line; json: one object per line with score, tokens "
+        "and attention.",
     )
 
 
 def client_from_args(args: argparse.Namespace):
-    """The `TranslationClient` or `RestTranslationClient` the parsed flags describe."""
+    """The `TranslationClient` or `RestTranslationClient` the parsed flags describe.
+
+    Flags the parser lacks take their defaults, so a parser that added only
+    some of `add_client_arguments`' flags works too. `--beam N` (N > 1) selects
+    the `beam_search` signature unless `--signature` is given.
+    """
+    server = getattr(args, "server", None)
+    if not server:
+        raise ValueError("--server HOST:PORT (or http://HOST:PORT) is required")
+    signature = getattr(args, "signature_name", None)
+    if not signature:
+        beam = getattr(args, "beam", 1) or 1
+        signature = "beam_search" if beam > 1 else "serving_default"
     common = dict(
-        model_name=args.model_name,
-        signature_name=args.signature_name,
-        timeout=args.timeout,
-        version=args.model_version,
-        version_label=args.version_label,
-        batch_size=args.batch_size,
-        max_retries=args.max_retries,
+        model_name=getattr(args, "model_name", "default"),
+        signature_name=signature,
+        timeout=getattr(args, "timeout", 30.0),
+        version=getattr(args, "model_version", None),
+        version_label=getattr(args, "version_label", None),
+        batch_size=getattr(args, "batch_size", 32),
+        max_retries=getattr(args, "max_retries", 3),
     )
-    if args.server.startswith(("http://", "https://")):
+    root_certificates = getattr(args, "root_certificates", None)
+    if server.startswith(("http://", "https://")):
         from serving.rest_translation_client import RestTranslationClient
 
-        return RestTranslationClient(args.server, cafile=args.root_certificates, **common)
+        return RestTranslationClient(server, cafile=root_certificates, **common)
     from serving.translation_client import TranslationClient
 
     return TranslationClient(
-        args.server,
-        tls=args.tls,
-        root_certificates=args.root_certificates,
-        private_key=args.client_key,
-        certificate_chain=args.client_certificate,
-        ssl_target_name_override=args.ssl_target_name_override,
+        server,
+        tls=getattr(args, "tls", False),
+        root_certificates=root_certificates,
+        private_key=getattr(args, "client_key", None),
+        certificate_chain=getattr(args, "client_certificate", None),
+        ssl_target_name_override=getattr(args, "ssl_target_name_override", None),
         **common,
     )
+
+
+def remote_translations(args: argparse.Namespace, texts: Sequence[str]) -> list:
+    """Translates `texts` on the server the flags name; returns `Translation`s.
+
+    Raises:
+        ValueError: bad flags (e.g. no `--server`).
+        ServingError: the server's error.
+    """
+    with client_from_args(args) as client:
+        return client.translate(list(texts))
 
 
 def run_remote_translate(
@@ -313,22 +347,17 @@ def run_remote_translate(
     if not texts:
         texts = [line.rstrip("\n") for line in sys.stdin]
     try:
-        client = client_from_args(args)
+        translations = remote_translations(args, texts)
     except (ValueError, TypeError, OSError) as error:
         print(f"error: {error}", file=stderr)
         return 2
-    try:
-        with client:
-            translations = client.translate(list(texts))
     except ServingError as error:
         print(f"error: {error}", file=stderr)
         return 1
     for source, translation in zip(texts, translations, strict=True):
-        if args.output_format == "json":
-            print(
-                json.dumps({"source": source, **translation.to_dict()}, ensure_ascii=False),
-                file=stdout,
-            )
+        if getattr(args, "output_format", "text") == "json":
+            record = {"source": source, **translation.to_dict()}
+            print(json.dumps(record, ensure_ascii=False), file=stdout)
         else:
             print(translation.text, file=stdout)
     return 0

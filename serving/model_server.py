@@ -120,7 +120,11 @@ class ModelServer:
     def start(self) -> None:
         """Loads the models, then starts serving (gRPC, REST, pollers)."""
         options = self.options
-        self.manager.start()
+        try:
+            self.manager.start()
+        except BaseException:
+            self.manager.stop()
+            raise
         # --grpc_channel_arguments override the defaults (gRPC keeps the first of duplicates).
         server_options = {
             "grpc.max_receive_message_length": options.max_request_bytes,

@@ -143,3 +143,28 @@ def test_remote_translate_reports_server_errors(server):
     assert err.getvalue().strip() == (
         "error: NOT_FOUND: Servable not found for request: Latest(nope)"
     )
+
+
+def test_wiring_into_a_parser_that_has_its_own_batch_size_and_beam(server):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--beam", type=int, default=1)
+    cli.add_client_arguments(parser, include_batch_size=False)
+    args = parser.parse_args(
+        [
+            "--server",
+            server.address,
+            "--model-name",
+            "translator",
+            "--beam",
+            "4",
+            "--batch-size",
+            "1",
+        ]
+    )
+    (translation,) = cli.remote_translations(args, ["a b"])
+    assert translation.score == -1.375  # beam_search: 0.125 below the greedy score
+    err = io.StringIO()
+    no_server = parser.parse_args(["--model-name", "translator"])
+    assert cli.run_remote_translate(no_server, ["a"], stderr=err) == 2
+    assert "--server" in err.getvalue()

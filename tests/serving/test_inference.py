@@ -1,0 +1,78 @@
+"""serving.inference helpers: TensorFlow runtime errors keep their code; Input conversion."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.example import example_pb2
+from tensorflow_serving.apis import input_pb2, model_pb2
+
+from serving import inference
+from serving.serving_error import ServingError
+
+
+class _FailingBundle:
+    def __init__(self, error):
+        self.error = error
+
+    def run(self, feeds, fetches, *, timeout_in_ms=None):
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    "error, code",
+    [
+        (tf.errors.InvalidArgumentError(None, None, "bad value"), "INVALID_ARGUMENT"),
+        (tf.errors.ResourceExhaustedError(None, None, "OOM"), "RESOURCE_EXHAUSTED"),
+        (tf.errors.DeadlineExceededError(None, None, "Timed out"), "DEADLINE_EXCEEDED"),
+        (tf.errors.FailedPreconditionError(None, None, "uninitialized"), "FAILED_PRECONDITION"),
+        (tf.errors.InternalError(None, None, "boom"), "INTERNAL"),
+    ],
+)
+def test_runtime_errors_keep_their_code_and_message(error, code):
+    with pytest.raises(ServingError) as caught:
+        inference._run(_FailingBundle(error), {}, [], None, "Predict", None)
+    assert (caught.value.code, caught.value.message) == (code, error.message)
+
+
+def test_an_expired_deadline_fails_before_running():
+    with pytest.raises(ServingError) as caught:
+        inference._run(_FailingBundle(AssertionError("must not run")), {}, [], 0, "Predict", None)
+    assert caught.value.code == "DEADLINE_EXCEEDED"
+
+
+def test_examples_with_context_are_serialized_context_first():
+    request_input = input_pb2.Input()
+    context = request_input.example_list_with_context.context
+    context.features.feature["c"].int64_list.value.append(7)
+    example = request_input.example_list_with_context.examples.add()
+    example.features.feature["x"].float_list.value.append(1.5)
+    (serialized,) = inference.input_to_serialized_examples(request_input)
+    merged = example_pb2.Example.FromString(serialized)
+    assert list(merged.features.feature["c"].int64_list.value) == [7]
+    assert list(merged.features.feature["x"].float_list.value) == [1.5]
+    with pytest.raises(ServingError, match="Input is empty."):
+        inference.input_to_serialized_examples(input_pb2.Input())
+
+
+def test_make_model_spec_names_the_default_signature():
+    spec = model_pb2.ModelSpec(name="old", version_label="x")
+    inference.make_model_spec("m", "", 3, spec)
+    assert (spec.name, spec.signature_name, spec.version.value) == ("m", "serving_default", 3)
+    assert spec.WhichOneof("version_choice") == "version"
+    inference.make_model_spec("m", None, None, spec)
+    assert spec.signature_name == "" and not spec.HasField("version")
+
+
+def test_outputs_are_typed_fields_like_tf_serving(server):
+    from tensorflow_serving.apis import predict_pb2
+
+    from serving.tensor_util import ndarray_to_tensor_proto
+
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "translator"
+    request.inputs["text"].CopyFrom(ndarray_to_tensor_proto(np.array(["a b"], dtype=object)))
+    with server.manager.servable(request.model_spec) as bundle:
+        response = inference.run_predict(bundle, request)
+    attention = response.outputs["attention"]
+    assert not attention.tensor_content and len(attention.float_val) == 4
+    assert list(response.outputs["tokens"].string_val) == [b"B", b"A"]
