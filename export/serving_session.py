@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -46,6 +47,11 @@ class ServingSession:
         self.path = str(path)
         self.graph = tf.Graph()
         self.session = tf.compat.v1.Session(graph=self.graph, config=session_config)
+        # The TF1 loader logs a deprecation warning on every first use; it is the
+        # point here (the model server's path), so keep it quiet.
+        tf_logger = logging.getLogger("tensorflow")
+        level = tf_logger.level
+        tf_logger.setLevel(logging.ERROR)
         try:
             with self.graph.as_default():
                 self.meta_graph_def = tf.compat.v1.saved_model.loader.load(
@@ -55,6 +61,8 @@ class ServingSession:
         except BaseException:
             self.session.close()
             raise
+        finally:
+            tf_logger.setLevel(level)
         self._callables: dict[str, tuple[list[str], list[str], Any]] = {}
 
     def __enter__(self) -> ServingSession:

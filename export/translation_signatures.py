@@ -45,7 +45,7 @@ _TEXT_SPEC = tf.TensorSpec([None], tf.string, name=INPUT_KEY)
 _TRANSLATION_SPEC = tf.TensorSpec([None], tf.string, name=TRANSLATION_KEY)
 
 
-class CompiledStrategy:
+class _CompiledStrategy:
     """Runs a decoding strategy's `tf.while_loop` as one XLA cluster.
 
     Wraps `strategy(next_fn, state, start_ids)` in a
@@ -107,7 +107,7 @@ class TranslationSignatures:
         beam_width: int >= 2, the `beam_search` beam width.
         length_penalty: float >= 0, the `beam_search` GNMT length penalty.
         jit_compile: bool, whether to compile the decoding loops with XLA
-            (see `CompiledStrategy`).
+            (see `_CompiledStrategy`).
     """
 
     def __init__(
@@ -144,7 +144,7 @@ class TranslationSignatures:
     def translate_function(self, strategy) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
         """`text -> outputs` for one strategy, guarded against an empty batch."""
         if self.jit_compile:
-            strategy = CompiledStrategy(strategy)
+            strategy = _CompiledStrategy(strategy)
 
         def translate(text):
             text = tf.reshape(tf.convert_to_tensor(text, tf.string), [-1])
