@@ -369,3 +369,47 @@ def test_failed_export_leaves_no_trace(exporter, tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="disk full"):
         exporter.export(base)
     assert [p.name for p in base.iterdir()] == []
+
+
+# ------------------------------------------------------------------------- model variants
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {"attention": "luong", "score": "general", "cell": "lstm"},
+        {"attention": "luong", "score": "location", "max_source_length": 6},
+        {"attention": "none"},
+        {"attention": "bahdanau", "dtype": "mixed_bfloat16"},
+    ],
+    ids=["luong-lstm", "luong-location", "no-attention", "bahdanau-bf16"],
+)
+def test_every_model_variant_exports_and_matches(variant, tmp_path):
+    # Untrained (random) weights: parity needs deterministic outputs, not good ones.
+    from export import ServingSession
+    from keras_attention.models.seq2seq import Seq2Seq
+    from keras_attention.text import TextVectorizer
+    from keras_attention.translator import Translator
+
+    reserved = ["", "[UNK]", "[START]", "[END]"]
+    source = TextVectorizer(reserved + "I see the cat dog .".split(), max_length=6)
+    target = TextVectorizer(reserved + "je vois le chat chien .".split(), max_length=6)
+    model = Seq2Seq(
+        source.vocabulary_size,
+        target.vocabulary_size,
+        embedding_dim=8,
+        encoder_units=8,
+        decoder_units=16,
+        **variant,
+    )
+    model.build()
+    translator = Translator(model, source, target, max_output_length=7)
+    exporter = TranslatorExporter(translator, beam_width=2, score_signature=False)
+    exported = exporter.export(tmp_path)
+    texts = ["I see the cat .", "", "dog " * 20, "the the cat"]
+    with ServingSession(exported.path) as session:
+        assert set(session.signature_defs) == {"serving_default", "beam_search"}
+        for signature in SIGNATURES:
+            outputs = session.run(signature, {"text": as_bytes(texts)})
+            assert_same_outputs(outputs, eager_outputs(exporter, signature, texts), signature)
+            assert outputs["attention"].shape[2] == outputs["source_tokens"].shape[1] == 6
