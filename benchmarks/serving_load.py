@@ -9,11 +9,12 @@ For each concurrency (default 1, 4, 16) and batch size (default 1, 32):
   `client.translate(batch)` on `python -m serving` running in its own process
   (the client also splits the padded outputs into `Translation`s).
 
-It prints requests/s, sentences/s, p50/p99 latency, and the gRPC / in-process
-throughput ratio per cell.
+The two paths alternate in `--repeats` short rounds per cell (a shared
+machine's load then hits both alike); it prints the medians of requests/s,
+sentences/s and p50/p99 latency, and the gRPC / in-process throughput ratio.
 
     python benchmarks/serving_load.py                       # stand-in export, built in a temp dir
-    python benchmarks/serving_load.py --export-dir /models/translator --duration 5
+    python benchmarks/serving_load.py --export-dir /models/translator --repeats 5
 
 `--export-dir` is either a base directory (integer version subdirectories; the
 latest is used) or one version directory.
@@ -109,6 +110,10 @@ def _run_threads(make_call, concurrency: int, duration: float) -> dict:
     }
 
 
+def _median(rounds: list[dict]) -> dict:
+    return {key: float(np.median([r[key] for r in rounds])) for key in rounds[0]}
+
+
 def _in_process(version_dir: Path, signature: str):
     from serving.saved_model_bundle import SavedModelBundle
 
@@ -156,7 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--signature", default="serving_default")
     parser.add_argument("--concurrency", default="1,4,16")
     parser.add_argument("--batch-sizes", default="1,32")
-    parser.add_argument("--duration", type=float, default=3.0, help="Seconds per measurement.")
+    parser.add_argument(
+        "--duration", type=float, default=1.5, help="Seconds per measurement round."
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="Rounds per path and cell (medians reported)."
+    )
     parser.add_argument("--json", type=Path, default=None, help="Also write results here.")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -188,7 +198,6 @@ def main(argv: list[str] | None = None) -> int:
                 texts = _batch(batch_size)
                 for concurrency in concurrencies:
                     call = make_call(texts)
-                    local = _run_threads(lambda _, call=call: call, concurrency, args.duration)
                     clients = [
                         TranslationClient(
                             f"127.0.0.1:{port}",
@@ -198,13 +207,25 @@ def main(argv: list[str] | None = None) -> int:
                         )
                         for _ in range(concurrency)
                     ]
-                    remote = _run_threads(
-                        lambda i, clients=clients, texts=texts: lambda: clients[i].translate(texts),
-                        concurrency,
-                        args.duration,
-                    )
+                    # Alternate the two paths in short rounds and keep the medians, so a
+                    # load change on a shared machine hits both alike.
+                    rounds = {"in_process": [], "grpc": []}
+                    for _ in range(args.repeats):
+                        rounds["in_process"].append(
+                            _run_threads(lambda _, call=call: call, concurrency, args.duration)
+                        )
+                        rounds["grpc"].append(
+                            _run_threads(
+                                lambda i, clients=clients, texts=texts: (
+                                    lambda: clients[i].translate(texts)
+                                ),
+                                concurrency,
+                                args.duration,
+                            )
+                        )
                     for client in clients:
                         client.close()
+                    local, remote = _median(rounds["in_process"]), _median(rounds["grpc"])
                     ratio = remote["requests_per_s"] / local["requests_per_s"]
                     results.append(
                         {
