@@ -7,7 +7,6 @@ from typing import Any
 
 import tensorflow as tf
 
-from keras_attention.text import tokenize
 from keras_attention.translator import Translator
 
 INPUT_KEY = "text"
@@ -173,7 +172,7 @@ class TranslationSignatures:
 
     def _score(self, text, translation):
         translator = self.translator
-        source_ids, source_tokens = _source_inputs(translator, text)
+        source_ids, source_tokens = translator.encode_source(text)
         target = translator.target_vectorizer
         target_ids = target.encode(translation, add_start=True, add_end=True)
         target_in, target_out = target_ids[:, :-1], target_ids[:, 1:]
@@ -198,22 +197,6 @@ class TranslationSignatures:
             "source_tokens": source_tokens,
             "attention": attention,
         }
-
-
-def _source_inputs(translator: Translator, text: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """Source ids and tokens `(batch, T_in)`, padded as `Translator.translate` pads them.
-
-    At least one column, so a batch of empty strings still runs; tokens past
-    the model's maximum source length are cut, as the ids are.
-    """
-    source_ids = translator.source_vectorizer(text)
-    width = tf.maximum(tf.shape(source_ids)[1], 1)
-    source_ids = tf.pad(source_ids, [[0, 0], [0, width - tf.shape(source_ids)[1]]])
-    source_tokens = tokenize(text)[:, :width].to_tensor(default_value="")
-    source_tokens = tf.pad(
-        source_tokens, [[0, 0], [0, width - tf.shape(source_tokens)[1]]], constant_values=""
-    )
-    return source_ids, source_tokens
 
 
 def _empty(outputs: dict[str, tuple[str, list[int]]]) -> dict[str, tf.Tensor]:

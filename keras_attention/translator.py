@@ -54,6 +54,21 @@ class Translator:
             pad_id=pad_id,
         )
 
+    def encode_source(self, texts) -> tuple[tf.Tensor, tf.Tensor]:
+        """Source ids (int32) and tokens (string), both `(batch_size, T_in)`.
+
+        Tokens past the source vectorizer's `max_length` are cut from both.
+        At least one (padding) column, so a batch of empty strings still runs.
+        """
+        source_ids = self.source_vectorizer(texts)
+        width = tf.maximum(tf.shape(source_ids)[1], 1)
+        source_ids = tf.pad(source_ids, [[0, 0], [0, width - tf.shape(source_ids)[1]]])
+        source_tokens = tokenize(texts)[:, :width].to_tensor(default_value="")
+        source_tokens = tf.pad(
+            source_tokens, [[0, 0], [0, width - tf.shape(source_tokens)[1]]], constant_values=""
+        )
+        return source_ids, source_tokens
+
     def translate(self, texts, strategy) -> dict[str, tf.Tensor]:
         """Translates a batch of strings.
 
@@ -70,16 +85,8 @@ class Translator:
             Inputs with no token (empty or blank strings) translate to `""`
             with score 0 and length 0.
         """
-        texts = tf.convert_to_tensor(texts, dtype=tf.string)
-        texts = tf.reshape(texts, [-1])
-        source_ids = self.source_vectorizer(texts)
-        # Keep at least one (padding) column so an all-empty batch still runs.
-        width = tf.maximum(tf.shape(source_ids)[1], 1)
-        source_ids = tf.pad(source_ids, [[0, 0], [0, width - tf.shape(source_ids)[1]]])
-        source_tokens = tokenize(texts)[:, :width].to_tensor(default_value="")
-        source_tokens = tf.pad(
-            source_tokens, [[0, 0], [0, width - tf.shape(source_tokens)[1]]], constant_values=""
-        )
+        texts = tf.reshape(tf.convert_to_tensor(texts, dtype=tf.string), [-1])
+        source_ids, source_tokens = self.encode_source(texts)
         has_tokens = tf.reduce_any(tf.not_equal(source_ids, 0), axis=1)
 
         batch_size = tf.shape(texts)[0]
@@ -107,6 +114,7 @@ class Translator:
         return tf.function(
             lambda texts: self.translate(texts, strategy),
             input_signature=[tf.TensorSpec([None], tf.string, name="text")],
+            autograph=False,  # translate is plain TensorFlow; no Python control flow to convert
         )
 
     def translate_all(
