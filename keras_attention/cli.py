@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
 import sys
 import typing
@@ -119,34 +120,67 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def read_texts(args: argparse.Namespace) -> list[str]:
     """Texts from the command line, else from --file, else from stdin (one per line)."""
-    if args.texts:
-        return list(args.texts)
+    texts = list(args.texts)
+    if args.server and args.run_dir:
+        # With --server there is no RUN_DIR: the first positional is a sentence.
+        texts.insert(0, args.run_dir)
+    if texts:
+        return texts
     if args.file:
         with open(args.file, encoding="utf-8") as f:
             return [line.rstrip("\n") for line in f]
     return [line.rstrip("\n") for line in sys.stdin]
 
 
+def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list[dict]:
+    """Translations from a TF Serving endpoint, as dicts like `translate_all`'s."""
+    from serving.cli import remote_translations
+
+    return [
+        {
+            "translation": t.text,
+            "score": t.score,
+            "length": t.length,
+            "tokens": list(t.tokens),
+            "source_tokens": list(t.source_tokens),
+            "attention": t.attention,
+        }
+        for t in remote_translations(args, texts)
+    ]
+
+
 def run_translate(args: argparse.Namespace) -> int:
-    if args.server:
-        from serving.cli import run_remote_translate
-
-        return run_remote_translate(args, read_texts(args))
-    if not args.run_dir:
-        raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
-    from keras_attention.training.trainer import load_translator
-
-    translator = load_translator(args.run_dir)
     texts = read_texts(args)
-    results = translator.translate_all(
-        texts,
-        beam_width=args.beam,
-        length_penalty=args.length_penalty,
-        batch_size=args.batch_size,
-        progress=len(texts) > args.batch_size and sys.stderr.isatty(),
-    )
-    for index, result in enumerate(results):
-        print(result["translation"])
+    if args.server:
+        from serving.serving_error import ServingError
+
+        try:
+            results = translate_remotely(args, texts)
+        except ServingError as error:
+            print(f"keras-attention translate: server error: {error}", file=sys.stderr)
+            return 1
+    elif not args.run_dir:
+        raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
+    else:
+        from keras_attention.training.trainer import load_translator
+
+        results = load_translator(args.run_dir).translate_all(
+            texts,
+            beam_width=args.beam,
+            length_penalty=args.length_penalty,
+            batch_size=args.batch_size,
+            progress=len(texts) > args.batch_size and sys.stderr.isatty(),
+        )
+    for index, (text, result) in enumerate(zip(texts, results, strict=True)):
+        if args.output_format == "json":
+            record = {
+                "source": text,
+                **{k: v for k, v in result.items() if k != "attention"},
+                "attention": [[round(float(w), 4) for w in row] for row in result["attention"]],
+            }
+            print(json.dumps(record, ensure_ascii=False))
+        else:
+            print(result["translation"])
         if args.show_attention:
             show_attention(args, index, result)
     return 0
@@ -181,6 +215,11 @@ def run_plot(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Both modules import only the standard library at module level; the
+    # heavy work is imported inside their handlers.
+    from export import cli as export_cli
+    from serving import cli as serving_cli
+
     parser = argparse.ArgumentParser(
         prog="keras-attention",
         description=(
@@ -248,7 +287,37 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument(
         "--attention-dir", help="with --show-attention: save heatmap PNGs here instead"
     )
-    translate.set_defaults(handler=run_translate, server=None)
+    serving_cli.add_client_arguments(translate, include_batch_size=False)
+    translate.set_defaults(handler=run_translate)
+
+    export = commands.add_parser(
+        "export",
+        help="write a versioned SavedModel for TensorFlow Serving",
+        description="Export a trained run as BASE/<version>/ (next integer by default, written "
+        "atomically, never overwritten) with serving_default (greedy), beam_search and "
+        "score_translation signatures, warmup requests and a manifest; then check it.",
+    )
+    export_cli.add_export_arguments(export)
+    export.set_defaults(handler=export_cli.run_export)
+
+    check = commands.add_parser(
+        "check-export",
+        help="load an export the way TF Serving does and check its ops and signatures",
+        description="Load BASE/<version> in a TF1 Session with tag 'serve' (as TF Serving "
+        "does), print its signatures, replay its warmup requests, and fail on any op outside "
+        "core TensorFlow and tensorflow-text.",
+    )
+    export_cli.add_check_export_arguments(check)
+    check.set_defaults(handler=export_cli.run_check_export)
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve exports over TF Serving's gRPC (and REST) API, locally",
+        description="A local model server speaking TensorFlow Serving's gRPC and REST APIs, "
+        "with tensorflow_model_server's flags and config files (python -m serving is the same).",
+    )
+    serving_cli.add_serve_arguments(serve)
+    serve.set_defaults(handler=serving_cli.run_serve)
 
     plot = commands.add_parser(
         "plot",
