@@ -150,6 +150,8 @@ def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list[dict]
 
 
 def run_translate(args: argparse.Namespace) -> int:
+    if not args.server and not args.run_dir:
+        raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
     texts = read_texts(args)
     if args.server:
         from serving.serving_error import ServingError
@@ -159,8 +161,6 @@ def run_translate(args: argparse.Namespace) -> int:
         except ServingError as error:
             print(f"keras-attention translate: server error: {error}", file=sys.stderr)
             return 1
-    elif not args.run_dir:
-        raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
     else:
         from keras_attention.training.trainer import load_translator
 

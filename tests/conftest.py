@@ -62,6 +62,12 @@ def tiny_train_config(data, out, **overrides):
 
 
 @pytest.fixture(scope="session")
+def make_train_config():
+    """`tiny_train_config` as a fixture (test modules cannot import conftest reliably)."""
+    return tiny_train_config
+
+
+@pytest.fixture(scope="session")
 def trained_digits_run(digits_corpus, tmp_path_factory):
     """A run directory trained on the spelled-digits task (about 300 steps)."""
     from keras_attention.training.trainer import train

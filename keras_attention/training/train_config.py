@@ -18,7 +18,7 @@ class TrainConfig:
 
     data: str | None = None  # TSV corpus path; None = the bundled fra-eng corpus
     out: str = "runs/fra-eng"
-    attention: str = "bahdanau"  # bahdanau | luong | none
+    attention: str = "luong"  # luong | bahdanau | none (luong learns fastest in the budget)
     score: str = "general"  # Luong score: dot general concat scaled_dot cosine location
     cell: str = "gru"
     embedding_dim: int = 256

@@ -9,7 +9,6 @@ import time
 
 import numpy as np
 import pytest
-from conftest import tiny_train_config
 
 from keras_attention.training.run_directory import RunDirectory
 from keras_attention.training.train_config import TrainConfig
@@ -46,18 +45,18 @@ def test_run_directory_holds_everything(trained_digits_run):
     assert not run.backup.exists(), "the resume backup is removed after a completed run"
 
 
-def test_rerun_of_completed_run_is_refused(trained_digits_run, digits_corpus):
+def test_rerun_of_completed_run_is_refused(trained_digits_run, digits_corpus, make_train_config):
     with pytest.raises(ValueError, match="already holds a completed training run"):
-        train(tiny_train_config(digits_corpus, trained_digits_run), verbose=0)
+        train(make_train_config(digits_corpus, trained_digits_run), verbose=0)
 
 
-def test_rerun_with_another_config_is_refused(trained_digits_run, digits_corpus):
+def test_rerun_with_another_config_is_refused(trained_digits_run, digits_corpus, make_train_config):
     with pytest.raises(ValueError, match="different config"):
-        train(tiny_train_config(digits_corpus, trained_digits_run, epochs=5), verbose=0)
+        train(make_train_config(digits_corpus, trained_digits_run, epochs=5), verbose=0)
 
 
-def test_time_budget_stops_training_and_keeps_a_model(digits_corpus, tmp_path):
-    config = tiny_train_config(
+def test_time_budget_stops_training_and_keeps_a_model(digits_corpus, tmp_path, make_train_config):
+    config = make_train_config(
         digits_corpus, tmp_path / "run", epochs=50, steps_per_epoch=10, time_budget_minutes=0.001
     )
     summary = train(config, verbose=0)
