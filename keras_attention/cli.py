@@ -19,7 +19,7 @@ from keras_attention.training.train_config import TrainConfig
 TRAIN_HELP = {
     "data": "parallel corpus, source<TAB>target lines, plain or .gz (default: the bundled fra-eng corpus)",
     "out": "run directory (config, vocabularies, model, logs, metrics); re-run to resume",
-    "attention": "bahdanau | luong | none (the plain encoder-decoder baseline)",
+    "attention": "luong | bahdanau | none (the plain encoder-decoder baseline)",
     "score": "Luong score: dot | general | concat | scaled_dot | cosine | location",
     "cell": "gru | lstm",
     "embedding_dim": "embedding size (source and target)",
