@@ -84,9 +84,10 @@ def run_train(args: argparse.Namespace) -> int:
     from keras_attention.training.trainer import train
 
     summary = train(config_from_args(args))
+    best = summary["best_val_loss"]
     print(
         f"Trained {summary['epochs_run']} epochs in {summary['seconds']:.0f} s; "
-        f"best val_loss {summary['best_val_loss']:.3f}; run directory: {args.out}"
+        f"best val_loss {'n/a' if best is None else f'{best:.3f}'}; run directory: {args.out}"
     )
     return 0
 

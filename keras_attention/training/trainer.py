@@ -221,7 +221,8 @@ def train(config: TrainConfig, verbose: str | int = "auto") -> dict:
         "stopped_by_time_budget": budget.exhausted,
         "parameters": model.count_params(),
         "final": {k: float(v[-1]) for k, v in history.history.items()},
-        "best_val_loss": float(min(history.history.get("val_loss", [float("nan")]))),
+        # Over all epochs, including those before a resume (history.csv).
+        "best_val_loss": best_validation_loss(run),
     }
     run.update_metrics(training=summary)
     return summary
