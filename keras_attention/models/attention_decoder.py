@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention.layers import BahdanauAttention, LuongAttention
+from keras_attention.models.arguments import check_choice, check_positive_ints, check_rate
 from keras_attention.models.encoder import RNN_CELLS
 
 ATTENTION_TYPES = ("bahdanau", "luong", "none")
@@ -67,21 +68,12 @@ class AttentionDecoder(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if attention not in ATTENTION_TYPES:
-            raise ValueError(
-                f"`attention` must be one of {ATTENTION_TYPES}. Received: attention={attention!r}"
-            )
-        if cell not in RNN_CELLS:
-            raise ValueError(f"`cell` must be one of {RNN_CELLS}. Received: cell={cell!r}")
-        for name, value in (
-            ("vocabulary_size", vocabulary_size),
-            ("embedding_dim", embedding_dim),
-            ("units", units),
-        ):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1). Received: dropout={dropout!r}")
+        check_choice("attention", attention, ATTENTION_TYPES)
+        check_choice("cell", cell, RNN_CELLS)
+        check_positive_ints(
+            vocabulary_size=vocabulary_size, embedding_dim=embedding_dim, units=units
+        )
+        check_rate("dropout", dropout)
         self.vocabulary_size = vocabulary_size
         self.embedding_dim = embedding_dim
         self.units = units

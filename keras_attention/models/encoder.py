@@ -2,13 +2,14 @@
 
 import keras
 
+from keras_attention.models.arguments import check_choice, check_positive_ints, check_rate
+
 RNN_CELLS = ("gru", "lstm")
 
 
 def make_rnn(cell, units, **kwargs):
     """A `keras.layers.GRU` or `LSTM` returning sequences and states."""
-    if cell not in RNN_CELLS:
-        raise ValueError(f"`cell` must be one of {RNN_CELLS}. Received: cell={cell!r}")
+    check_choice("cell", cell, RNN_CELLS)
     layer_class = keras.layers.GRU if cell == "gru" else keras.layers.LSTM
     return layer_class(units, return_sequences=True, return_state=True, **kwargs)
 
@@ -55,16 +56,13 @@ class Encoder(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (
-            ("vocabulary_size", vocabulary_size),
-            ("embedding_dim", embedding_dim),
-            ("units", units),
-            ("num_layers", num_layers),
-        ):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1). Received: dropout={dropout!r}")
+        check_positive_ints(
+            vocabulary_size=vocabulary_size,
+            embedding_dim=embedding_dim,
+            units=units,
+            num_layers=num_layers,
+        )
+        check_rate("dropout", dropout)
         self.vocabulary_size = vocabulary_size
         self.embedding_dim = embedding_dim
         self.units = units
