@@ -19,7 +19,7 @@ class TrainConfig:
     data: str | None = None  # TSV corpus path; None = the bundled fra-eng corpus
     out: str = "runs/fra-eng"
     attention: str = "luong"  # luong | bahdanau | none (luong learns fastest in the budget)
-    score: str = "general"  # Luong score: dot general concat scaled_dot cosine location
+    score: str = "scaled_dot"  # Luong score: dot general concat scaled_dot cosine location
     cell: str = "gru"
     embedding_dim: int = 256
     encoder_units: int = 256
@@ -63,6 +63,17 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
+        if (
+            self.attention == "luong"
+            and self.score in ("dot", "scaled_dot", "cosine")
+            and self.decoder_units != 2 * self.encoder_units
+        ):
+            raise ValueError(
+                f"score={self.score!r} compares decoder states with the bidirectional "
+                "encoder's annotations directly, so `decoder_units` must be twice "
+                f"`encoder_units`. Received: encoder_units={self.encoder_units}, "
+                f"decoder_units={self.decoder_units} (or use --score general)"
+            )
         if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
             raise ValueError(
                 f"`steps_per_epoch` must be >= 1 or None. Received: steps_per_epoch={self.steps_per_epoch}"
