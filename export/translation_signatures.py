@@ -159,11 +159,15 @@ class TranslationSignatures:
         """The `score_translation` function (see the class docstring)."""
         text = tf.reshape(tf.convert_to_tensor(text, tf.string), [-1])
         translation = tf.reshape(tf.convert_to_tensor(translation, tf.string), [-1])
-        tf.debugging.assert_equal(
+        same_size = tf.debugging.assert_equal(
             tf.size(text),
             tf.size(translation),
             message="`text` and `translation` must have the same batch size",
         )
+        # An explicit dependency: on the Session path nothing else orders the
+        # check before the ops that would fail on mismatched batches.
+        with tf.control_dependencies([same_size]):
+            text, translation = tf.identity(text), tf.identity(translation)
         return tf.cond(
             tf.size(text) > 0,
             lambda: self._score(text, translation),
