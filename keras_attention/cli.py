@@ -14,6 +14,7 @@ import logging
 import sys
 import typing
 
+from keras_attention.training import distribution
 from keras_attention.training.train_config import TrainConfig
 
 TRAIN_HELP = {
@@ -81,9 +82,12 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    # The strategy first: it must exist before any other TensorFlow op.
+    strategy = distribution.distribution_from_args(args)
     from keras_attention.training.trainer import train
 
-    summary = train(config_from_args(args))
+    summary = train(config, distribute=strategy)
     best = summary["best_val_loss"]
     print(
         f"Trained {summary['epochs_run']} epochs in {summary['seconds']:.0f} s; "
@@ -238,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
         "after an interruption resumes from the last completed epoch.",
     )
     add_train_arguments(train)
+    distribution.add_distribute_arguments(train)
     train.set_defaults(handler=run_train)
 
     evaluate = commands.add_parser(
@@ -348,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return args.handler(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, distribution.DistributedTrainingError) as error:
         print(f"keras-attention {args.command}: error: {error}", file=sys.stderr)
         return 2
 

@@ -34,6 +34,7 @@ def make_dataset(
     tokens_per_batch: int | None = None,
     long_pairs: str = "drop",
     cache: bool = True,
+    repeat: bool = False,
 ) -> tf.data.Dataset:
     """Builds batches of `((source_ids, target_in), target_out)` for `model.fit`.
 
@@ -48,7 +49,11 @@ def make_dataset(
        the target keeps `[END]` after its cut tokens).
     3. With `shuffle`, the pairs are shuffled (whole-dataset buffer, seeded,
        reshuffled every epoch; the same seed gives the same sequence of
-       epochs).
+       epochs). With `repeat`, the dataset is an endless stream of passes
+       over the pairs and pass `p` is shuffled with a seed derived from
+       `(seed, p)`: every iterator of the dataset, in any process, yields
+       the same batches in the same order, so `skip(n)` resumes a stream
+       exactly and data-parallel workers agree on every global batch.
     4. `target_in = [START] + target` and `target_out = target + [END]`, so
        `target_out[t]` is the token to predict after reading
        `target_in[: t + 1]`.
@@ -83,6 +88,8 @@ def make_dataset(
         long_pairs: `"drop"` or `"truncate"`, what to do with pairs over the
             limits.
         cache: bool, whether to cache the vectorized pairs in memory.
+        repeat: bool, whether to make an endless, deterministic stream of
+            passes (see step 3); batches may then span two passes.
 
     Returns:
         A `tf.data.Dataset` of `((source_ids, target_in), target_out)`, int32
@@ -165,9 +172,26 @@ def make_dataset(
     )
     if long_pairs == "truncate":
         dataset = dataset.map(truncate)
-    if cache:
+    if cache and not repeat:
         dataset = dataset.cache()
-    if shuffle:
+    if repeat:
+        # A permutation per pass from a stateless function of (seed, pass), not
+        # a seed generator per dataset: `shuffle(...).repeat()` starts every
+        # new iterator at a different permutation.
+        sources_ids, targets_ids = next(iter(dataset.ragged_batch(len(pairs))))
+        count = sources_ids.nrows()
+
+        def one_pass(index):
+            order = tf.data.Dataset.range(count)
+            if shuffle:
+                pass_seed = tf.stack([tf.constant(seed, tf.int64), index])
+                order = order.map(
+                    lambda i: tf.random.experimental.index_shuffle(i, pass_seed, count - 1)
+                )
+            return order.map(lambda i: (sources_ids[i], targets_ids[i]))
+
+        dataset = tf.data.Dataset.counter().flat_map(one_pass)
+    elif shuffle:
         dataset = dataset.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.map(shift, num_parallel_calls=tf.data.AUTOTUNE)
 

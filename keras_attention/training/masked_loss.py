@@ -1,6 +1,7 @@
 """Token-level cross-entropy that ignores padding."""
 
 import keras
+import tensorflow as tf
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -12,6 +13,12 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
     so padding never changes the loss (Keras would otherwise weight by
     whatever mask the prediction carries). A batch with no real token has
     loss 0.
+
+    Under a `tf.distribute` strategy with several replicas, each replica
+    divides its sum by the token count of the whole global batch (one
+    all-reduce) times the number of replicas (which Keras divides out
+    again), so the summed gradients equal those of one process on the
+    global batch, however the tokens fall between replicas.
 
     Args:
         pad_id: int, the label id that marks padding.
@@ -31,7 +38,13 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
         losses = keras.ops.sparse_categorical_crossentropy(
             keras.ops.maximum(y_true, 0), keras.ops.cast(y_pred, "float32"), from_logits=True
         )
-        return keras.ops.sum(losses * mask) / keras.ops.maximum(keras.ops.sum(mask), 1.0)
+        tokens = keras.ops.sum(mask)
+        replica = tf.distribute.get_replica_context()
+        if replica is not None and replica.num_replicas_in_sync > 1:
+            # Keras scales the loss by 1 / replicas, then sums the gradients.
+            replicas = float(replica.num_replicas_in_sync)
+            tokens = replica.all_reduce(tf.distribute.ReduceOp.SUM, tokens) / replicas
+        return keras.ops.sum(losses * mask) / keras.ops.maximum(tokens, 1.0)
 
     def get_config(self):
         config = super().get_config()

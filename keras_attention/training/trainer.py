@@ -12,9 +12,11 @@ import tensorflow as tf
 from keras_attention.data import load_corpus, make_dataset, split_corpus
 from keras_attention.models.seq2seq import Seq2Seq
 from keras_attention.text import TextVectorizer, build_vocabulary, load_vocabulary, save_vocabulary
+from keras_attention.training import distribution as dist
 from keras_attention.training.masked_accuracy import MaskedAccuracy
 from keras_attention.training.masked_loss import MaskedSparseCategoricalCrossentropy
 from keras_attention.training.run_directory import RunDirectory
+from keras_attention.training.shared_backup import SharedBackupAndRestore, backed_up_epoch
 from keras_attention.training.train_config import TrainConfig
 from keras_attention.translator import Translator
 
@@ -28,9 +30,10 @@ class TimeBudget(keras.callbacks.Callback):
     still runs its end-of-training callbacks (best weights, checkpoints).
     """
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, agree=None):
         super().__init__()
         self.seconds = seconds
+        self.agree = agree or (lambda exhausted: exhausted)  # all workers must stop together
         self.started = None
         self.exhausted = False
 
@@ -38,7 +41,7 @@ class TimeBudget(keras.callbacks.Callback):
         self.started = time.monotonic()
 
     def on_train_batch_end(self, batch, logs=None):
-        if time.monotonic() - self.started >= self.seconds:
+        if self.agree(time.monotonic() - self.started >= self.seconds):
             self.exhausted = True
             self.model.stop_training = True
 
@@ -76,13 +79,14 @@ def compile_model(model: Seq2Seq, config: TrainConfig) -> None:
     )
 
 
-def prepare_run(config: TrainConfig) -> tuple[RunDirectory, object]:
+def prepare_run(config: TrainConfig, write: bool = True) -> tuple[RunDirectory, object]:
     """Creates or reopens the run directory; returns it and the corpus splits.
 
     A new run saves its config, its validation and test splits and the
     vocabularies built from the training split. Reopening a run (after a
     kill) checks that the config is the same and reuses the saved
     vocabularies, so a resumed run continues with identical token ids.
+    With `write=False` (a worker that is not the chief) nothing is written.
     """
     corpus = load_corpus(config.data)  # fails before anything is written
     run = RunDirectory(config.out)
@@ -94,9 +98,6 @@ def prepare_run(config: TrainConfig) -> tuple[RunDirectory, object]:
                 "use another --out directory or the same options. "
                 f"Saved: {saved.to_json()}"
             )
-    run.path.mkdir(parents=True, exist_ok=True)
-    config.save(run.path)
-
     splits = split_corpus(
         corpus.pairs,
         validation_fraction=config.validation_fraction,
@@ -106,6 +107,10 @@ def prepare_run(config: TrainConfig) -> tuple[RunDirectory, object]:
     )
     if not splits.train:
         raise ValueError(f"The training split of {corpus.path} is empty")
+    if not write:
+        return run, splits
+    run.path.mkdir(parents=True, exist_ok=True)
+    config.save(run.path)
     run.write_pairs(run.validation_split, splits.validation)
     run.write_pairs(run.test_split, splits.test)
     if not run.source_vocabulary.is_file() or not run.target_vocabulary.is_file():
@@ -120,10 +125,21 @@ def prepare_run(config: TrainConfig) -> tuple[RunDirectory, object]:
     return run, splits
 
 
-def load_vectorizers(run: RunDirectory, config: TrainConfig):
-    source = TextVectorizer(load_vocabulary(run.source_vocabulary), max_length=config.max_length)
+def load_vectorizers(run: RunDirectory, config: TrainConfig, splits=None):
+    """The run's vectorizers; from `splits` (built in memory, as the chief did) if given."""
+    if splits is None:
+        source_vocabulary = load_vocabulary(run.source_vocabulary)
+        target_vocabulary = load_vocabulary(run.target_vocabulary)
+    else:
+        source_vocabulary = build_vocabulary(
+            (s for s, _ in splits.train), config.source_vocabulary_size
+        )
+        target_vocabulary = build_vocabulary(
+            (t for _, t in splits.train), config.target_vocabulary_size
+        )
+    source = TextVectorizer(source_vocabulary, max_length=config.max_length)
     target = TextVectorizer(
-        load_vocabulary(run.target_vocabulary),
+        target_vocabulary,
         max_length=config.max_length,
         french_spacing=config.french_spacing,
     )
@@ -139,19 +155,48 @@ def best_validation_loss(run: RunDirectory) -> float | None:
     return min(losses) if losses else None
 
 
-def train(config: TrainConfig, verbose: str | int = "auto") -> dict:
+def train(
+    config: TrainConfig,
+    verbose: str | int = "auto",
+    distribute: str | dist.Distribution | None = None,
+) -> dict:
     """Trains (or resumes) the run described by `config`.
 
-    Returns the training summary that is also written to metrics.json.
+    Args:
+        config: the `TrainConfig`; `batch_size` is the global batch (each
+            replica gets its share).
+        verbose: Keras `fit` verbosity.
+        distribute: `None` or `"none"` (one device), `"mirrored"`,
+            `"multi-worker"` (cluster from `TF_CONFIG`), or a `Distribution`
+            from `make_distribution` (for `cpu_replicas` or explicit worker
+            hosts). Created before any other TensorFlow op.
+
+    Returns the training summary that is also written to metrics.json (by
+    the chief; the other workers of a multi-worker run write nothing).
     """
-    run, splits = prepare_run(config)
-    if run.read_metrics().get("training", {}).get("completed"):
+    distribution = dist.as_distribution(distribute)
+    run, splits = prepare_run(config, write=distribution.is_chief)
+    completed = bool(run.read_metrics().get("training", {}).get("completed"))
+    initial_epoch = backed_up_epoch(run.backup)
+    dist.check_workers_agree(
+        distribution,
+        config=dist.comparable_config(config),
+        data=dist.fingerprint({"pairs": splits.train}),
+        completed=completed,
+        resume_epoch=initial_epoch,
+    )
+    if completed:
         raise ValueError(
             f"{str(run.path)!r} already holds a completed training run; "
             "evaluate it or train into another --out directory"
         )
-    source_vectorizer, target_vectorizer = load_vectorizers(run, config)
+    source_vectorizer, target_vectorizer = load_vectorizers(
+        run, config, splits=None if distribution.is_chief else splits
+    )
     keras.utils.set_random_seed(config.seed)
+    # One endless, deterministic stream of batches: every worker draws the
+    # same global batches, and a resumed run continues where the backup was
+    # taken (the same batches as an uninterrupted run).
     train_data = make_dataset(
         splits.train,
         source_vectorizer,
@@ -160,7 +205,20 @@ def train(config: TrainConfig, verbose: str | int = "auto") -> dict:
         shuffle=True,
         seed=config.seed,
         max_length=config.max_length,
+        repeat=True,
     )
+    steps_per_epoch = config.steps_per_epoch
+    if steps_per_epoch is None:  # an epoch = as many batches as one pass has
+        one_pass = make_dataset(
+            splits.train,
+            source_vectorizer,
+            target_vectorizer,
+            batch_size=config.batch_size,
+            shuffle=False,
+            max_length=config.max_length,
+        )
+        steps_per_epoch = max(1, sum(1 for _ in one_pass))
+    train_data = dist.shard_by_data(train_data.skip(initial_epoch * steps_per_epoch))
     validation_data = make_dataset(
         splits.validation,
         source_vectorizer,
@@ -172,59 +230,66 @@ def train(config: TrainConfig, verbose: str | int = "auto") -> dict:
     # A known size lets Keras restart the validation pass every epoch without
     # running the iterator dry (and warning about it).
     validation_batches = sum(1 for _ in validation_data)
-    validation_data = validation_data.apply(
-        tf.data.experimental.assert_cardinality(validation_batches)
+    validation_data = dist.shard_by_data(
+        validation_data.apply(tf.data.experimental.assert_cardinality(validation_batches))
     )
-    if config.steps_per_epoch is not None:
-        train_data = train_data.repeat()
 
-    model = build_model(
-        config, source_vectorizer.vocabulary_size, target_vectorizer.vocabulary_size
-    )
-    model.build()
+    with distribution.strategy.scope():
+        model = build_model(
+            config, source_vectorizer.vocabulary_size, target_vectorizer.vocabulary_size
+        )
+        model.build()
+    dist.apply_keras_fixes(distribution, model)
     logger.info("Seq2Seq with %d parameters", model.count_params())
     best_so_far = best_validation_loss(run)
-    budget = TimeBudget(config.time_budget_minutes * 60 if config.time_budget_minutes else 1e12)
-    callbacks = [
-        keras.callbacks.BackupAndRestore(str(run.backup), save_freq="epoch"),
-        keras.callbacks.ModelCheckpoint(
-            str(run.model),
-            monitor="val_loss",
-            save_best_only=True,
-            initial_value_threshold=best_so_far,
-        ),
-        keras.callbacks.EarlyStopping(
-            monitor="val_loss", patience=config.patience, restore_best_weights=True
-        ),
-        keras.callbacks.TensorBoard(str(run.logs)),
-        keras.callbacks.CSVLogger(str(run.history), append=True),
-        budget,
-    ]
-    started = time.monotonic()
-    history = model.fit(
-        train_data,
-        validation_data=validation_data,
-        epochs=config.epochs,
-        steps_per_epoch=config.steps_per_epoch,
-        callbacks=callbacks,
-        shuffle=False,  # the dataset shuffles itself
-        verbose=verbose,
+    budget = TimeBudget(
+        config.time_budget_minutes * 60 if config.time_budget_minutes else 1e12,
+        agree=dist.any_worker(distribution),
     )
-    seconds = time.monotonic() - started
-    if not run.model.is_file():
-        # The budget ran out before the first epoch ended: keep what we have.
-        model.save(run.model)
-    summary = {
-        "completed": True,
-        "epochs_run": len(history.epoch),
-        "seconds": round(seconds, 1),
-        "stopped_by_time_budget": budget.exhausted,
-        "parameters": model.count_params(),
-        "final": {k: float(v[-1]) for k, v in history.history.items()},
-        # Over all epochs, including those before a resume (history.csv).
-        "best_val_loss": best_validation_loss(run),
-    }
-    run.update_metrics(training=summary)
+    with dist.writable_run_directory(distribution, run) as writes:
+        callbacks = [
+            SharedBackupAndRestore(run.backup, is_chief=distribution.is_chief, save_freq="epoch"),
+            keras.callbacks.ModelCheckpoint(
+                str(writes.model),
+                monitor="val_loss",
+                save_best_only=True,
+                initial_value_threshold=best_so_far,
+            ),
+            keras.callbacks.EarlyStopping(
+                monitor="val_loss", patience=config.patience, restore_best_weights=True
+            ),
+            keras.callbacks.TensorBoard(str(writes.logs)),
+            keras.callbacks.CSVLogger(str(writes.history), append=True),
+            budget,
+        ]
+        started = time.monotonic()
+        with dist.peer_failures(distribution, run):
+            history = model.fit(
+                train_data,
+                validation_data=validation_data,
+                epochs=config.epochs,
+                steps_per_epoch=steps_per_epoch,
+                callbacks=callbacks,
+                shuffle=False,  # the dataset shuffles itself
+                verbose=verbose,
+            )
+        seconds = time.monotonic() - started
+        if not writes.model.is_file():
+            # The budget ran out before the first epoch ended: keep what we have.
+            model.save(writes.model)
+        summary = {
+            "completed": True,
+            "epochs_run": len(history.epoch),
+            "seconds": round(seconds, 1),
+            "stopped_by_time_budget": budget.exhausted,
+            "parameters": model.count_params(),
+            "final": {k: float(v[-1]) for k, v in history.history.items()},
+            # Over all epochs, including those before a resume (history.csv).
+            "best_val_loss": best_validation_loss(writes),
+            "distribution": distribution.describe(),
+        }
+        if distribution.is_chief:
+            run.update_metrics(training=summary)
     return summary
 
 
