@@ -159,6 +159,7 @@ def train(
     config: TrainConfig,
     verbose: str | int = "auto",
     distribute: str | dist.Distribution | None = None,
+    callbacks: list | None = None,
 ) -> dict:
     """Trains (or resumes) the run described by `config`.
 
@@ -170,6 +171,7 @@ def train(
             `"multi-worker"` (cluster from `TF_CONFIG`), or a `Distribution`
             from `make_distribution` (for `cpu_replicas` or explicit worker
             hosts). Created before any other TensorFlow op.
+        callbacks: extra Keras callbacks, run after the trainer's own.
 
     Returns the training summary that is also written to metrics.json (by
     the chief; the other workers of a multi-worker run write nothing).
@@ -261,6 +263,7 @@ def train(
             keras.callbacks.TensorBoard(str(writes.logs)),
             keras.callbacks.CSVLogger(str(writes.history), append=True),
             budget,
+            *(callbacks or []),
         ]
         started = time.monotonic()
         with dist.peer_failures(distribution, run):

@@ -38,7 +38,7 @@ def worker_env(**extra: str) -> dict[str, str]:
         KERAS_BACKEND="tensorflow",
         TF_CPP_MIN_LOG_LEVEL="2",
         PYTHONUNBUFFERED="1",
-        PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
+        PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "tests"), env.get("PYTHONPATH", "")]),
     )
     env.update(extra)
     return env
