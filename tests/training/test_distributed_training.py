@@ -4,8 +4,11 @@ Each test starts processes (free ports on 127.0.0.1, CPU only, bounded waits,
 all killed at the end): they are few, tiny and marked slow.
 """
 
+import csv
 import json
 import os
+import signal
+import time
 
 import numpy as np
 import pytest
@@ -13,10 +16,12 @@ from helpers.workers import (
     Workers,
     free_ports,
     tf_config,
+    train_command,
     worker_env,
 )
 
 from keras_attention.training.run_directory import RunDirectory
+from keras_attention.training.shared_backup import backed_up_epoch
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +42,7 @@ def tiny_options(data, out, **overrides):
         max_length=10,
         max_output_length=10,
         batch_size=16,
-        epochs=3,
+        epochs=4,
         steps_per_epoch=8,
         learning_rate=1e-2,
         global_clipnorm=0.05,
@@ -142,3 +147,63 @@ def test_mirrored_strategy_on_two_cpu_replicas_matches_one_process(single_proces
     options = {**options, "out": str(tmp_path / "run")}
     (weights,) = run_processes(tmp_path, "mirrored", options, "mirrored", cpu_replicas=2)
     assert max_difference(load_weights(weights), load_weights(reference_weights)) < 2e-4
+
+
+def history_epochs(run):
+    with open(run.history, newline="") as f:
+        return [int(row["epoch"]) for row in csv.DictReader(f)]
+
+
+def model_weights(path):
+    import keras
+
+    return [np.asarray(w) for w in keras.saving.load_model(path, compile=False).get_weights()]
+
+
+def test_killed_worker_stops_the_other_and_relaunch_resumes(single_process_run, tmp_path):
+    """SIGKILL worker 1 after epoch 1; worker 0 fails fast; the same commands resume."""
+    options, _, reference_run = single_process_run
+    run = RunDirectory(tmp_path / "run")
+    options = {**options, "out": str(run.path)}
+    hosts = ",".join(f"127.0.0.1:{p}" for p in free_ports(2))
+
+    def command(index):
+        return train_command(
+            *cli_flags(options),
+            "--distribute", "multi-worker", "--worker-hosts", hosts, "--task-index", str(index),
+        )  # fmt: skip
+
+    with Workers(tmp_path / "first") as group:
+        for index in range(2):
+            group.start(command(index), worker_env(), f"worker{index}")
+        deadline = time.monotonic() + TIMEOUT
+        while backed_up_epoch(run.backup) < 1 and time.monotonic() < deadline:
+            assert all(p.poll() is None for p in group.processes), group.outputs()
+            time.sleep(0.05)
+        assert backed_up_epoch(run.backup) >= 1, group.outputs()
+        os.kill(group.processes[1].pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        codes = group.wait(120)
+        failed_after = time.monotonic() - killed_at
+        assert codes[0] == 2, group.outputs()
+        assert "lost the cluster" in group.output(0) and "resume from epoch" in group.output(0)
+        assert failed_after < 60, f"worker 0 took {failed_after:.0f} s to notice"
+
+    resume_at = backed_up_epoch(run.backup)
+    assert 1 <= resume_at < options["epochs"], "killed after the last epoch"
+    assert not run.metrics.exists()
+
+    with Workers(tmp_path / "relaunch") as group:
+        for index in range(2):
+            group.start(command(index), worker_env(), f"worker{index}")
+        assert group.wait(TIMEOUT) == [0, 0], group.outputs()
+    metrics = run.read_metrics()["training"]
+    assert metrics["epochs_run"] == options["epochs"] - resume_at
+    assert history_epochs(run)[-1] == options["epochs"] - 1
+    assert not run.backup.exists()
+    # The resumed run trained on the same batches from the same state: the
+    # same model as the uninterrupted single-process run.
+    difference = max_difference(
+        model_weights(run.model), model_weights(RunDirectory(reference_run).model)
+    )
+    assert difference < 2e-4
