@@ -141,6 +141,8 @@ def parse_tf_config(text: str) -> dict:
                 f'{where}: cluster["{task_type}"] must be a list of "host:port" strings. '
                 f"Received: {text!r}"
             )
+        if not hosts:
+            raise ValueError(f'{where}: cluster["{task_type}"] is empty. Received: {text!r}')
         parse_worker_hosts(hosts)
     if len(cluster.get("chief", [])) > 1:
         raise ValueError(f"{where} lists more than one chief. Received: {text!r}")
@@ -336,8 +338,23 @@ def check_workers_agree(distribution: Distribution, **values: Any) -> None:
         [int(fingerprint({"value": values[n]})[:15], 16) for n in names], dtype=np.int64
     )
     strategy = distribution.strategy
-    per_replica = strategy.run(lambda: tf.constant(local[None, :]))
-    gathered = strategy.gather(per_replica, axis=0).numpy()
+
+    def gather(row):
+        return strategy.gather(strategy.run(lambda: tf.constant(row)), axis=0).numpy()
+
+    try:
+        gathered = gather(local[None, :])
+    except tf.errors.OpError as error:
+        raise DistributedTrainingError(
+            f"{distribution.task_name}: another worker stopped during the start-up check "
+            f"({type(error).__name__}); see its log for the reason."
+        ) from None
+    try:
+        # A second round, so that no worker leaves (and aborts the first
+        # round on the others) before all have its result.
+        gather(np.zeros((1, 1), np.int64))
+    except tf.errors.OpError:
+        pass
     # One row per replica; replicas of one worker are adjacent.
     per_worker = gathered.reshape(distribution.num_workers, -1, len(names))[:, 0, :]
     differing = [n for i, n in enumerate(names) if len(set(per_worker[:, i].tolist())) > 1]
