@@ -413,14 +413,40 @@ def shard_by_data(dataset):
     return dataset.with_options(options)
 
 
+def pad_to_replicas(dataset, replicas: int):
+    """Pads each `((source, target_in), target_out)` batch to a multiple of `replicas` rows.
+
+    The added rows have an all-padding target (so no loss, no gradient and
+    no metric count) and a one-token source (so the attention softmax stays
+    finite). With equal rows per replica, Keras' per-replica loss and metric
+    trackers, which weight each replica by its rows, report the same
+    figures as one process; an uneven split would over-weight the replica
+    with fewer rows (a 1-sentence batch on 2 replicas doubled its loss).
+    """
+    if replicas == 1:
+        return dataset
+    import tensorflow as tf
+
+    def pad(inputs, target_out):
+        source, target_in = inputs
+        extra = -tf.shape(source)[0] % replicas
+        filler = tf.pad(tf.ones([extra, 1], source.dtype), [[0, 0], [0, tf.shape(source)[1] - 1]])
+        source = tf.concat([source, filler], axis=0)
+        target_in = tf.pad(target_in, [[0, extra], [0, 0]])
+        target_out = tf.pad(target_out, [[0, extra], [0, 0]])
+        return (source, target_in), target_out
+
+    return dataset.map(pad)
+
+
 def apply_keras_fixes(distribution: Distribution, model) -> None:
     """The `keras_compat` workarounds this distribution needs, on `model`."""
     from keras_attention.training import keras_compat
 
-    if distribution.mode == "multi-worker":
+    if distribution.num_replicas > 1:
         keras_compat.fix_multi_worker_fit()
-    if distribution.num_replicas > 1 and model.optimizer is not None:
-        keras_compat.all_reduce_before_clipping(model.optimizer)
+        if model.optimizer is not None:
+            keras_compat.all_reduce_before_clipping(model.optimizer)
 
 
 def any_worker(distribution: Distribution):

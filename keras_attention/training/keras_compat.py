@@ -9,8 +9,12 @@ once upstream has fixed a bug, so the workaround can be deleted.
    `TensorFlowTrainer._maybe_symbolic_build` calls
    `strategy.reduce("MEAN", batch, axis=None)` on the nested `(x, y)` batch,
    which the collective strategy cannot reduce ("Attempt to convert a value
-   (PerReplica...) with an unsupported type"). The batch is only needed for
-   its shapes: the fix builds from the first local replica's values.
+   (PerReplica...) with an unsupported type"). Under `MirroredStrategy` the
+   same call fails when the first batch of `fit` or `evaluate` splits
+   unevenly across replicas ("Inputs to operation AddN ... must have the
+   same size and shape", e.g. a 1-sentence batch on 2 replicas). The batch
+   is only needed for its shapes: the fix builds from the first local
+   replica's values.
 2. Same strategy (tensorflow/tensorflow#72388): `reduce_per_replica` calls
    `strategy.reduce("MEAN", v, axis=0)` on scalar metric values ("Invalid
    reduction dimension 0 for input with 0 dimensions"). The fix reduces
@@ -76,9 +80,10 @@ _patched = False
 def fix_multi_worker_fit() -> bool:
     """Patches bugs 1 and 2 in Keras' TensorFlow trainer, if this Keras has them.
 
-    Call it once `MultiWorkerMirroredStrategy` is in use (it changes Keras
-    for the whole process; the patched code behaves as before for other
-    strategies). Idempotent. Returns whether the patch is in place.
+    Call it once a strategy with several replicas is in use (it changes
+    Keras for the whole process; without a strategy Keras never calls the
+    patched code, and bug 2's fix only acts under the multi-worker
+    strategy). Idempotent. Returns whether the patch is in place.
     """
     global _patched
     if _patched or not multi_worker_fit_is_broken():

@@ -16,9 +16,10 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
 
     Under a `tf.distribute` strategy with several replicas, each replica
     divides its sum by the token count of the whole global batch (one
-    all-reduce) times the number of replicas (which Keras divides out
-    again), so the summed gradients equal those of one process on the
-    global batch, however the tokens fall between replicas.
+    all-reduce), so the replicas' gradients, which the optimizer sums, add
+    up to those of one process on the global batch however the tokens fall
+    between replicas. (Keras leaves a loss that is already a scalar as it
+    is: it does not divide it by the number of replicas.)
 
     Args:
         pad_id: int, the label id that marks padding.
@@ -41,9 +42,7 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
         tokens = keras.ops.sum(mask)
         replica = tf.distribute.get_replica_context()
         if replica is not None and replica.num_replicas_in_sync > 1:
-            # Keras scales the loss by 1 / replicas, then sums the gradients.
-            replicas = float(replica.num_replicas_in_sync)
-            tokens = replica.all_reduce(tf.distribute.ReduceOp.SUM, tokens) / replicas
+            tokens = replica.all_reduce(tf.distribute.ReduceOp.SUM, tokens)
         return keras.ops.sum(losses * mask) / keras.ops.maximum(tokens, 1.0)
 
     def get_config(self):

@@ -220,7 +220,10 @@ def train(
             max_length=config.max_length,
         )
         steps_per_epoch = max(1, sum(1 for _ in one_pass))
-    train_data = dist.shard_by_data(train_data.skip(initial_epoch * steps_per_epoch))
+    replicas = distribution.num_replicas
+    train_data = dist.shard_by_data(
+        dist.pad_to_replicas(train_data.skip(initial_epoch * steps_per_epoch), replicas)
+    )
     validation_data = make_dataset(
         splits.validation,
         source_vectorizer,
@@ -233,7 +236,10 @@ def train(
     # running the iterator dry (and warning about it).
     validation_batches = sum(1 for _ in validation_data)
     validation_data = dist.shard_by_data(
-        validation_data.apply(tf.data.experimental.assert_cardinality(validation_batches))
+        dist.pad_to_replicas(
+            validation_data.apply(tf.data.experimental.assert_cardinality(validation_batches)),
+            replicas,
+        )
     )
 
     with distribution.strategy.scope():
