@@ -190,3 +190,25 @@ def test_bad_arguments(kwargs, match):
         make_dataset(make_pairs(4), SOURCE, TARGET, **arguments)
     with pytest.raises(ValueError, match="empty"):
         make_dataset([], SOURCE, TARGET, batch_size=4)
+
+
+def test_repeated_stream_is_the_same_for_every_iterator_and_resumable():
+    pairs = make_pairs(50)
+    unbatched = dict(bucket_boundaries=[], batch_size=1, seed=3, repeat=True)
+    stream = make_dataset(pairs, SOURCE, TARGET, **unbatched)
+    first_three_passes = rows(collect(stream.take(150)))
+    passes = [first_three_passes[i : i + 50] for i in (0, 50, 100)]
+    for one_pass in passes:  # each pass is a permutation of all the pairs
+        assert sorted(map(str, one_pass)) == sorted(map(str, rows(collect(
+            make_dataset(pairs, SOURCE, TARGET, batch_size=1, shuffle=False, bucket_boundaries=[])
+        ))))  # fmt: skip
+    assert passes[0] != passes[1] != passes[2]
+
+    batched = make_dataset(pairs, SOURCE, TARGET, batch_size=8, seed=3, repeat=True)
+    iterator = iter(batched)
+    next(iterator)  # another iterator in use does not change what a new one yields
+    a = rows(collect(batched.take(20)))
+    assert a == rows(collect(batched.take(20)))
+    assert rows(collect(batched.skip(7).take(13))) == a[len(rows(collect(batched.take(7)))) :]
+    other_seed = make_dataset(pairs, SOURCE, TARGET, batch_size=8, seed=4, repeat=True)
+    assert rows(collect(other_seed.take(20))) != a
