@@ -21,6 +21,7 @@ Modes:
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import dataclasses
 import hashlib
@@ -472,24 +473,20 @@ def any_worker(distribution: Distribution):
     return agree
 
 
-@contextlib.contextmanager
 def writable_run_directory(distribution: Distribution, run):
     """The run directory for the chief; a private temporary one for other workers.
 
     The other workers run the same callbacks (checkpoints, logs) as the
     chief, so that all run the same collectives, but into a directory that
-    is removed at the end.
+    is removed when the process exits.
     """
     if distribution.is_chief:
-        yield run
-        return
+        return run
     from keras_attention.training.run_directory import RunDirectory
 
     private = tempfile.mkdtemp(prefix=f"keras_attention_worker{distribution.task_index}_")
-    try:
-        yield RunDirectory(private)
-    finally:
-        shutil.rmtree(private, ignore_errors=True)
+    atexit.register(shutil.rmtree, private, ignore_errors=True)
+    return RunDirectory(private)
 
 
 @contextlib.contextmanager

@@ -252,53 +252,54 @@ def train(
     best_so_far = best_validation_loss(run)
     budget = TimeBudget(
         config.time_budget_minutes * 60 if config.time_budget_minutes else 1e12,
-        agree=dist.any_worker(distribution),
+        agree=dist.any_worker(distribution) if config.time_budget_minutes else None,
     )
-    with dist.writable_run_directory(distribution, run) as writes:
-        callbacks = [
-            SharedBackupAndRestore(run.backup, is_chief=distribution.is_chief, save_freq="epoch"),
-            keras.callbacks.ModelCheckpoint(
-                str(writes.model),
-                monitor="val_loss",
-                save_best_only=True,
-                initial_value_threshold=best_so_far,
-            ),
-            keras.callbacks.EarlyStopping(
-                monitor="val_loss", patience=config.patience, restore_best_weights=True
-            ),
-            keras.callbacks.TensorBoard(str(writes.logs)),
-            keras.callbacks.CSVLogger(str(writes.history), append=True),
-            budget,
-            *(callbacks or []),
-        ]
-        started = time.monotonic()
-        with dist.peer_failures(distribution, run):
-            history = model.fit(
-                train_data,
-                validation_data=validation_data,
-                epochs=config.epochs,
-                steps_per_epoch=steps_per_epoch,
-                callbacks=callbacks,
-                shuffle=False,  # the dataset shuffles itself
-                verbose=verbose,
-            )
-        seconds = time.monotonic() - started
-        if not writes.model.is_file():
-            # The budget ran out before the first epoch ended: keep what we have.
-            model.save(writes.model)
-        summary = {
-            "completed": True,
-            "epochs_run": len(history.epoch),
-            "seconds": round(seconds, 1),
-            "stopped_by_time_budget": budget.exhausted,
-            "parameters": model.count_params(),
-            "final": {k: float(v[-1]) for k, v in history.history.items()},
-            # Over all epochs, including those before a resume (history.csv).
-            "best_val_loss": best_validation_loss(writes),
-            "distribution": distribution.describe(),
-        }
-        if distribution.is_chief:
-            run.update_metrics(training=summary)
+    # The chief writes the run directory; other workers a private copy.
+    writes = dist.writable_run_directory(distribution, run)
+    fit_callbacks = [
+        SharedBackupAndRestore(run.backup, is_chief=distribution.is_chief, save_freq="epoch"),
+        keras.callbacks.ModelCheckpoint(
+            str(writes.model),
+            monitor="val_loss",
+            save_best_only=True,
+            initial_value_threshold=best_so_far,
+        ),
+        keras.callbacks.EarlyStopping(
+            monitor="val_loss", patience=config.patience, restore_best_weights=True
+        ),
+        keras.callbacks.TensorBoard(str(writes.logs)),
+        keras.callbacks.CSVLogger(str(writes.history), append=True),
+        budget,
+        *(callbacks or []),
+    ]
+    started = time.monotonic()
+    with dist.peer_failures(distribution, run):
+        history = model.fit(
+            train_data,
+            validation_data=validation_data,
+            epochs=config.epochs,
+            steps_per_epoch=steps_per_epoch,
+            callbacks=fit_callbacks,
+            shuffle=False,  # the dataset shuffles itself
+            verbose=verbose,
+        )
+    seconds = time.monotonic() - started
+    if not writes.model.is_file():
+        # The budget ran out before the first epoch ended: keep what we have.
+        model.save(writes.model)
+    summary = {
+        "completed": True,
+        "epochs_run": len(history.epoch),
+        "seconds": round(seconds, 1),
+        "stopped_by_time_budget": budget.exhausted,
+        "parameters": model.count_params(),
+        "final": {k: float(v[-1]) for k, v in history.history.items()},
+        # Over all epochs, including those before a resume (history.csv).
+        "best_val_loss": best_validation_loss(writes),
+        "distribution": distribution.describe(),
+    }
+    if distribution.is_chief:
+        run.update_metrics(training=summary)
     return summary
 
 
