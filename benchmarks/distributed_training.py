@@ -239,9 +239,10 @@ def main(argv=None) -> int:
         speed = tokens / result["step_ms"] * 1e3
         ratio = baseline[0]["step_ms"] / result["step_ms"] if baseline else float("nan")
         parity = max_difference(weights, baseline[1]) if baseline else float("nan")
+        all_reduce = f"{result['all_reduce_ms']:.1f}" if result["replicas"] > 1 else "-"
         print(
             f"| {mode} | {workers} x {result['replicas'] // workers} | {result['step_ms']:.1f} "
-            f"| {speed:,.0f} | {ratio:.2f}x | {result['all_reduce_ms']:.1f} | {parity:.1e} |"
+            f"| {speed:,.0f} | {ratio:.2f}x | {all_reduce} | {parity:.1e} |"
         )
     return 0
 
