@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from reference_decoders import (
+from helpers.reference_decoders import (
     END,
     PAD,
     START,

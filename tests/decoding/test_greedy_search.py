@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-from reference_decoders import END, PAD, START, PrefixModel, scripted_next_fn
+from helpers.reference_decoders import END, PAD, START, PrefixModel, scripted_next_fn
 
 from keras_attention.decoding import DecodeResult, GreedySearch
 
