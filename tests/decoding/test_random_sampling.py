@@ -74,7 +74,9 @@ def test_scores_and_attention_are_the_models_for_the_sampled_tokens():
     result = sampler(model.next_fn, model.initial_state(), model.start_ids())
     tokens, lengths = result.tokens.numpy(), result.lengths.numpy()
     steps = tokens.shape[1]
-    assert len({tuple(row[:n]) for row, n in zip(tokens, lengths)}) > 5  # it does sample
+    assert (
+        len({tuple(row[:n]) for row, n in zip(tokens, lengths, strict=True)}) > 5
+    )  # it does sample
     for b in range(64):
         n = int(lengths[b])
         padded, score, length, attention = model.expected(
