@@ -39,8 +39,9 @@ class RandomSampling(GreedySearch):
 
     `top_k=1` (or a temperature near 0) is greedy search. With a `seed` the
     output is deterministic for the same inputs in the same batch (a row's
-    draw depends on its position in the batch); without one, a fresh seed is
-    drawn at every call (also inside an exported SavedModel). The ops are core
+    draw depends on its position in the batch); without one, a seed is drawn
+    with `tf.random.uniform` at every call (also inside an exported
+    SavedModel), which follows TensorFlow's global seed if one is set. The ops are core
     TensorFlow, so it runs eagerly, in `tf.function`, with `jit_compile=True`
     and in a SavedModel.
 
