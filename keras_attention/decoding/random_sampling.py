@@ -100,8 +100,7 @@ class RandomSampling(GreedySearch):
             or temperature <= 0
         ):
             raise ValueError(
-                "`temperature` must be a finite number > 0. "
-                f"Received: temperature={temperature!r}"
+                f"`temperature` must be a finite number > 0. Received: temperature={temperature!r}"
             )
         self.temperature = float(temperature)
         self.top_k = None if top_k is None else check_int("top_k", top_k, minimum=1)

@@ -44,18 +44,6 @@ def test_base_class_is_abstract():
         DecodingStrategy()(lambda *a: a, (), tf.constant([1]))
 
 
-@pytest.mark.parametrize("module_name", ["greedy_search", "beam_search"])
-def test_docstring_examples(module_name):
-    import doctest
-    import importlib
-
-    module = importlib.import_module(f"keras_attention.decoding.{module_name}")
-    results = doctest.testmod(
-        module, extraglobs={"tf": tf, "GreedySearch": GreedySearch, "BeamSearch": BeamSearch}
-    )
-    assert results.attempted > 0 and results.failed == 0
-
-
 @pytest.mark.parametrize("strategy", [GreedySearch(max_length=3), BeamSearch(2, max_length=3)])
 @pytest.mark.parametrize("in_function", [False, True])
 def test_empty_batch(strategy, in_function):
