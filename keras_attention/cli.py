@@ -50,9 +50,25 @@ TRAIN_HELP = {
 }
 
 
-# One spelling across commands (the Python API's `beam_width`), the short one
-# kept as an alias. `dest="beam"` on translate/evaluate: serving.cli reads it.
-BEAM_FLAGS = ("--beam-width", "--beam")
+def add_search_arguments(parser: argparse.ArgumentParser, beam_width: int, beam_help: str) -> None:
+    """`--beam-width N` (alias `--beam`), `--length-penalty A`, `--batch-size N`."""
+    # One spelling across commands (the Python API's `beam_width`, as in
+    # export), the short one kept as an alias. `dest="beam"`: serving.cli reads it.
+    parser.add_argument(
+        "--beam-width",
+        "--beam",
+        dest="beam",
+        metavar="N",
+        type=int,
+        default=beam_width,
+        help=beam_help,
+    )
+    parser.add_argument(
+        "--length-penalty", type=float, default=0.6, help="GNMT length penalty alpha (default: 0.6)"
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=64, help="sentences per batch (default: 64)"
+    )
 
 
 def _optional(parse):
@@ -280,19 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
         "reference translations of each source; BLEU by source length. Writes metrics.json.",
     )
     evaluate.add_argument("run_dir", metavar="RUN_DIR", help="a trained run directory")
-    evaluate.add_argument(
-        *BEAM_FLAGS,
-        dest="beam",
-        metavar="N",
-        type=int,
-        default=4,
-        help="beam width (default: 4; 1 = greedy only)",
-    )
-    evaluate.add_argument(
-        "--length-penalty", type=float, default=0.6, help="GNMT length penalty alpha (default: 0.6)"
-    )
-    evaluate.add_argument(
-        "--batch-size", type=int, default=64, help="sentences per batch (default: 64)"
+    add_search_arguments(
+        evaluate, beam_width=4, beam_help="beam width (default: 4; 1 = greedy only)"
     )
     evaluate.add_argument(
         "--max-sentences", type=int, default=None, help="evaluate only the first N test sources"
@@ -310,20 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     translate.add_argument("texts", metavar="TEXT", nargs="*", help="sentences to translate")
     translate.add_argument("--file", help="read sentences from this file, one per line")
-    translate.add_argument(
-        *BEAM_FLAGS,
-        dest="beam",
-        metavar="N",
-        type=int,
-        default=1,
-        help="beam width (default: 1 = greedy)",
-    )
-    translate.add_argument(
-        "--length-penalty", type=float, default=0.6, help="GNMT length penalty alpha (default: 0.6)"
-    )
-    translate.add_argument(
-        "--batch-size", type=int, default=64, help="sentences per batch (default: 64)"
-    )
+    add_search_arguments(translate, beam_width=1, beam_help="beam width (default: 1 = greedy)")
     sampling = translate.add_argument_group(
         "sampling", "draw each translation at random instead of searching (run directories only)"
     )
