@@ -1,7 +1,8 @@
 """Export trained keras-attention translators as SavedModels for TensorFlow Serving.
 
-The public names are imported lazily (through `lazy_loader`), so `import export.cli` (which the
-`keras-attention` command does to build its parser) does not load TensorFlow.
+The public names are imported lazily (through `lazy_loader`), so `import
+export.cli` (which the `keras-attention` command does to build its parser) does
+not load TensorFlow.
 
 ```python
 from export import ExportChecker, TranslatorExporter
