@@ -129,7 +129,7 @@ class DecodingStrategy:
     3. `finalize(steps, search, attention)` builds the `DecodeResult` from
        the number of steps run, the final search variables and the recorded
        attention, stacked to `(max_length, rows, Tv)` (rows past `steps` are
-       zero).
+       not meaningful).
 
     Everything is core TensorFlow with shapes fixed inside the loop, so every
     strategy runs eagerly, in `tf.function`, with `jit_compile=True`, and in an
