@@ -1,7 +1,7 @@
 """Behaviour shared by every attention layer (owned by BaseAttention): masking, hard
 attention, dropout, Keras masks, serialization, mixed precision, XLA, gradients, errors.
 
-Each test runs over every variant of every score function (see attention_testing.VARIANTS).
+Each test runs over every variant of every score function (see helpers.attention_testing.VARIANTS).
 """
 
 import os
@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from attention_testing import (
+from helpers.attention_testing import (
     SAME_DIM_VARIANTS,
     VARIANTS,
     assert_matches_numpy,

@@ -4,7 +4,13 @@ against the NumPy reference."""
 import keras
 import numpy as np
 import pytest
-from attention_testing import VARIANTS, make_layer, numpy_scores, randomize_weights, to_numpy
+from helpers.attention_testing import (
+    VARIANTS,
+    make_layer,
+    numpy_scores,
+    randomize_weights,
+    to_numpy,
+)
 
 SEQUENCE_VARIANTS = [name for name in VARIANTS if name != "location"] + ["location"]
 
