@@ -14,5 +14,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "masked_loss": ["MaskedSparseCategoricalCrossentropy"],
         "masked_accuracy": ["MaskedAccuracy"],
         "trainer": ["train", "load_translator"],
+        "distribution": ["Distribution", "DistributedTrainingError", "make_distribution"],
     },
 )
