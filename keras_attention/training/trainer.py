@@ -91,7 +91,9 @@ def prepare_run(config: TrainConfig, write: bool = True) -> tuple[RunDirectory, 
     """
     corpus = load_corpus(config.data)  # fails before anything is written
     run = RunDirectory(config.out)
-    if run.config.is_file():
+    # Other workers compare their config with the chief's at start-up instead
+    # (the chief may be writing config.json right now).
+    if write and run.config.is_file():
         saved = TrainConfig.load(run.path)
         if saved != config:
             raise ValueError(
