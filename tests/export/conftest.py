@@ -29,7 +29,7 @@ def run_dir(tmp_path_factory) -> Path:
         max_length=12,
         max_output_length=10,
         epochs=1,
-        steps_per_epoch=30,
+        steps_per_epoch=45,
         learning_rate=0.03,
         batch_size=16,
         validation_fraction=0.1,
