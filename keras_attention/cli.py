@@ -135,7 +135,7 @@ def read_texts(args: argparse.Namespace) -> list[str]:
 
 def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list[dict]:
     """Translations from a TF Serving endpoint, as dicts like `translate_all`'s."""
-    from serving.cli import remote_translations
+    from serving.client.cli import remote_translations
 
     return [
         {
@@ -155,7 +155,7 @@ def run_translate(args: argparse.Namespace) -> int:
         raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
     texts = read_texts(args)
     if args.server:
-        from serving.serving_error import ServingError
+        from serving.client.serving_error import ServingError
 
         try:
             results = translate_remotely(args, texts)
@@ -219,7 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     # Both modules import only the standard library at module level; the
     # heavy work is imported inside their handlers.
     from export import cli as export_cli
-    from serving import cli as serving_cli
+    from serving.client import cli as client_cli
+    from serving.server import cli as server_cli
 
     parser = argparse.ArgumentParser(
         prog="keras-attention",
@@ -288,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument(
         "--attention-dir", help="with --show-attention: save heatmap PNGs here instead"
     )
-    serving_cli.add_client_arguments(translate, include_batch_size=False)
+    client_cli.add_client_arguments(translate, include_batch_size=False)
     translate.set_defaults(handler=run_translate)
 
     export = commands.add_parser(
@@ -317,8 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A local model server speaking TensorFlow Serving's gRPC and REST APIs, "
         "with tensorflow_model_server's flags and config files (python -m serving is the same).",
     )
-    serving_cli.add_serve_arguments(serve)
-    serve.set_defaults(handler=serving_cli.run_serve)
+    server_cli.add_serve_arguments(serve)
+    serve.set_defaults(handler=server_cli.run_serve)
 
     plot = commands.add_parser(
         "plot",

@@ -12,10 +12,12 @@ import time
 
 import numpy as np
 import pytest
-from conftest import add_version, calibrated_iterations
+from helpers.serving import add_version, calibrated_iterations
 
-from serving import ServingError, TranslationClient, cli
-from serving.model_server import free_port
+from serving import ServingError, TranslationClient
+from serving.client import cli as client_cli
+from serving.server import cli
+from serving.server.model_server import free_port
 
 
 def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
@@ -107,14 +109,14 @@ def test_serve_flags_take_both_spellings_and_booleans():
 
 def _client_args(*argv):
     parser = argparse.ArgumentParser()
-    cli.add_client_arguments(parser)
+    client_cli.add_client_arguments(parser)
     return parser.parse_args(argv)
 
 
 def test_remote_translate_text_and_json(server):
     out = io.StringIO()
     args = _client_args("--server", server.address, "--model-name", "translator")
-    assert cli.run_remote_translate(args, ["the cat", "a dog"], stdout=out) == 0
+    assert client_cli.run_remote_translate(args, ["the cat", "a dog"], stdout=out) == 0
     assert out.getvalue().splitlines() == ["CAT THE", "DOG A"]
 
     out = io.StringIO()
@@ -128,7 +130,7 @@ def test_remote_translate_text_and_json(server):
         "--format",
         "json",
     )
-    assert cli.run_remote_translate(args, ["a b"], stdout=out) == 0
+    assert client_cli.run_remote_translate(args, ["a b"], stdout=out) == 0
     (line,) = out.getvalue().splitlines()
     record = json.loads(line)
     assert (record["source"], record["text"], record["tokens"]) == ("a b", "B A", ["B", "A"])
@@ -139,7 +141,7 @@ def test_remote_translate_text_and_json(server):
 def test_remote_translate_reports_server_errors(server):
     err = io.StringIO()
     args = _client_args("--server", server.address, "--model-name", "nope", "--max-retries", "0")
-    assert cli.run_remote_translate(args, ["a"], stdout=io.StringIO(), stderr=err) == 1
+    assert client_cli.run_remote_translate(args, ["a"], stdout=io.StringIO(), stderr=err) == 1
     assert err.getvalue().strip() == (
         "error: NOT_FOUND: Servable not found for request: Latest(nope)"
     )
@@ -149,7 +151,7 @@ def test_wiring_into_a_parser_that_has_its_own_batch_size_and_beam(server):
     parser = argparse.ArgumentParser()
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--beam", type=int, default=1)
-    cli.add_client_arguments(parser, include_batch_size=False)
+    client_cli.add_client_arguments(parser, include_batch_size=False)
     args = parser.parse_args(
         [
             "--server",
@@ -162,9 +164,9 @@ def test_wiring_into_a_parser_that_has_its_own_batch_size_and_beam(server):
             "1",
         ]
     )
-    (translation,) = cli.remote_translations(args, ["a b"])
+    (translation,) = client_cli.remote_translations(args, ["a b"])
     assert translation.score == -1.375  # beam_search: 0.125 below the greedy score
     err = io.StringIO()
     no_server = parser.parse_args(["--model-name", "translator"])
-    assert cli.run_remote_translate(no_server, ["a"], stderr=err) == 2
+    assert client_cli.run_remote_translate(no_server, ["a"], stderr=err) == 2
     assert "--server" in err.getvalue()

@@ -9,12 +9,12 @@ import urllib.request
 import grpc
 import numpy as np
 import pytest
-from conftest import TEXTS, calibrated_iterations, session_outputs
-from stand_in_translator_export import reference_outputs
+from helpers.serving import TEXTS, calibrated_iterations, session_outputs
+from helpers.stand_in_export import reference_outputs
 from tensorflow_serving.apis import model_pb2
 
 from serving import ModelServer, ServerOptions, ServingError, Translation, TranslationClient
-from serving.model_server import free_port
+from serving.server.model_server import free_port
 
 
 @pytest.mark.parametrize("signature", ["serving_default", "beam_search"])
@@ -93,7 +93,7 @@ def test_all_configured_models_are_served(server):
 
 
 def test_stop_lets_running_requests_finish(exports, tmp_path):
-    from conftest import add_version
+    from helpers.serving import add_version
 
     add_version(tmp_path, 1, exports["slow"])
     model_server = ModelServer(
