@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import setuptools
-import tomllib
 
 import serving
 
@@ -57,6 +56,7 @@ def test_a_fresh_interpreter_translates_without_importing_tensorflow(server):
 
 
 def test_no_module_is_shipped_by_both_distributions():
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     main = tomllib.loads((ROOT / "pyproject.toml").read_text())
     client = tomllib.loads((CLIENT / "pyproject.toml").read_text())
     find = main["tool"]["setuptools"]["packages"]["find"]
