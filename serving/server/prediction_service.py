@@ -26,7 +26,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
        "Missing ModelSpec" otherwise);
     2. takes a reference on the version the spec names (`NOT_FOUND` /
        `INVALID_ARGUMENT` from the manager), so an unload waits for it;
-    3. runs it with `serving.inference` and TF Serving's validation, with the
+    3. runs it with `serving.server.inference` and TF Serving's validation, with the
        RPC's remaining deadline as the Session's `timeout_in_ms`;
     4. answers the result, or aborts with the `ServingError`'s status.
 

@@ -62,3 +62,25 @@ def calibrated_iterations(client, seconds: float) -> int:
     client.predict({"iterations": np.array([probe], np.int64)})
     per_iteration = (time.monotonic() - began) / probe
     return int(min(max(seconds / per_iteration, probe), 20_000_000))
+
+
+def wait_for(condition, timeout: float = 120.0, interval: float = 0.02) -> None:
+    """Polls `condition()` until it is true; fails the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Not reached within {timeout} s: {condition}")
+        time.sleep(interval)
+
+
+def arrived(gate: Path) -> int:
+    """How many requests the gate model (`build_gate_export`) holds or has held."""
+    return len(list(gate.glob("arrived-*")))
+
+
+def gate_inputs(gate: Path, tag: str) -> dict[str, np.ndarray]:
+    """The gate model's inputs for one request."""
+    return {
+        "gate": np.array([str(gate).encode()], dtype=object),
+        "tag": np.array([tag.encode()], dtype=object),
+    }

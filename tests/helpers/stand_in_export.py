@@ -204,3 +204,47 @@ def build_slow_export(export_dir: str | os.PathLike, version: int = 1) -> Path:
     path = Path(export_dir) / str(version)
     archive.write_out(str(path), verbose=False)
     return path
+
+
+def build_gate_export(export_dir: str | os.PathLike, version: int = 1) -> Path:
+    """A model that announces each request and holds it until the test releases it.
+
+    `serving_default` takes `gate` (DT_STRING [1], a directory) and `tag`
+    (DT_STRING [1]). It first writes `<gate>/arrived-<tag>`, then loops until
+    `<gate>/release` exists, and returns `tag`. A test waits for the
+    `arrived-*` files to know its requests are inside the Session run, acts
+    (SIGTERM, stop, a version switch), then creates `release`: ordering by
+    events, not by sleeps, so a loaded machine cannot reorder it. A held
+    request spins on one of the Session's inter-op threads: serve it with
+    `tensorflow_inter_op_parallelism` above the number of requests held at once.
+    """
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import keras
+    import tensorflow as tf
+
+    def hold(gate, tag):
+        directory, name = gate[0], tag[0]
+        arrived = tf.io.write_file(tf.strings.join([directory, "/arrived-", name]), name)
+        release = tf.strings.join([directory, "/release"])
+        with tf.control_dependencies([arrived]):
+            start = tf.constant(0, tf.int64)
+        (spins,) = tf.while_loop(
+            lambda n: tf.equal(tf.size(tf.io.matching_files(release)), 0),
+            lambda n: (n + 1,),
+            (start,),
+        )
+        with tf.control_dependencies([spins]):
+            return {"tag": tf.identity(tag)}
+
+    archive = keras.export.ExportArchive()
+    archive.add_endpoint(
+        "serving_default",
+        hold,
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="gate"),
+            tf.TensorSpec([None], tf.string, name="tag"),
+        ],
+    )
+    path = Path(export_dir) / str(version)
+    archive.write_out(str(path), verbose=False)
+    return path

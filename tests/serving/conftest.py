@@ -6,7 +6,11 @@ from pathlib import Path
 
 import pytest
 from helpers.serving import add_version
-from helpers.stand_in_export import build_slow_export, build_translator_export
+from helpers.stand_in_export import (
+    build_gate_export,
+    build_slow_export,
+    build_translator_export,
+)
 
 
 @pytest.fixture(scope="session")
@@ -16,12 +20,14 @@ def exports(tmp_path_factory) -> dict[str, Path]:
     - `upper`: the stand-in translator, variant "upper" (what version 1 serves).
     - `lower`: variant "lower", distinguishable output (what version 2 serves).
     - `slow`: a model whose run time follows its `iterations` input.
+    - `gate`: a model that holds each request until the test releases it.
     """
     root = tmp_path_factory.mktemp("exports")
     return {
         "upper": build_translator_export(root / "upper", 1, variant="upper"),
         "lower": build_translator_export(root / "lower", 1, variant="lower"),
         "slow": build_slow_export(root / "slow", 1),
+        "gate": build_gate_export(root / "gate", 1),
     }
 
 
@@ -35,15 +41,18 @@ def translator_base(exports, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def multi_model_config(exports, translator_base, tmp_path_factory) -> Path:
-    """A ModelServerConfig serving the translator and the slow model."""
+    """A ModelServerConfig serving the translator, the slow model and the gate model."""
     slow_base = tmp_path_factory.mktemp("slow")
     add_version(slow_base, 1, exports["slow"])
+    gate_base = tmp_path_factory.mktemp("gate")
+    add_version(gate_base, 1, exports["gate"])
     path = tmp_path_factory.mktemp("config") / "models.config"
     path.write_text(
         "model_config_list {\n"
         f'  config {{ name: "translator" base_path: "{translator_base}" '
         'model_platform: "tensorflow" }\n'
         f'  config {{ name: "slow" base_path: "{slow_base}" model_platform: "tensorflow" }}\n'
+        f'  config {{ name: "gate" base_path: "{gate_base}" model_platform: "tensorflow" }}\n'
         "}\n"
     )
     return path
@@ -61,6 +70,8 @@ def server(multi_model_config):
         model_config_file=str(multi_model_config),
         file_system_poll_wait_seconds=0,
         rest_api_timeout_in_ms=2000,  # bounds requests the tests abandon on purpose
+        # The gate model's held requests each spin on an inter-op thread.
+        tensorflow_inter_op_parallelism=8,
     )
     model_server = ModelServer(options)
     model_server.start()

@@ -8,11 +8,10 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
-from helpers.serving import add_version, calibrated_iterations
+from helpers.serving import add_version, arrived, gate_inputs, wait_for
 
 from serving import ServingError, TranslationClient
 from serving.client import cli as client_cli
@@ -21,18 +20,21 @@ from serving.server.model_server import free_port
 
 
 def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
-    base = tmp_path / "slow"
-    add_version(base, 1, exports["slow"])
+    base, gate = tmp_path / "gate-model", tmp_path / "gate"
+    gate.mkdir()
+    add_version(base, 1, exports["gate"])
     port = free_port()
     command = [
         sys.executable,
         "-m",
         "serving",
         f"--port={port}",
-        "--model_name=slow",
+        "--model_name=gate",
         f"--model_base_path={base}",
         "--file_system_poll_wait_seconds=0",
-        "--shutdown_grace_seconds=60",
+        "--shutdown_grace_seconds=120",
+        # Each held request spins on an inter-op thread: enough of them for all four.
+        "--tensorflow_inter_op_parallelism=8",
     ]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.Popen(
@@ -40,26 +42,27 @@ def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
     )
     try:
         client = TranslationClient(
-            f"127.0.0.1:{port}", model_name="slow", timeout=60, max_retries=0
+            f"127.0.0.1:{port}", model_name="gate", timeout=120, max_retries=0
         )
         client.wait_until_available(timeout=120)
-        # Requests of about 2 s each, so they are surely in flight at SIGTERM.
-        iterations = calibrated_iterations(client, 2.0)
-        finished: list[tuple[float, object]] = []
+        finished: list[tuple[str, object]] = []
 
-        def request() -> None:
+        def request(tag: str) -> None:
             try:
-                outputs = client.predict({"iterations": np.array([iterations], np.int64)})
-                finished.append((time.monotonic(), outputs["count"].tolist()))
+                finished.append((tag, client.predict(gate_inputs(gate, tag))["tag"].tolist()))
             except ServingError as error:
-                finished.append((time.monotonic(), error))
+                finished.append((tag, error))
 
-        threads = [threading.Thread(target=request) for _ in range(4)]
+        tags = ["a", "b", "c", "d"]
+        threads = [threading.Thread(target=request, args=(tag,)) for tag in tags]
         for thread in threads:
             thread.start()
-        time.sleep(0.3)
-        terminated_at = time.monotonic()
+        wait_for(lambda: arrived(gate) == 4)  # all four are inside the Session run
         process.send_signal(signal.SIGTERM)
+        # The server is draining: it refuses new requests but still holds the four.
+        wait_for(lambda: _refuses(client))
+        assert finished == [] and process.poll() is None
+        (gate / "release").touch()
         for thread in threads:
             thread.join(timeout=120)
         exit_code = process.wait(timeout=120)
@@ -69,14 +72,20 @@ def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
             process.kill()
             process.wait()
     assert exit_code == 0, output
-    assert [result for _, result in finished] == [[iterations]] * 4, output
-    # They were in flight when SIGTERM arrived, and completed afterwards.
-    assert all(when > terminated_at for when, _ in finished)
+    assert sorted(finished) == [(tag, [tag.encode()]) for tag in tags], output
     assert "Model server stopped" in output
     with pytest.raises(ServingError) as caught:
-        client.predict({"iterations": np.array([1], np.int64)}, timeout=5)
+        client.predict(gate_inputs(gate, "late"), timeout=5)
     assert caught.value.code == "UNAVAILABLE"
     client.close()
+
+
+def _refuses(client) -> bool:
+    try:
+        client.model_status(timeout=5)
+    except ServingError as error:
+        return error.code == "UNAVAILABLE"
+    return False
 
 
 def test_start_up_failure_exit_status(tmp_path, caplog):

@@ -16,7 +16,7 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 # Field lines of the message definitions in tensorflow/serving, copied from
 # session_bundle_config.proto, monitoring_config.proto and ssl_config.proto: the
-# hand-built schemas in serving.config_files must match them.
+# hand-built schemas in serving.server.config_files must match them.
 PROTO_SOURCES = {
     "BatchingParameters": """
   google.protobuf.Int64Value max_batch_size = 1;

@@ -236,7 +236,7 @@ def test_unloading_waits_for_requests_holding_the_version(exports, tmp_path):
 def test_missing_base_path_then_created(exports, tmp_path, caplog):
     base = tmp_path / "later"
     manager = _manager(base)
-    with caplog.at_level(logging.ERROR, logger="serving.servable_manager"):
+    with caplog.at_level(logging.ERROR, logger="serving.server.servable_manager"):
         manager.start()
     assert "Could not find base path" in caplog.text
     with pytest.raises(ServingError, match=r"Servable not found for request: Latest\(m\)"):
