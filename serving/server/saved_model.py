@@ -113,8 +113,8 @@ def read_warmup_requests(version_dir: str | os.PathLike) -> list[prediction_log_
     for record in tf.data.TFRecordDataset(str(path)).as_numpy_iterator():
         if len(logs) == MAX_WARMUP_RECORDS:
             raise ValueError(
-                f"Number of warmup records exceeds the maximum ({MAX_WARMUP_RECORDS}) at "
-                f"{str(path)!r}, which TF Serving refuses"
+                f"{str(path)!r} holds more than {MAX_WARMUP_RECORDS} warmup records, "
+                "which TF Serving refuses"
             )
         logs.append(prediction_log_pb2.PredictionLog.FromString(record))
     if not logs and tf.io.gfile.stat(str(path)).length:

@@ -150,3 +150,25 @@ def test_a_venv_with_only_the_client_translates_over_grpc(server, tmp_path):
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["text"] for r in records] == ["SAT CAT THE", "B A"]
     assert records[0]["source_tokens"] == ["the", "cat", "sat"]
+
+
+def test_no_client_module_imports_the_server_or_tensorflow_even_lazily():
+    import ast
+
+    forbidden = ("tensorflow", "tensorflow_serving", "tensorflow_text", "keras", "export")
+    found = []
+    for path in sorted(CLIENT.rglob("*.py")):
+        if path.name == "generate.py":
+            continue  # the developers' regeneration script (grpc_tools), not imported
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                if name.split(".")[0] in forbidden or name.startswith(
+                    ("serving.server", "keras_attention")
+                ):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
+    assert found == []
