@@ -146,12 +146,3 @@ def test_format_alignment_edge_cases():
     assert format_alignment(np.zeros([0, 2]), ["a", "b"], []) == ""
     with pytest.raises(ValueError, match="style='bars'"):
         format_alignment(np.eye(2), ["a", "b"], ["x", "y"], style="bars")
-
-
-def test_docstring_examples():
-    import doctest
-
-    import keras_attention.plotting.attention_plots as module
-
-    results = doctest.testmod(module, extraglobs={"np": np})
-    assert results.attempted > 0 and results.failed == 0
