@@ -34,7 +34,7 @@ from export.translation_signatures import (
     TRANSLATION_KEY,
     TRANSLATION_OUTPUTS,
 )
-from export.warmup import read_warmup_requests
+from serving.server.saved_model import read_warmup_requests
 
 logger = logging.getLogger(__name__)
 

@@ -15,16 +15,11 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
-# The reader and the constants are the local server's (one definition of each).
-from serving.server.saved_model import MAX_WARMUP_RECORDS, WARMUP_FILE, read_warmup_requests
+# The constants are the local server's, as is the one warmup reader
+# (`serving.server.saved_model.read_warmup_requests`).
+from serving.server.saved_model import MAX_WARMUP_RECORDS, WARMUP_FILE
 
-__all__ = [
-    "MAX_WARMUP_RECORDS",
-    "WARMUP_FILE",
-    "predict_log",
-    "read_warmup_requests",
-    "write_warmup_requests",
-]
+__all__ = ["MAX_WARMUP_RECORDS", "WARMUP_FILE", "predict_log", "write_warmup_requests"]
 
 
 def predict_log(

@@ -11,8 +11,9 @@ import pytest
 import tensorflow as tf
 from helpers.export_testing import SENTENCES
 
-from export import ExportManifest, TranslatorExporter, read_warmup_requests
+from export import ExportManifest, TranslatorExporter
 from keras_attention.training.train_config import TrainConfig
+from serving.server.saved_model import read_warmup_requests
 
 EXACT = ("translation", "tokens", "source_tokens", "length")
 CLOSE = ("score", "attention")
