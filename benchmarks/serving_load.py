@@ -57,9 +57,8 @@ PATHS = ("in-process", "gRPC", "gRPC + batching")
 
 # The batching server's default BatchingParameters: one batch thread (its Session run uses
 # every core through TensorFlow's intra-op pool); batches of up to 16 (the highest default
-# concurrency), each waiting at most 20 ms to fill. On this project's 2-core machine a
-# waiting time beat none (which ran batches of whatever had queued: 1.2-1.3x at concurrency
-# 16); the price is up to 20 ms more latency for a lone request.
+# concurrency), each waiting at most 20 ms to fill (on this project's 2-core machine it
+# beat 5 and 50 ms); the price is up to 20 ms more latency for a lone request.
 BATCHING_PARAMETERS = """
 max_batch_size { value: 16 }
 batch_timeout_micros { value: 20000 }
