@@ -179,3 +179,22 @@ def test_wiring_into_a_parser_that_has_its_own_batch_size_and_beam(server):
     no_server = parser.parse_args(["--model-name", "translator"])
     assert client_cli.run_remote_translate(no_server, ["a"], stderr=err) == 2
     assert "--server" in err.getvalue()
+
+
+def test_keras_attention_client_translate(server, tmp_path, capsys):
+    argv = ["translate", "--server", server.address, "--model-name", "translator"]
+    assert client_cli.main([*argv, "the cat", "a b c"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["CAT THE", "C B A"]
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("x y\n")
+    assert (
+        client_cli.main([*argv, "--beam", "4", "--format", "json", "--file", str(sentences)]) == 0
+    )
+    (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (record["source"], record["text"]) == ("x y", "Y X")
+    assert (
+        client_cli.main(["translate", "--server", server.address, "--model-name", "nope", "a"]) == 1
+    )
+    assert "NOT_FOUND" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        client_cli.main(["frobnicate"])
