@@ -54,7 +54,7 @@ TRAIN_HELP = {
 def add_search_arguments(parser: argparse.ArgumentParser, beam_width: int, beam_help: str) -> None:
     """`--beam-width N` (alias `--beam`), `--length-penalty A`, `--batch-size N`."""
     # One spelling across commands (the Python API's `beam_width`, as in
-    # export), the short one kept as an alias. `dest="beam"`: serving.cli reads it.
+    # export), the short one kept as an alias. `dest="beam"`: serving.client.cli reads it.
     parser.add_argument(
         "--beam-width",
         "--beam",
