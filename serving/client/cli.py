@@ -241,6 +241,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     texts = list(args.texts)
     if not texts and args.file:
-        with open(args.file, encoding="utf-8") as file:
-            texts = [line.rstrip("\n") for line in file]
+        try:
+            with open(args.file, encoding="utf-8") as file:
+                texts = [line.rstrip("\n") for line in file]
+        except OSError as error:
+            print(f"error: cannot read --file: {error}", file=sys.stderr)
+            return 2
     return run_remote_translate(args, texts)

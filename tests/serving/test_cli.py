@@ -196,5 +196,7 @@ def test_keras_attention_client_translate(server, tmp_path, capsys):
         client_cli.main(["translate", "--server", server.address, "--model-name", "nope", "a"]) == 1
     )
     assert "NOT_FOUND" in capsys.readouterr().err
+    assert client_cli.main([*argv, "--file", str(tmp_path / "missing.txt")]) == 2
+    assert "cannot read --file" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         client_cli.main(["frobnicate"])
