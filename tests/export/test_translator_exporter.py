@@ -427,3 +427,10 @@ def test_every_model_variant_exports_and_matches(variant, tmp_path):
             else:
                 assert_same_outputs(outputs, expected, signature)
             assert outputs["attention"].shape[2] == outputs["source_tokens"].shape[1] == 6
+            # The exported weights are the float32 softmax, also for a bfloat16 model:
+            # every row of a real output step sums to 1 (not bf16-rounded 1.002).
+            assert outputs["attention"].dtype == np.float32
+            if variant["attention"] != "none":
+                for row, length in zip(outputs["attention"], outputs["length"], strict=True):
+                    if length and row[0].sum() > 0:  # the empty input attends to nothing
+                        np.testing.assert_allclose(row[:length].sum(-1), 1.0, atol=1e-5)
