@@ -83,9 +83,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
             help_text += f" (default: {default})"
         help_text = help_text.replace("%", "%%")
         if hint is bool:
-            parser.add_argument(
-                flag, action=_BooleanFlag, default=field.default, help=help_text
-            )
+            parser.add_argument(flag, action=_BooleanFlag, default=field.default, help=help_text)
             continue
         args = typing.get_args(hint)
         base = next((a for a in args if a is not type(None)), hint)
@@ -147,7 +145,9 @@ def warn_if_partial(run_dir: str, command: str) -> None:
 
     status = run_state.run_status(run_dir)
     if status["state"] != run_state.COMPLETED:
-        resume = " (run the same train command to finish it)" if status["state"] != "training" else ""
+        resume = (
+            " (run the same train command to finish it)" if status["state"] != "training" else ""
+        )
         print(
             f"keras-attention {command}: warning: {run_dir} is {status['state']} after epoch "
             f"{status['epochs_done']} of {status['epochs_planned']}; using the partial "

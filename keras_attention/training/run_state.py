@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import socket
-from pathlib import Path
 from typing import Any
 
 from keras_attention.training.run_directory import RunDirectory
@@ -330,6 +329,8 @@ def format_status(status: dict[str, Any]) -> str:
             if evaluation["current"]
             else "STALE: the model changed since; run keras-attention evaluate again"
         )
-        lines.append(f"evaluation: {scores} on {evaluation['sentences']} sentences{made}; {current}")
+        lines.append(
+            f"evaluation: {scores} on {evaluation['sentences']} sentences{made}; {current}"
+        )
     lines.append(f"disk:       {_size(status['disk_bytes'])}")
     return "\n".join(lines)

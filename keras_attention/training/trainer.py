@@ -102,9 +102,7 @@ def prepare_run(config: TrainConfig) -> tuple[RunDirectory, object]:
     run = RunDirectory(config.out)
     done = run_state.claim_run_directory(run, config)
     run.path.mkdir(parents=True, exist_ok=True)
-    run_state.write_state(
-        run, run_state.TRAINING, epochs_done=done, epochs_planned=config.epochs
-    )
+    run_state.write_state(run, run_state.TRAINING, epochs_done=done, epochs_planned=config.epochs)
     config.save(run.path)
     run.write_pairs(run.validation_split, splits.validation)
     run.write_pairs(run.test_split, splits.test)
