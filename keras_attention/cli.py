@@ -259,6 +259,13 @@ def run_translate(args: argparse.Namespace) -> int:
     return 0
 
 
+def decoding_name(args: argparse.Namespace) -> str:
+    """Which decoding `translate` used, for plot titles."""
+    if args.server:
+        return f"{args.signature_name or ('beam_search' if args.beam > 1 else 'serving_default')} signature"
+    return f"beam search, width {args.beam}" if args.beam > 1 else "greedy decoding"
+
+
 def show_attention(args: argparse.Namespace, index: int, result: dict) -> None:
     from keras_attention.plotting import format_alignment, plot_attention
 
@@ -272,7 +279,7 @@ def show_attention(args: argparse.Namespace, index: int, result: dict) -> None:
             result["source_tokens"],
             result["tokens"],
             path,
-            title=result["translation"],
+            title=f"{result['translation']} ({decoding_name(args)})",
         )
         print(f"  attention heatmap: {path}", file=sys.stderr)
     else:
