@@ -114,9 +114,13 @@ def run_train(args: argparse.Namespace) -> int:
     except TrainingInterrupted as interrupted:
         if sys.stdout.isatty():
             print(file=sys.stdout)  # end Keras' progress bar line
+        when = (
+            f"after epoch {interrupted.epochs_done}"
+            if interrupted.epochs_done
+            else "before the first epoch ended"
+        )
         print(
-            f"keras-attention train: interrupted after epoch {interrupted.epochs_done}; "
-            "run the same command to resume",
+            f"keras-attention train: interrupted {when}; run the same command to resume",
             file=sys.stderr,
         )
         return interrupted.exit_code

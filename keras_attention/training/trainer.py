@@ -155,31 +155,38 @@ def train(config: TrainConfig, verbose: str | int = "auto") -> dict:
             this run (see `run_state.claim_run_directory`).
         TrainingInterrupted: a signal stopped the training.
     """
-    run, splits = prepare_run(config)
-    done_before = run_state.epochs_done(run)
     interrupt = InterruptOnSignal()
+    run = None
     try:
         with interrupt:
+            # A signal while the run directory is prepared stops at once; the
+            # directory then holds no epoch, which never blocks a retry.
+            run, splits = prepare_run(config)
+            done_before = run_state.epochs_done(run)
             summary = _fit(run, splits, config, interrupt, verbose, done_before)
     except TrainingInterrupted as error:
-        error.epochs_done = run_state.epochs_done(run)
-        run_state.write_state(
-            run,
-            run_state.INTERRUPTED,
-            epochs_done=error.epochs_done,
-            epochs_planned=config.epochs,
-            signal=signal.Signals(error.signum).name,
-        )
-        run_state.mark_stale_evaluation(run)
+        if run is not None:
+            error.epochs_done = run_state.epochs_done(run)
+            run_state.write_state(
+                run,
+                run_state.INTERRUPTED,
+                epochs_done=error.epochs_done,
+                epochs_planned=config.epochs,
+                signal=signal.Signals(error.signum).name,
+            )
+            run_state.mark_stale_evaluation(run)
+        else:
+            error.epochs_done = 0
         raise
     except BaseException as error:
-        run_state.write_state(
-            run,
-            run_state.FAILED,
-            epochs_done=run_state.epochs_done(run),
-            epochs_planned=config.epochs,
-            error=f"{type(error).__name__}: {error}",
-        )
+        if run is not None:
+            run_state.write_state(
+                run,
+                run_state.FAILED,
+                epochs_done=run_state.epochs_done(run),
+                epochs_planned=config.epochs,
+                error=f"{type(error).__name__}: {error}",
+            )
         raise
     run.update_metrics(training=summary)
     run_state.mark_stale_evaluation(run)
