@@ -103,7 +103,7 @@ def test_plot_writes_pngs(trained_digits_run, tmp_path):
         (["evaluate", "/nonexistent/run"], "does not exist"),
         (["translate", "/nonexistent/run", "hi"], "does not exist"),
         (["translate"], "RUN_DIR"),
-        (["train", "--attention", "transformer", "--out", "/tmp/x"], "attention"),
+        (["train", "--score", "dot", "--decoder-units", "7", "--out", "/tmp/x"], "twice"),
         (["train", "--data", "/nonexistent.tsv", "--out", "/tmp/ka-missing"], "nonexistent"),
     ],
 )

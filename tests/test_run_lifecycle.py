@@ -192,6 +192,7 @@ def test_help_shows_choices_and_each_default_once(capsys):
     for option in options:
         assert option.count("(default:") <= 1, option
     assert "(default: None)" not in text
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_info:
         main(["train", "--attention", "transformer"])
+    assert exit_info.value.code == 2
     assert "invalid choice: 'transformer'" in capsys.readouterr().err
