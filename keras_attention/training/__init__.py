@@ -1,4 +1,4 @@
-"""Training runs: config, run directory, masked loss and accuracy, `train`.
+"""Training runs: config, run directory and state, masked loss and accuracy, `train`.
 
 Names are imported lazily, so reading a `TrainConfig` does not load TensorFlow.
 """
@@ -14,6 +14,9 @@ _EXPORTS = {
     "MaskedSparseCategoricalCrossentropy": "keras_attention.training.masked_loss",
     "MaskedAccuracy": "keras_attention.training.masked_accuracy",
     "train": "keras_attention.training.trainer",
+    "InterruptOnSignal": "keras_attention.training.interrupt_on_signal",
+    "TrainingInterrupted": "keras_attention.training.interrupt_on_signal",
+    "run_status": "keras_attention.training.run_state",
     "load_translator": "keras_attention.training.trainer",
 }
 
