@@ -283,7 +283,8 @@ def show_attention(args: argparse.Namespace, index: int, result: dict) -> None:
             result["source_tokens"],
             result["tokens"],
             path,
-            title=f"{result['translation']} ({decoding_name(args)})",
+            title=result["translation"],
+            decoding=decoding_name(args),
         )
         print(f"  attention heatmap: {path}", file=sys.stderr)
     else:

@@ -108,6 +108,7 @@ def plot_attention(
     title: str | None = None,
     max_tokens: int | None = MAX_HEATMAP_TOKENS,
     truncate_loops: bool = True,
+    decoding: str | None = None,
 ) -> Path:
     """Draws an attention heatmap: one row per target token, one column per source token.
 
@@ -127,11 +128,12 @@ def plot_attention(
         source_tokens: the source tokens (x axis).
         target_tokens: the generated tokens (y axis).
         path: the file to write (parent directories are created).
-        title: optional figure title (callers say which decoding made the
-            output, e.g. "... (greedy decoding)").
+        title: optional figure title (shortened past 240 characters).
         max_tokens: the most output rows and source columns drawn (`None`:
             no cap).
         truncate_loops: cut a looping output after the loop's first cycle.
+        decoding: which decoding made the output, e.g. `"greedy decoding"`;
+            its own line of the title, never shortened.
 
     Returns:
         The path written, as a `pathlib.Path`.
@@ -187,7 +189,10 @@ def plot_attention(
         figure.colorbar(image, ax=axes, fraction=0.05)
     full_title = "\n".join(
         part
-        for part in (title and _shorten(title, _MAX_TITLE_CHARACTERS), "; ".join(notes))
+        for part in (
+            title and _shorten(title, _MAX_TITLE_CHARACTERS),
+            "; ".join(([decoding] if decoding else []) + notes),
+        )
         if part
     )
     if full_title:

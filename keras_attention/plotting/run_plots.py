@@ -72,7 +72,8 @@ def plot_runs(
                 result["source_tokens"],
                 result["tokens"],
                 out_dir / f"attention_{index:02d}.png",
-                title=f"{sentences[index]} → {result['translation']} (greedy decoding)",
+                title=f"{sentences[index]} → {result['translation']}",
+                decoding="greedy decoding",
             )
         )
 

@@ -211,10 +211,10 @@ def test_plot_attention_title_notes(tmp_path, monkeypatch):
     monkeypatch.setattr(Axes, "set_title", record)
     target = ["a", "b"] + ["c"] * 48
     plot_attention(np.ones((50, 45)) / 45, [f"s{i}" for i in range(45)], target,
-                   tmp_path / "a.png", title="hello (greedy decoding)")  # fmt: skip
+                   tmp_path / "a.png", title="hello " * 100, decoding="beam search, width 4")  # fmt: skip
     text = " ".join(titles[-1].split())
-    assert text.startswith("hello (greedy decoding)")
-    assert "cut after token 3 of 50: the rest repeats it in a loop" in text
+    assert text.startswith("hello hello") and len(text) < 400
+    assert "hello… beam search, width 4; cut after token 3 of 50: the rest repeats" in text
     assert "first 40 of 45 source tokens" in text
     plot_attention(np.ones((45, 2)) / 2, ["s", "t"], [f"o{i}" for i in range(45)],
                    tmp_path / "b.png")  # fmt: skip

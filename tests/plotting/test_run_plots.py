@@ -25,8 +25,8 @@ def test_titles_name_the_decoding_and_flag_stale_evaluations(trained_digits_run,
     calls = []
 
     def recorder(name):
-        def record(*args, title=None, **kwargs):
-            calls.append((name, args, title))
+        def record(*args, title=None, decoding=None, **kwargs):
+            calls.append((name, args, f"{title} ({decoding})" if decoding else title))
             return tmp_path / f"{name}-{len(calls)}.png"
 
         return record
