@@ -79,16 +79,8 @@ def compile_model(model: Seq2Seq, config: TrainConfig) -> None:
     )
 
 
-def prepare_run(config: TrainConfig) -> tuple[RunDirectory, object]:
-    """Creates or reopens the run directory; returns it and the corpus splits.
-
-    The corpus is read and split before anything is written, so a bad corpus
-    or option leaves no trace. A new run saves its config, its validation and
-    test splits and the vocabularies built from the training split.
-    Reopening a run (after an interruption) checks that the config is the
-    same (see `run_state.claim_run_directory`) and reuses the saved
-    vocabularies, so a resumed run continues with identical token ids.
-    """
+def read_splits(config: TrainConfig):
+    """Reads and splits the corpus; raises before anything is written if it cannot work."""
     corpus = load_corpus(config.data)
     splits = split_corpus(
         corpus.pairs,
@@ -99,11 +91,28 @@ def prepare_run(config: TrainConfig) -> tuple[RunDirectory, object]:
     )
     if not splits.train:
         raise ValueError(f"The training split of {corpus.path} is empty")
+    return splits
+
+
+def claim_run(config: TrainConfig) -> RunDirectory:
+    """Opens `config.out` for this training (see `run_state.claim_run_directory`).
+
+    Saves the config, then marks the run `training` by this process.
+    """
     run = RunDirectory(config.out)
     done = run_state.claim_run_directory(run, config)
     run.path.mkdir(parents=True, exist_ok=True)
-    run_state.write_state(run, run_state.TRAINING, epochs_done=done, epochs_planned=config.epochs)
     config.save(run.path)
+    run_state.write_state(run, run_state.TRAINING, epochs_done=done, epochs_planned=config.epochs)
+    return run
+
+
+def write_run_files(run: RunDirectory, config: TrainConfig, splits) -> None:
+    """Writes the validation and test splits, and the vocabularies of a new run.
+
+    A resumed run keeps its saved vocabularies, so it continues with
+    identical token ids.
+    """
     run.write_pairs(run.validation_split, splits.validation)
     run.write_pairs(run.test_split, splits.test)
     if not run.source_vocabulary.is_file() or not run.target_vocabulary.is_file():
@@ -115,7 +124,6 @@ def prepare_run(config: TrainConfig) -> tuple[RunDirectory, object]:
             build_vocabulary((t for _, t in splits.train), config.target_vocabulary_size),
             run.target_vocabulary,
         )
-    return run, splits
 
 
 def load_vectorizers(run: RunDirectory, config: TrainConfig):
@@ -159,9 +167,12 @@ def train(config: TrainConfig, verbose: str | int = "auto") -> dict:
     run = None
     try:
         with interrupt:
-            # A signal while the run directory is prepared stops at once; the
-            # directory then holds no epoch, which never blocks a retry.
-            run, splits = prepare_run(config)
+            # A signal before fit stops at once; the directory then holds no
+            # epoch, which never blocks a retry. Until the claim succeeds the
+            # directory is not ours, so nothing is recorded in it.
+            splits = read_splits(config)
+            run = claim_run(config)
+            write_run_files(run, config, splits)
             done_before = run_state.epochs_done(run)
             summary = _fit(run, splits, config, interrupt, verbose, done_before)
     except TrainingInterrupted as error:
