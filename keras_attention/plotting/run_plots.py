@@ -31,7 +31,8 @@ def read_history(path: Path) -> dict[str, list[float]]:
 def _evaluation_label(run: RunDirectory, evaluation: dict) -> str:
     """The run's name, flagged when its evaluation is stale or of a partial model."""
     label = run.path.name
-    if not run_state.evaluation_is_current(run, evaluation):
+    current = run_state.evaluation_is_current(run, evaluation)
+    if current is False:
         label += " (stale evaluation)"
     elif evaluation.get("training_state") not in (None, run_state.COMPLETED):
         label += f" (partial: epoch {evaluation.get('epochs')})"

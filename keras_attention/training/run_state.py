@@ -120,14 +120,22 @@ def model_fingerprint(run: RunDirectory) -> str | None:
     return digest.hexdigest()
 
 
-def evaluation_is_current(run: RunDirectory, evaluation: dict[str, Any] | None = None) -> bool:
-    """Whether metrics.json's evaluation was made of the model.keras there now."""
+def evaluation_is_current(
+    run: RunDirectory, evaluation: dict[str, Any] | None = None
+) -> bool | None:
+    """Whether metrics.json's evaluation was made of the model.keras there now.
+
+    `None` for an evaluation that predates recorded model fingerprints (it
+    cannot tell); `False` without an evaluation, or for one marked stale.
+    """
     if evaluation is None:
         evaluation = run.read_metrics().get("evaluation")
     if not evaluation or evaluation.get("stale"):
         return False
     recorded = evaluation.get("model_sha256")
-    return recorded is not None and recorded == model_fingerprint(run)
+    if recorded is None:
+        return None
+    return recorded == model_fingerprint(run)
 
 
 def mark_stale_evaluation(run: RunDirectory) -> bool:
@@ -140,7 +148,7 @@ def mark_stale_evaluation(run: RunDirectory) -> bool:
         return False
     if evaluation.get("stale"):
         return True
-    if evaluation_is_current(run, evaluation):
+    if evaluation_is_current(run, evaluation) is True:
         return False
     run.update_metrics(evaluation={**evaluation, "stale": True})
     return True
@@ -324,11 +332,14 @@ def format_status(status: dict[str, Any]) -> str:
         made = f" of epoch {evaluation['epochs']}" if evaluation.get("epochs") is not None else ""
         if evaluation.get("training_state") not in (None, COMPLETED):
             made += f" ({evaluation['training_state']} run: partial model)"
-        current = (
-            "current"
-            if evaluation["current"]
-            else "STALE: the model changed since; run keras-attention evaluate again"
-        )
+        if evaluation["current"] is None:
+            current = (
+                "of an unrecorded model (older evaluation); run keras-attention evaluate again"
+            )
+        elif evaluation["current"]:
+            current = "current"
+        else:
+            current = "STALE: the model changed since; run keras-attention evaluate again"
         lines.append(
             f"evaluation: {scores} on {evaluation['sentences']} sentences{made}; {current}"
         )

@@ -100,14 +100,17 @@ def test_a_completed_run_is_refused(tmp_path):
 def test_evaluation_goes_stale_when_the_model_changes(tmp_path):
     run = make_run(tmp_path, history_rows=2, model=b"weights v1")
     assert not run_state.mark_stale_evaluation(run), "no evaluation, nothing to mark"
+    run.update_metrics(evaluation={"sentences": 5, "greedy": {"bleu": 1.0}})
+    assert run_state.evaluation_is_current(run) is None, "an older evaluation cannot tell"
+    assert "of an unrecorded model" in run_state.format_status(run_state.run_status(run.path))
     evaluation = {"sentences": 5, "greedy": {"bleu": 12.5}, "epochs": 2,
                   "training_state": "interrupted",
                   "model_sha256": run_state.model_fingerprint(run)}  # fmt: skip
     run.update_metrics(evaluation=evaluation)
-    assert run_state.evaluation_is_current(run)
+    assert run_state.evaluation_is_current(run) is True
     assert not run_state.mark_stale_evaluation(run)
     run.model.write_bytes(b"weights v2")
-    assert not run_state.evaluation_is_current(run)
+    assert run_state.evaluation_is_current(run) is False
     assert run_state.mark_stale_evaluation(run)
     assert run.read_metrics()["evaluation"]["stale"] is True
     run.model.write_bytes(b"weights v1")
