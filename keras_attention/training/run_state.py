@@ -43,9 +43,10 @@ def read_state(run: RunDirectory) -> dict[str, Any]:
     A `training` state whose process no longer runs on this host is returned
     as `interrupted`, with `"process_gone": True`.
     """
-    if not run.state.is_file():
-        return {}
-    state = json.loads(run.state.read_text(encoding="utf-8"))
+    try:
+        state = json.loads(run.state.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}  # none yet (state.json is written atomically, so never half)
     if state.get("state") == TRAINING and not _process_alive(state):
         state = {**state, "state": INTERRUPTED, "process_gone": True}
     return state
