@@ -33,6 +33,7 @@ TRAIN_HELP = {
     "decoder_units": "decoder RNN units",
     "encoder_layers": "stacked bidirectional encoder layers",
     "attention_units": "units of the additive/concat score (default: decoder units)",
+    "normalize": "weight-normalized Bahdanau score (--attention bahdanau)",
     "input_feeding": "Luong input feeding",
     "tie_embeddings": "tie the output projection to the target embeddings",
     "dropout": "dropout rate",

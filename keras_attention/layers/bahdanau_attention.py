@@ -14,6 +14,28 @@ def _check_units(units):
     return units
 
 
+def additive_scores(query, keys, query_kernel, score_vector, bias=None):
+    """The additive score `v . tanh(s @ W_q + keys_i [+ b])`, shared by Bahdanau
+    attention and Luong's `"concat"` score.
+
+    Args:
+        query: `(batch_size, Tq, dq)`.
+        keys: `(batch_size, Tv, units)`, the values already projected by `W_k`.
+        query_kernel: `W_q`, `(dq, units)`.
+        score_vector: `v`, `(units,)`.
+        bias: Optional `(units,)` added inside the `tanh`.
+
+    Returns:
+        Scores of shape `(batch_size, Tq, Tv)`.
+    """
+    processed_query = ops.matmul(query, query_kernel)  # (b, Tq, units)
+    # (b, Tq, 1, units) + (b, 1, Tv, units) -> (b, Tq, Tv, units)
+    hidden = ops.expand_dims(processed_query, 2) + ops.expand_dims(keys, 1)
+    if bias is not None:
+        hidden = hidden + bias
+    return ops.einsum("bqtu,u->bqt", ops.tanh(hidden), score_vector)
+
+
 @keras.saving.register_keras_serializable(package="keras_attention")
 class BahdanauAttention(BaseAttention):
     """Additive attention (Bahdanau et al., 2015), with the keys projected once.
@@ -149,12 +171,10 @@ class BahdanauAttention(BaseAttention):
         return self._cast(g * v * ops.rsqrt(ops.sum(ops.square(v))))
 
     def _score(self, query, keys):
-        processed_query = ops.matmul(query, self._cast(self.query_kernel))  # (b, Tq, units)
-        # (b, Tq, 1, units) + (b, 1, Tv, units) -> (b, Tq, Tv, units)
-        hidden = ops.expand_dims(processed_query, 2) + ops.expand_dims(keys, 1)
-        if self.normalize:
-            hidden = hidden + self._cast(self.score_bias)
-        return ops.einsum("bqtu,u->bqt", ops.tanh(hidden), self._score_vector())
+        bias = self._cast(self.score_bias) if self.normalize else None
+        return additive_scores(
+            query, keys, self._cast(self.query_kernel), self._score_vector(), bias=bias
+        )
 
     def get_config(self):
         config = super().get_config()

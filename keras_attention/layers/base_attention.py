@@ -8,6 +8,13 @@ from keras import ops
 _MASKED_SCORE = -1e9
 
 
+def _causal_mask(tq, tv):
+    """`(1, Tq, Tv)`, True where value position j <= query position i."""
+    rows = ops.expand_dims(ops.arange(tq), 1)
+    columns = ops.expand_dims(ops.arange(tv), 0)
+    return ops.expand_dims(ops.greater_equal(rows, columns), 0)
+
+
 def _compatible(shape, expected):
     """Whether two static shapes agree, `None` matching any size."""
     return len(shape) == len(expected) and all(
@@ -29,7 +36,8 @@ class BaseAttention(keras.layers.Layer):
 
     1. `keys = prepare_keys(values)`, once per sequence (or pass `keys=`).
     2. `scores = _score(query, keys)`, shape `(batch_size, Tq, Tv)`.
-    3. Masked positions of `values` get a score of `-1e9`; the scores are cast
+    3. Masked positions of `values` (and, with `use_causal_mask=True`, value
+       positions after the query's own) get a score of `-1e9`; the scores are cast
        to float32 and turned into `weights = softmax(scores)` over `Tv`
        (`hard=True`: a one-hot of the argmax instead). Masked positions then
        get a weight of exactly 0; a row with every position masked is all 0.
@@ -38,6 +46,10 @@ class BaseAttention(keras.layers.Layer):
 
     A query of rank 2 (one decoder step) is treated as `Tq = 1` and the outputs
     are returned without the `Tq` axis.
+
+    Self-attention is the same call with `query = values` (one sequence attends
+    over itself); `use_causal_mask=True` lets step i see only steps `0..i`, as
+    in `keras.layers.Attention`.
 
     Args:
         hard: Boolean. If `True`, the weights are a one-hot of the highest
@@ -65,13 +77,17 @@ class BaseAttention(keras.layers.Layer):
             If `None`, the Keras mask carried by `query` is used.
         training: Boolean, whether dropout is applied.
         hard: Optional boolean overriding the layer's `hard` for this call.
+        use_causal_mask: Boolean, mask value positions `j > i` for query step
+            `i` (decoder self-attention; needs a rank-3 query). Defaults to
+            `False`.
 
     Returns:
         A tuple `(context, weights)`:
         - `context`: `(batch_size, dv)` or `(batch_size, Tq, dv)`.
-        - `weights`: `(batch_size, Tv)` or `(batch_size, Tq, Tv)`, in the
-          compute dtype. Each row sums to 1 over the unmasked positions (before
-          dropout) and `context == weights @ values`.
+        - `weights`: `(batch_size, Tv)` or `(batch_size, Tq, Tv)`, always
+          float32 (the softmax is computed in float32 and returned unrounded,
+          also under `mixed_bfloat16`). Each row sums to 1 over the unmasked
+          positions (before dropout) and `context == weights @ values`.
 
     Output masks: for a rank-3 query both outputs carry the query's Keras mask
     (as `keras.layers.Attention` does); a rank-2 query gives outputs without a
@@ -237,6 +253,7 @@ class BaseAttention(keras.layers.Layer):
         query_mask=None,
         training=None,
         hard=None,
+        use_causal_mask=False,
     ):
         if mask is None:
             mask = getattr(values, "_keras_mask", None)
@@ -246,6 +263,12 @@ class BaseAttention(keras.layers.Layer):
         self._check_shapes(query.shape, values.shape)
         values_shape = tuple(values.shape)
         one_step = len(query.shape) == 2
+        if use_causal_mask and one_step:
+            raise ValueError(
+                "`use_causal_mask=True` needs a query of rank 3 (batch_size, Tq, dq), "
+                "query step i attending to values 0..i. Received: "
+                f"query.shape={tuple(query.shape)}"
+            )
 
         if mask is not None:
             mask = ops.convert_to_tensor(mask)
@@ -273,8 +296,13 @@ class BaseAttention(keras.layers.Layer):
             if query_mask is not None:
                 query_mask = ops.expand_dims(query_mask, 1)
         scores = self._score(query, keys)  # (batch_size, Tq, Tv)
+        if mask is not None:
+            mask = ops.expand_dims(mask, 1)  # (batch_size, 1, Tv)
+        if use_causal_mask:
+            causal = _causal_mask(ops.shape(scores)[1], ops.shape(scores)[2])
+            mask = causal if mask is None else ops.logical_and(mask, causal)
         weights = self._weights_from_scores(scores, mask, hard=hard, training=training)
-        context = ops.matmul(weights, values)
+        context = ops.matmul(ops.cast(weights, self.compute_dtype), values)
         if query_mask is not None:
             row_mask = ops.expand_dims(query_mask, -1)  # (batch_size, Tq, 1)
             context = ops.where(row_mask, context, ops.zeros_like(context))
@@ -285,10 +313,12 @@ class BaseAttention(keras.layers.Layer):
         return context, weights
 
     def _weights_from_scores(self, scores, mask, hard, training):
-        """Masked softmax (or hard argmax) in float32, then dropout, in the compute dtype."""
+        """Masked softmax (or hard argmax) then dropout, in float32.
+
+        `mask` broadcasts to the scores `(batch_size, Tq, Tv)`, True where allowed.
+        """
         scores = ops.cast(scores, "float32")
         if mask is not None:
-            mask = ops.expand_dims(mask, 1)  # (batch_size, 1, Tv)
             scores = ops.where(mask, scores, ops.full_like(scores, _MASKED_SCORE))
         if hard:
             is_max = ops.equal(scores, ops.max(scores, axis=-1, keepdims=True))
@@ -299,7 +329,6 @@ class BaseAttention(keras.layers.Layer):
             weights = ops.softmax(scores, axis=-1)
         if mask is not None:
             weights = ops.where(mask, weights, ops.zeros_like(weights))
-        weights = ops.cast(weights, self.compute_dtype)
         if training and self.dropout > 0:
             weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
         return weights

@@ -6,6 +6,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.layers.bahdanau_attention import additive_scores
 from keras_attention.layers.base_attention import BaseAttention
 
 SCORES = ("dot", "general", "concat", "scaled_dot", "cosine", "location")
@@ -34,15 +35,26 @@ class LuongAttention(BaseAttention):
 
     | `score`        | `score(s, h_i)`                  | keys (`prepare_keys`)   |
     | -------------- | -------------------------------- | ----------------------- |
-    | `"dot"`        | `s . h_i`                        | `h`                     |
+    | `"dot"`        | `s . h_i / sqrt(d)`              | `h`                     |
     | `"scaled_dot"` | `s . h_i / sqrt(d)`              | `h`                     |
-    | `"general"`    | `s . (W_a h_i)`, `W_a` `(dq, dv)` | `h @ W_a^T`             |
+    | `"general"`    | `s . (W_a h_i) / sqrt(dq)`, `W_a` `(dq, dv)` | `h @ W_a^T` |
     | `"concat"`     | `v . tanh(W_q s + W_k h_i)`      | `h @ W_k`               |
     | `"cosine"`     | `s . h_i / (norm(s) norm(h_i))`  | `h / norm(h)`           |
     | `"location"`   | `(s @ W_a)_i`, `W_a` `(dq, max_length)`, cut to `Tv` | `h` |
 
-    `"dot"`, `"scaled_dot"` and `"cosine"` need `dq == dv`; `"concat"` needs
-    `units`; `"location"` depends on the query only and needs `max_length`
+    The inner-product scores `"dot"` and `"general"` are divided by the square
+    root of the inner product's size, as Vaswani et al. (2017) do for the same
+    reason: with `d` in the hundreds the raw products have a standard deviation
+    of several units already at initialization, the softmax starts (nearly)
+    one-hot and the score's gradients vanish; trained with Adam the raw
+    `"general"` score saturated and stalled a translation model
+    (benchmarks/RESULTS.md). `scale_by_dimension=False` gives the paper's raw
+    scores `s . h_i` and `s . W_a h_i`. (`"scaled_dot"` is `"dot"` with the
+    scaling always on.)
+
+    `"dot"`, `"scaled_dot"` and `"cosine"` need `dq == dv`; `"concat"` is
+    Bahdanau's additive score (the same code as `BahdanauAttention`), with
+    `units` defaulting to `dq`; `"location"` depends on the query only and needs `max_length`
     (`Tv <= max_length`). With `scale=True` every score is multiplied by a
     learned scalar `g` (initialised to 1), as in TF-Addons
     `LuongAttention(scale=True)`; for `"cosine"` it is the key strength of
@@ -60,11 +72,15 @@ class LuongAttention(BaseAttention):
         score: One of `"dot"`, `"general"`, `"concat"`, `"scaled_dot"`,
             `"cosine"`, `"location"`. Defaults to `"general"`.
         units: Positive integer, the hidden size of the `"concat"` score
-            (required for it, not accepted for the others).
+            (defaults to the query size `dq`; not accepted by the others).
         max_length: Positive integer, the longest `Tv` of the `"location"` score
             (required for it, not accepted for the others).
         scale: Boolean, multiply the scores by a learned scalar. Defaults to
             `False`.
+        scale_by_dimension: Boolean, divide the `"dot"` and `"general"` scores
+            by `sqrt(d)` (see above). Defaults to `True`; `False` is the
+            unscaled score of Luong et al. (2015). Not accepted by the other
+            scores.
         kernel_initializer: Initializer of the kernels. Defaults to
             `"glorot_uniform"`.
         kernel_regularizer: Optional regularizer of the kernels.
@@ -114,6 +130,7 @@ class LuongAttention(BaseAttention):
         units=None,
         max_length=None,
         scale=False,
+        scale_by_dimension=True,
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
         hard=False,
@@ -129,6 +146,8 @@ class LuongAttention(BaseAttention):
             ("max_length", max_length, "location"),
         ):
             if score == needed_by:
+                if value is None and name == "units":
+                    continue  # the query size, known in build()
                 if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                     raise ValueError(
                         f"score={score!r} needs `{name}`, a positive integer. "
@@ -141,10 +160,22 @@ class LuongAttention(BaseAttention):
                 )
         if not isinstance(scale, bool):
             raise ValueError(f"`scale` must be a boolean. Received: scale={scale}")
+        if not isinstance(scale_by_dimension, bool):
+            raise ValueError(
+                "`scale_by_dimension` must be a boolean. "
+                f"Received: scale_by_dimension={scale_by_dimension}"
+            )
+        if not scale_by_dimension and score not in ("dot", "general"):
+            raise ValueError(
+                "`scale_by_dimension=False` applies to the 'dot' and 'general' scores only. "
+                f"Received: scale_by_dimension={scale_by_dimension}, score={score!r}"
+            )
         self.score = score
         self.units = units
+        self._concat_units = units  # "concat": units, or dq once built
         self.max_length = max_length
         self.scale = scale
+        self.scale_by_dimension = scale_by_dimension
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.kernel = None  # "general": W_a (dq, dv); "location": W_a (dq, max_length)
@@ -171,11 +202,22 @@ class LuongAttention(BaseAttention):
     def _build_keys(self, values_shape):
         self._check_length(values_shape[1])
         if self.score == "concat" and self.key_kernel is None:
-            self.key_kernel = self._kernel_weight("key_kernel", (values_shape[-1], self.units))
+            if self._concat_units is None:
+                raise ValueError(
+                    "score='concat' without `units` takes its size from the query, so "
+                    "prepare_keys() needs a built layer: call the layer once, use "
+                    "layer.build(query_shape, values_shape) first, or pass `units`. "
+                    f"Received: values.shape={tuple(values_shape)} on an unbuilt layer"
+                )
+            self.key_kernel = self._kernel_weight(
+                "key_kernel", (values_shape[-1], self._concat_units)
+            )
 
     def build(self, query_shape, values_shape):
         if self.score in ("dot", "scaled_dot", "cosine"):
             self._check_matching_dims(query_shape, values_shape, f"score={self.score!r}")
+        if self.score == "concat" and self._concat_units is None:
+            self._concat_units = query_shape[-1]
         super().build(query_shape, values_shape)
         dq, dv = query_shape[-1], values_shape[-1]
         if self.score == "general":
@@ -183,8 +225,8 @@ class LuongAttention(BaseAttention):
         elif self.score == "location":
             self.kernel = self._kernel_weight("kernel", (dq, self.max_length))
         elif self.score == "concat":
-            self.query_kernel = self._kernel_weight("query_kernel", (dq, self.units))
-            self.score_kernel = self._kernel_weight("score_kernel", (self.units,))
+            self.query_kernel = self._kernel_weight("query_kernel", (dq, self._concat_units))
+            self.score_kernel = self._kernel_weight("score_kernel", (self._concat_units,))
         if self.scale:
             self.score_scale = self.add_weight(name="score_scale", shape=(), initializer="ones")
 
@@ -207,10 +249,9 @@ class LuongAttention(BaseAttention):
 
     def _score(self, query, keys):
         if self.score == "concat":
-            processed_query = ops.matmul(query, self._cast(self.query_kernel))
-            # (b, Tq, 1, units) + (b, 1, Tv, units) -> (b, Tq, Tv, units)
-            hidden = ops.tanh(ops.expand_dims(processed_query, 2) + ops.expand_dims(keys, 1))
-            scores = ops.einsum("bqtu,u->bqt", hidden, self._cast(self.score_kernel))
+            scores = additive_scores(
+                query, keys, self._cast(self.query_kernel), self._cast(self.score_kernel)
+            )
         elif self.score == "location":
             length = keys.shape[1]
             self._check_length(length)
@@ -221,11 +262,21 @@ class LuongAttention(BaseAttention):
             if self.score == "cosine":
                 query = _l2_normalize(query)
             scores = ops.matmul(query, ops.swapaxes(keys, 1, 2))
-            if self.score == "scaled_dot":
+            if self.score == "scaled_dot" or (
+                self.score in ("dot", "general") and self.scale_by_dimension
+            ):
+                # The size of the inner product: dv for dot, dq for general (keys = h W_a^T).
                 scores = scores * ops.cast(1.0 / math.sqrt(keys.shape[-1]), scores.dtype)
         if self.scale:
             scores = scores * self._cast(self.score_scale)
         return scores
+
+    @classmethod
+    def from_config(cls, config):
+        # Layers saved before `scale_by_dimension` existed used the raw scores.
+        if config.get("score") in ("dot", "general"):
+            config = {"scale_by_dimension": False, **config}
+        return cls(**config)
 
     def get_config(self):
         config = super().get_config()
@@ -235,6 +286,7 @@ class LuongAttention(BaseAttention):
                 "units": self.units,
                 "max_length": self.max_length,
                 "scale": self.scale,
+                "scale_by_dimension": self.scale_by_dimension,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
             }

@@ -8,6 +8,7 @@ from keras_attention.models.arguments import check_choice, check_positive_ints, 
 from keras_attention.models.encoder import RNN_CELLS
 
 ATTENTION_TYPES = ("bahdanau", "luong", "none")
+DEEP_OUTPUTS = ("maxout", "tanh")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -24,14 +25,15 @@ class AttentionDecoder(keras.layers.Layer):
     - `"bahdanau"` (query = previous state):
       1. `c_t, a_t = attention(s_{t-1}, H)`
       2. `s_t = cell([e; c_t], s_{t-1})`
-      3. `o_t = tanh(W_g [s_t; c_t; e])`
+      3. `o_t = maxout(W_g [s_t; c_t; e] + b)`, the paper's deep output: a max
+         over pairs of the `2 x output_dim` linear units
     - `"luong"` (query = current state, input feeding):
       1. `s_t = cell([e; h~_{t-1}], s_{t-1})` (`[e]` alone without input feeding)
       2. `c_t, a_t = attention(s_t, H)`
       3. `o_t = h~_t = tanh(W_c [c_t; s_t])`
     - `"none"` (the plain encoder-decoder): `c` = the encoder summary vector,
       the same at every step; `s_t = cell([e; c], s_{t-1})`,
-      `o_t = tanh(W_g [s_t; c; e])`; attention weights are all zero.
+      `o_t = maxout(W_g [s_t; c; e] + b)`; attention weights are all zero.
 
     Then `logits_t = W_o o_t + b`, where `W_o` is the target embedding matrix
     when `tie_embeddings=True`. The initial state is `s_0 = tanh(W_s summary)`.
@@ -50,6 +52,13 @@ class AttentionDecoder(keras.layers.Layer):
             matrix (`o_t` is then of size `embedding_dim`).
         dropout: float, dropout on embeddings and on `o_t`.
         max_source_length: int or None, needed by the `"location"` score.
+        deep_output: `"maxout"` (default) or `"tanh"`, the output layer of the
+            `"bahdanau"` and `"none"` decoders. `"tanh"` bounds `o_t` to
+            [-1, 1], which, with tied embeddings, keeps the logits near uniform
+            and stalled training (benchmarks/RESULTS.md); it remains for
+            models saved before maxout was the default.
+        normalize: bool, the weight-normalized Bahdanau score (see
+            `BahdanauAttention`); ignored by the other attention types.
     """
 
     def __init__(
@@ -65,10 +74,13 @@ class AttentionDecoder(keras.layers.Layer):
         tie_embeddings=False,
         dropout=0.0,
         max_source_length=None,
+        deep_output="maxout",
+        normalize=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
         check_choice("attention", attention, ATTENTION_TYPES)
+        check_choice("deep_output", deep_output, DEEP_OUTPUTS)
         check_choice("cell", cell, RNN_CELLS)
         check_positive_ints(
             vocabulary_size=vocabulary_size, embedding_dim=embedding_dim, units=units
@@ -85,6 +97,8 @@ class AttentionDecoder(keras.layers.Layer):
         self.tie_embeddings = tie_embeddings
         self.dropout = dropout
         self.max_source_length = max_source_length
+        self.deep_output = deep_output
+        self.normalize = normalize
 
         policy = self.dtype_policy
         self.embedding = keras.layers.Embedding(
@@ -96,7 +110,7 @@ class AttentionDecoder(keras.layers.Layer):
         output_dim = embedding_dim if tie_embeddings else units
         if attention == "bahdanau":
             self.attention_layer = BahdanauAttention(
-                attention_units or units, dtype=policy, name="attention"
+                attention_units or units, normalize=normalize, dtype=policy, name="attention"
             )
         elif attention == "luong":
             self.attention_layer = LuongAttention(
@@ -121,8 +135,16 @@ class AttentionDecoder(keras.layers.Layer):
             )
         else:
             self.combine = None
+            # The deep output of Bahdanau et al. (2015, A.2.2): a linear map of
+            # [s_t; c_t; e] to 2 x output_dim, then a maxout over pairs of units.
+            # ("tanh": one tanh layer, whose bounded output cannot scale tied
+            # logits up; kept for models saved before the maxout became default.)
+            width = 2 * output_dim if deep_output == "maxout" else output_dim
             self.readout = keras.layers.Dense(
-                output_dim, activation="tanh", dtype=policy, name="readout"
+                width,
+                activation="tanh" if deep_output == "tanh" else None,
+                dtype=policy,
+                name="readout",
             )
         if tie_embeddings:
             self.output_layer = None
@@ -185,7 +207,9 @@ class AttentionDecoder(keras.layers.Layer):
             cell_output, rnn_state = self._cell(
                 keras.ops.concatenate([embedded, context], axis=-1), rnn_state, training
             )
-            output = self.readout(keras.ops.concatenate([cell_output, context, embedded], axis=-1))
+            output = self._deep_output(
+                keras.ops.concatenate([cell_output, context, embedded], axis=-1)
+            )
         elif self.attention == "luong":
             cell_input = embedded
             if self.input_feeding:
@@ -202,10 +226,21 @@ class AttentionDecoder(keras.layers.Layer):
             cell_output, rnn_state = self._cell(
                 keras.ops.concatenate([embedded, context], axis=-1), rnn_state, training
             )
-            output = self.readout(keras.ops.concatenate([cell_output, context, embedded], axis=-1))
+            output = self._deep_output(
+                keras.ops.concatenate([cell_output, context, embedded], axis=-1)
+            )
             weights = keras.ops.zeros(keras.ops.shape(state["mask"]), dtype="float32")
         new_state["rnn"] = rnn_state
         return output, new_state, keras.ops.cast(weights, "float32")
+
+    def _deep_output(self, features):
+        """`o_t` of the Bahdanau and no-attention decoders from `[s_t; c_t; e]`."""
+        output = self.readout(features)
+        if self.deep_output == "maxout":
+            # (batch, 2 * d) -> (batch, d, 2) -> max over each pair of units.
+            pairs = keras.ops.reshape(output, (keras.ops.shape(output)[0], -1, 2))
+            output = keras.ops.max(pairs, axis=-1)
+        return output
 
     def _attend(self, query, state):
         return self.attention_layer(query, state["values"], mask=state["mask"], keys=state["keys"])
@@ -286,6 +321,13 @@ class AttentionDecoder(keras.layers.Layer):
                 "tie_embeddings": self.tie_embeddings,
                 "dropout": self.dropout,
                 "max_source_length": self.max_source_length,
+                "deep_output": self.deep_output,
+                "normalize": self.normalize,
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        # Decoders saved before `deep_output` existed had the tanh readout.
+        return cls(**{"deep_output": "tanh", **config})

@@ -37,6 +37,9 @@ class Seq2Seq(keras.Model):
         dropout: float, dropout rate.
         max_source_length: int or None, the longest source the model is used
             with (required by the `"location"` score).
+        deep_output: `"maxout"` or `"tanh"`, the output layer of the
+            `"bahdanau"` and `"none"` decoders (see `AttentionDecoder`).
+        normalize: bool, weight-normalized Bahdanau score.
 
     Example:
 
@@ -64,6 +67,8 @@ class Seq2Seq(keras.Model):
         tie_embeddings=False,
         dropout=0.0,
         max_source_length=None,
+        deep_output="maxout",
+        normalize=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -82,6 +87,8 @@ class Seq2Seq(keras.Model):
         self.tie_embeddings = tie_embeddings
         self.dropout = dropout
         self.max_source_length = max_source_length
+        self.deep_output = deep_output
+        self.normalize = normalize
 
         self.encoder = Encoder(
             source_vocabulary_size,
@@ -106,6 +113,8 @@ class Seq2Seq(keras.Model):
             tie_embeddings=tie_embeddings,
             dropout=dropout,
             max_source_length=max_source_length,
+            deep_output=deep_output,
+            normalize=normalize,
             dtype=self.dtype_policy,
             name="decoder",
         )
@@ -200,6 +209,13 @@ class Seq2Seq(keras.Model):
                 "tie_embeddings": self.tie_embeddings,
                 "dropout": self.dropout,
                 "max_source_length": self.max_source_length,
+                "deep_output": self.deep_output,
+                "normalize": self.normalize,
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        # Models saved before `deep_output` existed had the tanh readout.
+        return cls(**{"deep_output": "tanh", **config})

@@ -38,6 +38,7 @@ class TrainConfig:
     decoder_units: int = 512
     encoder_layers: int = 1
     attention_units: int | None = None
+    normalize: bool = False  # weight-normalized Bahdanau score
     input_feeding: bool = True
     tie_embeddings: bool = True
     dropout: float = 0.1

@@ -59,6 +59,7 @@ def build_model(config: TrainConfig, source_size: int, target_size: int) -> Seq2
         attention=config.attention,
         score=config.score,
         attention_units=config.attention_units,
+        normalize=config.normalize,
         input_feeding=config.input_feeding,
         tie_embeddings=config.tie_embeddings,
         dropout=config.dropout,

@@ -19,9 +19,12 @@ VARIANTS = {
     "cosine": (LuongAttention, {"score": "cosine", "scale": True}),
     "location": (LuongAttention, {"score": "location", "max_length": MAX_LENGTH}),
     "general_scaled": (LuongAttention, {"score": "general", "scale": True}),
+    # The papers' unscaled inner products.
+    "dot_raw": (LuongAttention, {"score": "dot", "scale_by_dimension": False}),
+    "general_raw": (LuongAttention, {"score": "general", "scale_by_dimension": False}),
 }
 # Variants whose score needs dq == dv.
-SAME_DIM_VARIANTS = {"dot", "scaled_dot", "cosine"}
+SAME_DIM_VARIANTS = {"dot", "scaled_dot", "cosine", "dot_raw"}
 
 
 def make_layer(variant, **overrides):
@@ -80,11 +83,11 @@ def numpy_scores(layer, query, values):
                 if kind in ("additive", "concat"):
                     e = v @ np.tanh(s @ w["query_kernel"] + hi @ w["key_kernel"] + bias)
                 elif kind == "dot":
-                    e = s @ hi
+                    e = s @ hi / (np.sqrt(len(hi)) if layer.scale_by_dimension else 1.0)
                 elif kind == "scaled_dot":
                     e = s @ hi / np.sqrt(len(hi))
                 elif kind == "general":
-                    e = s @ w["kernel"] @ hi
+                    e = s @ w["kernel"] @ hi / (np.sqrt(len(s)) if layer.scale_by_dimension else 1.0)
                 elif kind == "cosine":
                     e = _unit(s) @ _unit(hi)
                 elif kind == "location":

@@ -274,8 +274,8 @@ def test_subclassed_model_keras_file_round_trip(variant, tmp_path):
 
 @pytest.mark.parametrize("variant", ALL)
 def test_mixed_precision(variant, mixed_policy):
-    """Finite outputs in the compute dtype; softmax in float32 so the rows still sum to 1,
-    masked positions are exactly 0, fully masked rows are 0."""
+    """Finite context in the compute dtype; weights are the float32 softmax, so the rows sum
+    to 1 within float32 rounding, masked positions are exactly 0, fully masked rows are 0."""
     query, values, _ = random_inputs(batch=3)
     mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [0, 0, 0, 0, 0]], bool)
     layer = make_layer(variant)
@@ -284,10 +284,11 @@ def test_mixed_precision(variant, mixed_policy):
     # Large inputs (scores in the hundreds) stay finite and masked exactly.
     keys = layer.prepare_keys(8 * values)
     context, weights = layer(8 * query, 8 * values, mask=mask, keys=keys)
-    assert context.dtype == weights.dtype == keys.dtype == layer.compute_dtype
+    assert context.dtype == keys.dtype == layer.compute_dtype
+    assert weights.dtype == "float32"
     context, weights = to_numpy(context), to_numpy(weights)
     assert np.isfinite(context).all() and np.isfinite(weights).all()
-    np.testing.assert_allclose(weights[:2].sum(-1), 1.0, atol=1e-2)
+    np.testing.assert_allclose(weights[:2].sum(-1), 1.0, atol=1e-5)
     assert (weights[1, :, 2:] == 0).all() and (weights[2] == 0).all() and (context[2] == 0).all()
     # Moderate inputs: close to the float64 reference with the same variables.
     _, weights = layer(query, values, mask=mask)

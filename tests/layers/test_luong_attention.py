@@ -15,7 +15,17 @@ from attention_testing import (
 
 from keras_attention.layers import LuongAttention
 
-LUONG_VARIANTS = ["dot", "general", "concat", "scaled_dot", "cosine", "location", "general_scaled"]
+LUONG_VARIANTS = [
+    "dot",
+    "general",
+    "concat",
+    "scaled_dot",
+    "cosine",
+    "location",
+    "general_scaled",
+    "dot_raw",
+    "general_raw",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -126,7 +136,6 @@ def test_same_dim_scores_reject_different_dims(score):
     [
         ({"score": "bahdanau"}, "score='bahdanau'"),
         ({"score": None}, "score=None"),
-        ({"score": "concat"}, "units=None"),
         ({"score": "concat", "units": 0}, "units=0"),
         ({"score": "dot", "units": 4}, "units=4"),
         ({"score": "location"}, "max_length=None"),
@@ -135,6 +144,8 @@ def test_same_dim_scores_reject_different_dims(score):
         ({"score": "dot", "scale": 1}, "scale=1"),
         ({"score": "dot", "hard": "yes"}, "hard=yes"),
         ({"score": "dot", "dropout": 1.5}, "dropout=1.5"),
+        ({"score": "cosine", "scale_by_dimension": False}, "scale_by_dimension=False"),
+        ({"score": "dot", "scale_by_dimension": 0}, "scale_by_dimension=0"),
     ],
 )
 def test_bad_arguments(kwargs, message):
@@ -156,3 +167,46 @@ def test_config_round_trip():
     clone = LuongAttention.from_config(config)
     assert clone.get_config() == config
     assert isinstance(clone.kernel_initializer, keras.initializers.Zeros)
+
+
+def test_concat_units_default_to_the_query_size():
+    layer = LuongAttention(score="concat")
+    layer.build((None, 3), (None, None, 4))
+    assert {w.name: tuple(w.shape) for w in layer.weights} == {
+        "key_kernel": (4, 3),
+        "query_kernel": (3, 3),
+        "score_kernel": (3,),
+    }
+    assert layer.get_config()["units"] is None  # reloads to the same default
+    with pytest.raises(ValueError, match="concat.*built layer"):
+        LuongAttention(score="concat").prepare_keys(np.zeros((1, 2, 4), "float32"))
+
+
+def test_concat_is_the_bahdanau_score():
+    """Luong's concat score and Bahdanau attention share one implementation: with the
+    same weights they give identical outputs."""
+    from keras_attention.layers import BahdanauAttention
+
+    query, values, mask = random_inputs(dq=3, dv=4)
+    concat = LuongAttention(score="concat", units=5)
+    bahdanau = BahdanauAttention(5)
+    for layer in (concat, bahdanau):
+        layer.build(query.shape, values.shape)
+    for name in ("key_kernel", "query_kernel", "score_kernel"):
+        source = next(w for w in concat.weights if w.name == name)
+        target = next(w for w in bahdanau.weights if w.name == name)
+        target.assign(np.random.default_rng(len(name)).normal(size=source.shape))
+        source.assign(target)
+    for a, b in zip(concat(query, values, mask=mask), bahdanau(query, values, mask=mask), strict=True):
+        np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
+
+
+@pytest.mark.parametrize("score", ["dot", "general"])
+def test_layers_saved_before_scale_by_dimension_keep_the_raw_score(score):
+    """A config without the key (a file saved by an earlier version) reloads with the raw
+    score it was trained with; new configs round-trip the scaled default."""
+    config = LuongAttention(score=score).get_config()
+    assert config["scale_by_dimension"] is True
+    assert LuongAttention.from_config(config).scale_by_dimension is True
+    del config["scale_by_dimension"]
+    assert LuongAttention.from_config(config).scale_by_dimension is False
