@@ -109,8 +109,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     positive = np.flatnonzero(labels == 1)
     first, second = positions[positive, 0], positions[positive, 1]
     partner_attention = float(np.mean(weights[positive, first].argmax(-1) == second))
-    padded_weight = float(np.abs(weights[:, :, :][np.broadcast_to(
-        (tokens == PAD)[:, None, :], weights.shape)]).max(initial=0.0))
+    padded_weight = float(
+        np.abs(weights[:, :, :][np.broadcast_to((tokens == PAD)[:, None, :], weights.shape)]).max(
+            initial=0.0
+        )
+    )
     results = {
         "accuracy": float(accuracy),
         "partner_attention": partner_attention,

@@ -57,6 +57,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--beam-width",
+        "--beam",  # the alias translate and evaluate also accept
+        dest="beam_width",
         type=_beam_width,
         default=4,
         help="beam width of the beam_search signature, >= 2 (default: 4)",

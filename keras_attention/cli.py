@@ -57,6 +57,27 @@ TRAIN_HELP = {
 }
 
 
+def add_search_arguments(parser: argparse.ArgumentParser, beam_width: int, beam_help: str) -> None:
+    """`--beam-width N` (alias `--beam`), `--length-penalty A`, `--batch-size N`."""
+    # One spelling across commands (the Python API's `beam_width`, as in
+    # export), the short one kept as an alias. `dest="beam"`: serving.cli reads it.
+    parser.add_argument(
+        "--beam-width",
+        "--beam",
+        dest="beam",
+        metavar="N",
+        type=int,
+        default=beam_width,
+        help=beam_help,
+    )
+    parser.add_argument(
+        "--length-penalty", type=float, default=0.6, help="GNMT length penalty alpha (default: 0.6)"
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=64, help="sentences per batch (default: 64)"
+    )
+
+
 def _optional(parse):
     def parse_optional(text: str):
         return None if text.lower() == "none" else parse(text)
@@ -226,9 +247,35 @@ def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list[dict]
     ]
 
 
+def sampling_options(args: argparse.Namespace) -> dict:
+    """`translate_all`'s sampling keywords from `--sample [--temperature --top-k --seed]`."""
+    given = [
+        flag
+        for flag, value in (
+            ("--temperature", args.temperature),
+            ("--top-k", args.top_k),
+            ("--seed", args.seed),
+        )
+        if value is not None
+    ]
+    if not args.sample:
+        if given:
+            raise ValueError(f"{', '.join(given)} only go with --sample")
+        return {}
+    if args.server:
+        raise ValueError(
+            "--sample needs a run directory: exports serve greedy and beam search only"
+        )
+    if args.beam != 1:
+        raise ValueError(f"--sample cannot be combined with beam search (--beam-width {args.beam})")
+    temperature = 1.0 if args.temperature is None else args.temperature
+    return dict(sample=True, temperature=temperature, top_k=args.top_k, seed=args.seed)
+
+
 def run_translate(args: argparse.Namespace) -> int:
     if not args.server and not args.run_dir:
         raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
+    sampling = sampling_options(args)
     texts = read_texts(args)
     if args.server:
         from serving.serving_error import ServingError
@@ -248,6 +295,7 @@ def run_translate(args: argparse.Namespace) -> int:
             length_penalty=args.length_penalty,
             batch_size=args.batch_size,
             progress=len(texts) > args.batch_size and sys.stderr.isatty(),
+            **sampling,
         )
     for index, (text, result) in enumerate(zip(texts, results, strict=True)):
         if args.output_format == "json":
@@ -268,6 +316,10 @@ def decoding_name(args: argparse.Namespace) -> str:
     """Which decoding `translate` used, for plot titles."""
     if args.server:
         return f"{args.signature_name or ('beam_search' if args.beam > 1 else 'serving_default')} signature"
+    if getattr(args, "sample", False):
+        temperature = 1.0 if args.temperature is None else args.temperature
+        top_k = f", top-k {args.top_k}" if args.top_k is not None else ""
+        return f"random sampling, temperature {temperature:g}{top_k}"
     return f"beam search, width {args.beam}" if args.beam > 1 else "greedy decoding"
 
 
@@ -351,14 +403,8 @@ def build_parser() -> argparse.ArgumentParser:
         "reference translations of each source; BLEU by source length. Writes metrics.json.",
     )
     evaluate.add_argument("run_dir", metavar="RUN_DIR", help="a trained run directory")
-    evaluate.add_argument(
-        "--beam", type=int, default=4, help="beam width (default: 4; 1 = greedy only)"
-    )
-    evaluate.add_argument(
-        "--length-penalty", type=float, default=0.6, help="GNMT length penalty alpha (default: 0.6)"
-    )
-    evaluate.add_argument(
-        "--batch-size", type=int, default=64, help="sentences per batch (default: 64)"
+    add_search_arguments(
+        evaluate, beam_width=4, beam_help="beam width (default: 4; 1 = greedy only)"
     )
     evaluate.add_argument(
         "--max-sentences", type=int, default=None, help="evaluate only the first N test sources"
@@ -376,12 +422,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     translate.add_argument("texts", metavar="TEXT", nargs="*", help="sentences to translate")
     translate.add_argument("--file", help="read sentences from this file, one per line")
-    translate.add_argument("--beam", type=int, default=1, help="beam width (default: 1 = greedy)")
-    translate.add_argument(
-        "--length-penalty", type=float, default=0.6, help="GNMT length penalty alpha (default: 0.6)"
+    add_search_arguments(translate, beam_width=1, beam_help="beam width (default: 1 = greedy)")
+    sampling = translate.add_argument_group(
+        "sampling", "draw each translation at random instead of searching (run directories only)"
     )
-    translate.add_argument(
-        "--batch-size", type=int, default=64, help="sentences per batch (default: 64)"
+    sampling.add_argument(
+        "--sample", action="store_true", help="sample from the model's distribution"
+    )
+    sampling.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="with --sample: below 1 sharpens, above 1 flattens (default: 1.0)",
+    )
+    sampling.add_argument(
+        "--top-k",
+        type=int,
+        default=None,
+        help="with --sample: draw from the K most probable tokens only (default: all)",
+    )
+    sampling.add_argument(
+        "--seed", type=int, default=None, help="with --sample: seed for repeatable output"
     )
     translate.add_argument(
         "--show-attention",

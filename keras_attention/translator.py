@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import random
+
 import tensorflow as tf
 
-from keras_attention.decoding import BeamSearch, GreedySearch
+from keras_attention.decoding import BeamSearch, GreedySearch, RandomSampling
 from keras_attention.text import TextVectorizer, tokenize
 
 OUTPUT_KEYS = ("translation", "score", "length", "tokens", "source_tokens", "attention")
@@ -41,18 +44,37 @@ class Translator:
         self.target_vectorizer = target_vectorizer
         self.max_output_length = max_output_length
 
-    def strategy(self, beam_width: int = 1, length_penalty: float = 0.6):
-        """The search strategy: greedy for `beam_width == 1`, else beam search."""
-        end_id, pad_id = self.target_vectorizer.end_id, self.target_vectorizer.pad_id
-        if beam_width == 1:
-            return GreedySearch(max_length=self.max_output_length, end_id=end_id, pad_id=pad_id)
-        return BeamSearch(
-            beam_width=beam_width,
-            length_penalty=length_penalty,
+    def strategy(
+        self,
+        beam_width: int = 1,
+        length_penalty: float = 0.6,
+        *,
+        sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        seed: int | None = None,
+    ):
+        """The decoding strategy for these settings.
+
+        Greedy search for `beam_width == 1`, beam search above; with
+        `sample=True`, `RandomSampling(temperature, top_k, seed)` (which needs
+        `beam_width == 1`). Bad values raise `ValueError`.
+        """
+        common = dict(
             max_length=self.max_output_length,
-            end_id=end_id,
-            pad_id=pad_id,
+            end_id=self.target_vectorizer.end_id,
+            pad_id=self.target_vectorizer.pad_id,
         )
+        if sample:
+            if beam_width != 1:
+                raise ValueError(
+                    "Sampling draws one translation per sentence; it cannot be combined with "
+                    f"beam search. Received: sample=True, beam_width={beam_width!r}"
+                )
+            return RandomSampling(temperature=temperature, top_k=top_k, seed=seed, **common)
+        if beam_width == 1:
+            return GreedySearch(**common)
+        return BeamSearch(beam_width=beam_width, length_penalty=length_penalty, **common)
 
     def encode_source(self, texts) -> tuple[tf.Tensor, tf.Tensor]:
         """Source ids (int32) and tokens (string), both `(batch_size, T_in)`.
@@ -74,7 +96,9 @@ class Translator:
 
         Args:
             texts: string tensor `(batch_size,)`.
-            strategy: a `GreedySearch` or `BeamSearch`.
+            strategy: a decoding strategy (`GreedySearch`, `BeamSearch`,
+                `RandomSampling`), or any callable
+                `strategy(next_fn, initial_state, start_ids) -> DecodeResult`.
 
         Returns:
             A dict of dense tensors: `translation` string `(batch_size,)`,
@@ -124,6 +148,11 @@ class Translator:
         length_penalty: float = 0.6,
         batch_size: int = 64,
         progress: bool = False,
+        *,
+        sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        seed: int | None = None,
     ) -> list[dict]:
         """Translates a list of strings in batches; returns one dict per input.
 
@@ -131,20 +160,55 @@ class Translator:
         returned in input order. Each dict holds `translation` (str), `score`
         (float), `length` (int), `tokens` and `source_tokens` (lists of str
         without padding), and `attention` (a NumPy array `[length, n_source]`).
+
+        `sample=True` draws each translation with `RandomSampling(temperature,
+        top_k)` instead of searching (`score` is then the model's
+        log-probability of the drawn translation). With a `seed`, batch `i`
+        is sampled with seed `seed + i`, so the same `texts`, `batch_size` and
+        `seed` give the same translations; without one every call differs.
         """
         if batch_size < 1:
             raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
         import keras
 
-        translate = self.compile(self.strategy(beam_width, length_penalty))
+        strategy = self.strategy(
+            beam_width,
+            length_penalty,
+            sample=sample,
+            temperature=temperature,
+            top_k=top_k,
+            seed=seed,
+        )
+        if sample:
+            if seed is None:
+                # Drawn here: a graph-level draw would repeat under a global TF seed.
+                seed = random.SystemRandom().randrange(2**31)
+            seeded = tf.function(
+                lambda texts, batch_seed: self.translate(
+                    texts, functools.partial(strategy, seed=batch_seed)
+                ),
+                input_signature=[
+                    tf.TensorSpec([None], tf.string, name="text"),
+                    tf.TensorSpec([], tf.int32, name="seed"),
+                ],
+                autograph=False,
+            )
+
+            def translate(texts, batch_index):
+                return seeded(texts, tf.constant((seed + batch_index) % 2**31, tf.int32))
+        else:
+            compiled = self.compile(strategy)
+
+            def translate(texts, batch_index):
+                return compiled(texts)
+
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         results: list[dict | None] = [None] * len(texts)
         bar = keras.utils.Progbar(len(texts), unit_name="sentence") if progress else None
-        for start in range(0, len(order), batch_size):
+        for batch_index, start in enumerate(range(0, len(order), batch_size)):
             indices = order[start : start + batch_size]
-            outputs = {
-                k: v.numpy() for k, v in translate(tf.constant([texts[i] for i in indices])).items()
-            }
+            batch = tf.constant([texts[i] for i in indices])
+            outputs = {k: v.numpy() for k, v in translate(batch, batch_index).items()}
             for row, index in enumerate(indices):
                 length = int(outputs["length"][row])
                 source = [t.decode("utf-8") for t in outputs["source_tokens"][row] if t]

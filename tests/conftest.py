@@ -5,26 +5,8 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-import random  # noqa: E402
-
 import pytest  # noqa: E402
-
-FRENCH_DIGITS = ["zéro", "un", "deux", "trois", "quatre", "cinq", "six", "sept", "huit", "neuf"]
-
-
-def spelled_digits_pairs(count: int, seed: int = 0, min_len: int = 3, max_len: int = 8):
-    """A monotonic task: "3 7 1" -> "trois sept un" (one target word per source word)."""
-    rng = random.Random(seed)
-    pairs = []
-    for _ in range(count):
-        digits = [rng.randrange(10) for _ in range(rng.randint(min_len, max_len))]
-        pairs.append((" ".join(map(str, digits)), " ".join(FRENCH_DIGITS[d] for d in digits)))
-    return pairs
-
-
-def write_tsv(path, pairs):
-    path.write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
-    return path
+from helpers.training_runs import spelled_digits_pairs, tiny_train_config, write_tsv  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -33,38 +15,9 @@ def digits_corpus(tmp_path_factory):
     return write_tsv(tmp_path_factory.mktemp("corpus") / "digits.tsv", spelled_digits_pairs(3000))
 
 
-def tiny_train_config(data, out, **overrides):
-    """A TrainConfig small enough for tests (float32, no time budget)."""
-    from keras_attention.training.train_config import TrainConfig
-
-    options = dict(
-        data=str(data),
-        out=str(out),
-        score="general",  # the score this tiny setup was tuned with
-        embedding_dim=32,
-        encoder_units=32,
-        decoder_units=64,
-        source_vocabulary_size=100,
-        target_vocabulary_size=100,
-        max_length=12,
-        max_output_length=12,
-        batch_size=32,
-        epochs=3,
-        steps_per_epoch=100,
-        learning_rate=5e-3,
-        dropout=0.0,
-        validation_fraction=0.05,
-        test_fraction=0.05,
-        precision="float32",
-        time_budget_minutes=None,
-    )
-    options.update(overrides)
-    return TrainConfig(**options)
-
-
 @pytest.fixture(scope="session")
 def make_train_config():
-    """`tiny_train_config` as a fixture (test modules cannot import conftest reliably)."""
+    """`helpers.training_runs.tiny_train_config` as a fixture."""
     return tiny_train_config
 
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers.subprocesses import modules_loaded_by
 
 from keras_attention.cli import main
 
@@ -24,17 +25,7 @@ def test_help_is_instant_and_lists_commands():
     assert result.returncode == 0
     for command in ("train", "evaluate", "translate", "plot"):
         assert command in result.stdout
-    check = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from keras_attention import cli; print('tensorflow' in sys.modules)",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert check.stdout.strip() == "False", "the CLI module must not import TensorFlow"
+    assert "tensorflow" not in modules_loaded_by("from keras_attention import cli")
 
 
 def test_evaluate_writes_bleu_and_signature(trained_digits_run, tmp_path, capsys):
@@ -95,6 +86,56 @@ def test_plot_writes_pngs(trained_digits_run, tmp_path):
     assert main(["plot", str(run), str(run), "--sentence", "1 2 3", "--out", str(out)]) == 0
     names = sorted(p.name for p in out.iterdir())
     assert names == ["attention_00.png", "bleu_by_length.png", "training_curves_run.png"]
+
+
+def test_translate_sample_flags(trained_digits_run, capsys):
+    texts = ["1 2 3", "4 5 6 7", "8 9 0", "5 5"]
+    assert main(["translate", str(trained_digits_run), *texts]) == 0
+    greedy = capsys.readouterr().out
+    assert main(["translate", str(trained_digits_run), *texts, "--sample", "--top-k", "1"]) == 0
+    assert capsys.readouterr().out == greedy
+
+    seeded = ["--sample", "--temperature", "5", "--seed", "11", "--format", "json"]
+    outputs = []
+    for _ in range(2):
+        assert main(["translate", str(trained_digits_run), *texts, *seeded]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    records = [json.loads(line) for line in outputs[0].splitlines()]
+    assert [r["source"] for r in records] == texts
+    assert all(r["score"] <= 0 for r in records)
+
+
+@pytest.mark.parametrize("command", ["translate", "evaluate", "export"])
+def test_beam_width_has_one_spelling_and_an_alias(command):
+    from keras_attention.cli import build_parser
+
+    extra = ["--export-dir", "/tmp/unused"] if command == "export" else []
+    parser = build_parser()
+    spelled = parser.parse_args([command, "run", *extra, "--beam-width", "3"])
+    alias = parser.parse_args([command, "run", *extra, "--beam", "3"])
+    assert vars(spelled) == vars(alias)
+    assert 3 in (getattr(spelled, "beam", None), getattr(spelled, "beam_width", None))
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["translate", "run", "hi", "--temperature", "0.5"], "--temperature only go with --sample"),
+        (["translate", "run", "--top-k", "3", "--seed", "1"], "--top-k, --seed only go with"),
+        (["translate", "--server", "localhost:1", "hi", "--sample"], "--sample needs a run"),
+        (["translate", "run", "hi", "--sample", "--beam", "4"], "cannot be combined"),
+    ],
+)
+def test_bad_sampling_flags_give_a_clear_error(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_sampling_values_give_a_clear_error(trained_digits_run, capsys):
+    argv = ["translate", str(trained_digits_run), "1 2", "--sample", "--temperature", "0"]
+    assert main(argv) == 2
+    assert "temperature=0.0" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The import direction is one way: export -> keras_attention; serving -> neither (STYLE.md #6).
+"""The import direction is one way: export -> keras_attention; serving -> neither.
 
 - `serving` never imports `keras_attention`, `export` or `keras` (only grpc, the
   serving protos, NumPy, and TensorFlow to run a graph), anywhere, even lazily.
@@ -8,13 +8,9 @@
 """
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers.subprocesses import ROOT, modules_loaded_by
 
 
 def _imports(path: Path) -> list[tuple[str, int, bool]]:
@@ -63,8 +59,7 @@ def test_serving_imports_neither_keras_attention_nor_export_nor_keras():
 
 def test_keras_attention_does_not_import_export_or_serving_at_module_level():
     files = _python_files("keras_attention")
-    if not files:
-        pytest.skip("keras_attention/ has no Python files yet")
+    assert files, "keras_attention/ has no Python files"
     violations = []
     for path in files:
         for module, line, in_function in _imports(path):
@@ -79,26 +74,14 @@ def test_keras_attention_does_not_import_export_or_serving_at_module_level():
 
 def test_importing_serving_loads_neither_keras_attention_nor_export():
     code = (
-        "import importlib, pkgutil, sys, serving\n"
+        "import importlib, pkgutil, serving\n"
         "for m in pkgutil.iter_modules(serving.__path__):\n"
         "    if m.name != '__main__':\n"
         "        importlib.import_module('serving.' + m.name)\n"
-        "print(sorted({k.split('.')[0] for k in sys.modules} & {'keras_attention', 'export'}))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert modules_loaded_by(code) & {"keras_attention", "export"} == set()
 
 
 def test_importing_keras_attention_loads_neither_export_nor_serving():
-    code = (
-        "import sys, keras_attention, keras_attention.cli\n"
-        "print(sorted({k.split('.')[0] for k in sys.modules} & {'serving', 'export'}))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "[]"
+    loaded = modules_loaded_by("import keras_attention, keras_attention.cli")
+    assert loaded & {"serving", "export"} == set()

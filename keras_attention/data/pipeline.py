@@ -91,8 +91,16 @@ def make_dataset(
 
     Example:
 
-    >>> dataset = make_dataset(splits.train, source_vectorizer, target_vectorizer, batch_size=64)
+    >>> from keras_attention.text import TextVectorizer, build_vocabulary
+    >>> pairs = [("I am cold.", "J'ai froid."), ("Go!", "Va !"), ("Hi.", "Salut.")]
+    >>> source_vectorizer = TextVectorizer(build_vocabulary((s for s, _ in pairs), 100))
+    >>> target_vectorizer = TextVectorizer(build_vocabulary((t for _, t in pairs), 100))
+    >>> dataset = make_dataset(pairs, source_vectorizer, target_vectorizer, batch_size=64)
     >>> (source_ids, target_in), target_out = next(iter(dataset))
+    >>> source_ids.shape[0], source_ids.dtype.name
+    (3, 'int32')
+    >>> bool((target_in[:, 0] == START_ID).numpy().all())
+    True
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(

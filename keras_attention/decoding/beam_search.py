@@ -10,15 +10,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention.decoding.decode_result import DecodeResult
-from keras_attention.decoding.decoding_strategy import (
-    DecodingStrategy,
-    NextFn,
-    call_next_fn,
-    check_int,
-    prepare_start_ids,
-    relaxed_shape,
-    write_column,
-)
+from keras_attention.decoding.decoding_strategy import DecodingStrategy, check_int, write_column
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -37,7 +29,8 @@ class BeamSearch(DecodingStrategy):
     never ended). The same `len` is used at every step and for the final
     choice. `length_penalty=0` ranks by raw log-probability.
 
-    The search is one `tf.while_loop` with `maximum_iterations`; the token
+    The search is `DecodingStrategy`'s one `tf.while_loop` with
+    `maximum_iterations`, this class supplying its hooks; the token
     history and the row of each step's ancestor are carried in fixed
     `(batch, beam, max_length)` buffers and gathered with the surviving
     hypotheses every step (no `GatherTree`, no custom ops); each step's
@@ -155,119 +148,84 @@ class BeamSearch(DecodingStrategy):
         penalty = tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, self.length_penalty)
         return scores / penalty
 
-    def __call__(self, next_fn: NextFn, initial_state: Any, start_ids: Any) -> DecodeResult:
-        start_ids = prepare_start_ids(start_ids)
+    def initialize(self, initial_state, start_ids):
         batch_size = tf.shape(start_ids)[0]
-        beam_width = self.beam_width
-        max_length = self.max_length
-        pad = tf.constant(self.pad_id, tf.int32)
-        end = tf.constant(self.end_id, tf.int32)
-        # Row of the first hypothesis of each sentence in the flat (batch * beam) layout.
-        row_offsets = tf.range(batch_size)[:, tf.newaxis] * beam_width
-
-        def body(step, token_ids, state, log_probs, lengths, finished, tokens, ancestry, attention):
-            step_log_probs, new_state, step_attention = call_next_fn(
-                next_fn, step, token_ids, state
-            )
-            vocab_size = tf.shape(step_log_probs)[-1]
-            step_log_probs = tf.reshape(step_log_probs, [-1, beam_width, vocab_size])
-            # A finished hypothesis continues only with pad, at no cost.
-            pad_only = tf.where(
-                tf.equal(tf.range(vocab_size), pad), 0.0, tf.constant(-math.inf, tf.float32)
-            )
-            step_log_probs = tf.where(finished[..., tf.newaxis], pad_only, step_log_probs)
-            totals = log_probs[..., tf.newaxis] + step_log_probs  # (batch, beam, vocab)
-            candidate_lengths = lengths + tf.cast(tf.logical_not(finished), tf.int32)
-            ranked = self.normalize(totals, candidate_lengths[..., tf.newaxis])
-            _, top = tf.math.top_k(tf.reshape(ranked, [-1, beam_width * vocab_size]), beam_width)
-            parents = top // vocab_size  # (batch, beam)
-            ids = top % vocab_size
-            log_probs = tf.gather(
-                tf.reshape(totals, [-1, beam_width * vocab_size]), top, batch_dims=1
-            )
-            parent_finished = tf.gather(finished, parents, batch_dims=1)
-            lengths = tf.gather(candidate_lengths, parents, batch_dims=1)
-            ended = tf.logical_and(tf.logical_not(parent_finished), tf.equal(ids, end))
-            stopped = tf.logical_or(parent_finished, ended)
-            # A -inf hypothesis (more beams than live candidates) is dead: count it finished.
-            dead = tf.equal(log_probs, -math.inf)
-            finished = tf.logical_or(stopped, dead)
-
-            parent_rows = parents + row_offsets  # (batch, beam)
-            flat_parent_rows = tf.reshape(parent_rows, [-1])
-            state = tf.nest.map_structure(lambda x: tf.gather(x, flat_parent_rows), new_state)
-            tokens = tf.gather(tokens, parents, batch_dims=1)
-            tokens = write_column(tokens, step, tf.where(stopped, pad, ids))
-            ancestry = tf.gather(ancestry, parents, batch_dims=1)
-            ancestry = write_column(ancestry, step, parent_rows)
-            # Stored in the order of this step's rows; `ancestry` finds them later.
-            attention = attention.write(step, step_attention)
-            next_ids = tf.reshape(tf.where(parent_finished, pad, ids), [-1])
-            return (
-                step + 1,
-                next_ids,
-                state,
-                log_probs,
-                lengths,
-                finished,
-                tokens,
-                ancestry,
-                attention,
-            )
-
-        def cond(step, token_ids, state, log_probs, lengths, finished, tokens, ancestry, attention):
-            # Always one step, so an empty batch still has a step to stack.
-            return tf.logical_or(tf.equal(step, 0), tf.logical_not(tf.reduce_all(finished)))
-
-        tiled_state = tf.nest.map_structure(
-            lambda x: tf.repeat(x, beam_width, axis=0), initial_state
-        )
+        beam_width, max_length = self.beam_width, self.max_length
+        state = tf.nest.map_structure(lambda x: tf.repeat(x, beam_width, axis=0), initial_state)
         # Only the first copy of each sentence is live at step 0.
         first_live = tf.constant([0.0] + [-math.inf] * (beam_width - 1), tf.float32)
-        loop_vars = (
-            tf.constant(0, tf.int32),
-            tf.repeat(start_ids, beam_width),
-            tiled_state,
-            tf.tile(first_live[tf.newaxis], [batch_size, 1]),
-            tf.zeros([batch_size, beam_width], tf.int32),
-            tf.zeros([batch_size, beam_width], tf.bool),
-            tf.fill([batch_size, beam_width, max_length], pad),
-            tf.zeros([batch_size, beam_width, max_length], tf.int32),
-            tf.TensorArray(tf.float32, size=max_length),
-        )
-        shape_invariants = (
-            tf.TensorShape([]),
-            tf.TensorShape([None]),
-            tf.nest.map_structure(relaxed_shape, tiled_state),
-            tf.TensorShape([None, beam_width]),
-            tf.TensorShape([None, beam_width]),
-            tf.TensorShape([None, beam_width]),
-            tf.TensorShape([None, beam_width, max_length]),
-            tf.TensorShape([None, beam_width, max_length]),
-            tf.TensorShape(None),
-        )
-        steps, _, _, log_probs, lengths, finished, tokens, ancestry, attention = tf.while_loop(
-            cond,
-            body,
-            loop_vars,
-            shape_invariants=shape_invariants,
-            maximum_iterations=max_length,
-        )
+        search = {
+            "log_probs": tf.tile(first_live[tf.newaxis], [batch_size, 1]),
+            "lengths": tf.zeros([batch_size, beam_width], tf.int32),
+            "finished": tf.zeros([batch_size, beam_width], tf.bool),
+            "tokens": tf.fill([batch_size, beam_width, max_length], tf.constant(self.pad_id)),
+            # The flat row (batch * beam layout) of each step's ancestor.
+            "ancestry": tf.zeros([batch_size, beam_width, max_length], tf.int32),
+        }
+        return tf.repeat(start_ids, beam_width), state, search
 
+    def step(self, step, log_probs, state, attention, search):
+        beam_width = self.beam_width
+        pad = tf.constant(self.pad_id, tf.int32)
+        finished = search["finished"]
+        vocab_size = tf.shape(log_probs)[-1]
+        step_log_probs = tf.reshape(log_probs, [-1, beam_width, vocab_size])
+        # A finished hypothesis continues only with pad, at no cost.
+        pad_only = tf.where(
+            tf.equal(tf.range(vocab_size), pad), 0.0, tf.constant(-math.inf, tf.float32)
+        )
+        step_log_probs = tf.where(finished[..., tf.newaxis], pad_only, step_log_probs)
+        totals = search["log_probs"][..., tf.newaxis] + step_log_probs  # (batch, beam, vocab)
+        candidate_lengths = search["lengths"] + tf.cast(tf.logical_not(finished), tf.int32)
+        ranked = self.normalize(totals, candidate_lengths[..., tf.newaxis])
+        _, top = tf.math.top_k(tf.reshape(ranked, [-1, beam_width * vocab_size]), beam_width)
+        parents = top // vocab_size  # (batch, beam)
+        ids = top % vocab_size
+        kept_log_probs = tf.gather(
+            tf.reshape(totals, [-1, beam_width * vocab_size]), top, batch_dims=1
+        )
+        parent_finished = tf.gather(finished, parents, batch_dims=1)
+        ended = tf.logical_and(tf.logical_not(parent_finished), tf.equal(ids, self.end_id))
+        stopped = tf.logical_or(parent_finished, ended)
+        # A -inf hypothesis (more beams than live candidates) is dead: count it finished.
+        dead = tf.equal(kept_log_probs, -math.inf)
+
+        # Row of the first hypothesis of each sentence in the flat (batch * beam) layout.
+        row_offsets = tf.range(tf.shape(parents)[0])[:, tf.newaxis] * beam_width
+        parent_rows = parents + row_offsets  # (batch, beam)
+        flat_parent_rows = tf.reshape(parent_rows, [-1])
+        state = tf.nest.map_structure(lambda x: tf.gather(x, flat_parent_rows), state)
+        tokens = tf.gather(search["tokens"], parents, batch_dims=1)
+        ancestry = tf.gather(search["ancestry"], parents, batch_dims=1)
+        search = {
+            "log_probs": kept_log_probs,
+            "lengths": tf.gather(candidate_lengths, parents, batch_dims=1),
+            "finished": tf.logical_or(stopped, dead),
+            "tokens": write_column(tokens, step, tf.where(stopped, pad, ids)),
+            "ancestry": write_column(ancestry, step, parent_rows),
+        }
+        next_ids = tf.reshape(tf.where(parent_finished, pad, ids), [-1])
+        # Attention is recorded in the order of this step's rows; `ancestry`
+        # finds the best hypothesis' rows in `finalize`.
+        return next_ids, state, search, attention
+
+    def finalize(self, steps, search, attention):
+        max_length = self.max_length
         # top_k sorts the kept hypotheses by the ranking score, so the best is first.
-        scores = log_probs[:, 0]
+        scores = search["log_probs"][:, 0]
         # `lengths` counts the end token; DecodeResult.lengths does not.
-        best_lengths = lengths[:, 0] - tf.cast(finished[:, 0], tf.int32)
-        # attention.stack(): (max_length, batch * beam, Tv); pick, at every step,
-        # the row of the best hypothesis' ancestor. Everything stays max_length
+        best_lengths = search["lengths"][:, 0] - tf.cast(search["finished"][:, 0], tf.int32)
+        # attention: (max_length, batch * beam, Tv); pick, at every step, the
+        # row of the best hypothesis' ancestor. Everything stays max_length
         # long until the final slice (XLA needs static shapes in between).
-        best_rows = tf.transpose(ancestry[:, 0, :])  # (max_length, batch)
-        best_attention = tf.gather(attention.stack(), best_rows, batch_dims=1)
+        best_rows = tf.transpose(search["ancestry"][:, 0, :])  # (max_length, batch)
+        best_attention = tf.gather(attention, best_rows, batch_dims=1)
         best_attention = tf.transpose(best_attention, [1, 0, 2])  # (batch, max_length, Tv)
         emitted = tf.range(max_length)[tf.newaxis, :] < best_lengths[:, tf.newaxis]
         best_attention = tf.where(emitted[..., tf.newaxis], best_attention, 0.0)
-        best_attention = best_attention[:, :steps]
-        best_tokens = tokens[:, 0, :steps]
         return DecodeResult(
-            tokens=best_tokens, scores=scores, lengths=best_lengths, attention=best_attention
+            tokens=search["tokens"][:, 0, :steps],
+            scores=scores,
+            lengths=best_lengths,
+            attention=best_attention[:, :steps],
         )

@@ -1,4 +1,4 @@
-"""`DecodingStrategy`: the contract shared by greedy and beam search.
+"""`DecodingStrategy`: the one decoding loop that every strategy shares.
 
 A strategy knows nothing about the model. The model hands it a next-step
 function
@@ -16,10 +16,11 @@ function
   `Tv` fixed for the whole call (it may be unknown statically). A model without
   attention may return `None`; the result's attention then has `Tv = 0`.
 
-`batch` is the number of sentences for greedy search and
+`batch` is the number of sentences for greedy search and sampling and
 `num_sentences * beam_width` for beam search.
 
-Strategies run a single `tf.while_loop` with `maximum_iterations`, use only
+Strategies run the base class's single `tf.while_loop` with
+`maximum_iterations` and override its hooks; they use only
 core TensorFlow ops (no custom ops, no TF Addons), and work eagerly, inside
 `tf.function`, with `jit_compile=True`, and inside an exported SavedModel run
 by TensorFlow Serving.
@@ -106,11 +107,36 @@ def prepare_start_ids(start_ids: Any) -> tf.Tensor:
 
 @keras.saving.register_keras_serializable(package="keras_attention")
 class DecodingStrategy:
-    """Base class of decoding strategies (greedy search, beam search).
+    """Base class of decoding strategies: the one decoding loop.
 
-    Subclasses implement `__call__`; this class holds the arguments every
-    strategy shares, validates them, and round-trips them through
-    `get_config` / `from_config`.
+    `__call__` runs a single `tf.while_loop` with `maximum_iterations=max_length`
+    (as keras-hub's `Sampler.__call__` and OpenNMT-tf's `dynamic_decode` do).
+    Each iteration calls the model once and hands the float32 log-probs to the
+    strategy's `step` hook; the loop stops when every row of the search state's
+    `"finished"` flags is true (after at least one step, so an empty batch still
+    has a step to stack) or after `max_length` steps. A strategy supplies only
+    what differs, in three hooks:
+
+    1. `initialize(initial_state, start_ids)` returns `(token_ids, state,
+       search)`: the ids fed at step 0, the model state (e.g. tiled for beam
+       search), and the strategy's own loop variables, a dict of tensors
+       whose leaves have a leading row dimension and which holds
+       `"finished"`, a bool tensor.
+    2. `step(step, log_probs, state, attention, search)` picks the next
+       tokens and returns `(token_ids, state, search, attention)`: the ids fed
+       to the next step, the (possibly reordered) model state, the updated
+       search variables and the attention row to record for this step.
+    3. `finalize(steps, search, attention)` builds the `DecodeResult` from
+       the number of steps run, the final search variables and the recorded
+       attention, stacked to `(max_length, rows, Tv)` (rows past `steps` are
+       not meaningful).
+
+    Everything is core TensorFlow with shapes fixed inside the loop, so every
+    strategy runs eagerly, in `tf.function`, with `jit_compile=True`, and in an
+    exported SavedModel run by TensorFlow Serving.
+
+    This class also holds the arguments every strategy shares, validates them,
+    and round-trips them through `get_config` / `from_config`.
 
     Args:
         max_length: int >= 1, the most tokens generated per sentence
@@ -124,6 +150,7 @@ class DecodingStrategy:
         initial_state: a nest of tensors, every leaf of shape
             `(batch_size, ...)`.
         start_ids: int tensor of shape `(batch_size,)`, the ids fed at step 0.
+        **kwargs: passed to `initialize` (e.g. `seed=` for `RandomSampling`).
 
     Returns:
         A `DecodeResult`.
@@ -134,8 +161,71 @@ class DecodingStrategy:
         self.end_id = check_int("end_id", end_id, minimum=0)
         self.pad_id = check_int("pad_id", pad_id, minimum=0)
 
-    def __call__(self, next_fn: NextFn, initial_state: Any, start_ids: Any) -> DecodeResult:
-        raise NotImplementedError(f"{type(self).__name__} must implement `__call__`.")
+    def __call__(
+        self, next_fn: NextFn, initial_state: Any, start_ids: Any, **kwargs: Any
+    ) -> DecodeResult:
+        start_ids = prepare_start_ids(start_ids)
+        initial_state = tf.nest.map_structure(tf.convert_to_tensor, initial_state)
+        token_ids, state, search = self.initialize(initial_state, start_ids, **kwargs)
+
+        def body(step, token_ids, state, search, attention):
+            log_probs, new_state, step_attention = call_next_fn(next_fn, step, token_ids, state)
+            token_ids, new_state, search, step_attention = self.step(
+                step, log_probs, new_state, step_attention, search
+            )
+            return step + 1, token_ids, new_state, search, attention.write(step, step_attention)
+
+        def cond(step, token_ids, state, search, attention):
+            # Always one step, so an empty batch still has a step to stack.
+            return tf.logical_or(
+                tf.equal(step, 0), tf.logical_not(tf.reduce_all(search["finished"]))
+            )
+
+        loop_vars = (
+            tf.constant(0, tf.int32),
+            token_ids,
+            state,
+            search,
+            tf.TensorArray(tf.float32, size=self.max_length),
+        )
+        shape_invariants = (
+            tf.TensorShape([]),
+            relaxed_shape(token_ids),
+            tf.nest.map_structure(relaxed_shape, state),
+            tf.nest.map_structure(relaxed_shape, search),
+            tf.TensorShape(None),
+        )
+        steps, _, _, search, attention = tf.while_loop(
+            cond,
+            body,
+            loop_vars,
+            shape_invariants=shape_invariants,
+            maximum_iterations=self.max_length,
+        )
+        return self.finalize(steps, search, attention.stack())
+
+    def initialize(
+        self, initial_state: Any, start_ids: tf.Tensor
+    ) -> tuple[tf.Tensor, Any, dict[str, tf.Tensor]]:
+        """The loop's first `(token_ids, state, search)`; see the class docstring."""
+        raise NotImplementedError(f"{type(self).__name__} must implement `initialize`.")
+
+    def step(
+        self,
+        step: tf.Tensor,
+        log_probs: tf.Tensor,
+        state: Any,
+        attention: tf.Tensor,
+        search: dict[str, tf.Tensor],
+    ) -> tuple[tf.Tensor, Any, dict[str, tf.Tensor], tf.Tensor]:
+        """One step: `(token_ids, state, search, attention)`; see the class docstring."""
+        raise NotImplementedError(f"{type(self).__name__} must implement `step`.")
+
+    def finalize(
+        self, steps: tf.Tensor, search: dict[str, tf.Tensor], attention: tf.Tensor
+    ) -> DecodeResult:
+        """The `DecodeResult` of the finished loop; see the class docstring."""
+        raise NotImplementedError(f"{type(self).__name__} must implement `finalize`.")
 
     def get_config(self) -> dict[str, Any]:
         return {"max_length": self.max_length, "end_id": self.end_id, "pad_id": self.pad_id}

@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import keras
 import tensorflow as tf
 
 from keras_attention.decoding.decode_result import DecodeResult
-from keras_attention.decoding.decoding_strategy import (
-    DecodingStrategy,
-    NextFn,
-    call_next_fn,
-    prepare_start_ids,
-    relaxed_shape,
-    write_column,
-)
+from keras_attention.decoding.decoding_strategy import DecodingStrategy, write_column
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
 class GreedySearch(DecodingStrategy):
     """Greedy decoding: the most probable token at every step.
 
-    The whole search is one `tf.while_loop` (with `maximum_iterations`), so it
-    runs eagerly, in `tf.function`, with `jit_compile=True`, and in a SavedModel
-    served by TensorFlow Serving.
+    The search is `DecodingStrategy`'s one `tf.while_loop` (with
+    `maximum_iterations`), so it runs eagerly, in `tf.function`, with
+    `jit_compile=True`, and in a SavedModel served by TensorFlow Serving.
 
     At step `t` (0-based), for every sentence:
 
@@ -74,60 +65,48 @@ class GreedySearch(DecodingStrategy):
     columns; the end token itself is replaced by `pad_id`.
     """
 
-    def __call__(self, next_fn: NextFn, initial_state: Any, start_ids: Any) -> DecodeResult:
-        start_ids = prepare_start_ids(start_ids)
+    def initialize(self, initial_state, start_ids):
         batch_size = tf.shape(start_ids)[0]
-        max_length = self.max_length
+        search = {
+            "tokens": tf.fill([batch_size, self.max_length], tf.constant(self.pad_id, tf.int32)),
+            "scores": tf.zeros([batch_size], tf.float32),
+            "lengths": tf.zeros([batch_size], tf.int32),
+            "finished": tf.zeros([batch_size], tf.bool),
+        }
+        return start_ids, initial_state, search
+
+    def select(self, step: tf.Tensor, log_probs: tf.Tensor, search: dict) -> tf.Tensor:
+        """The next ids `(batch_size,)` from float32 log-probs `(batch_size, vocab_size)`.
+
+        Greedy search takes the most probable one (ties go to the lowest id);
+        `RandomSampling` overrides this to draw one.
+        """
+        return tf.math.top_k(log_probs, k=1).indices[:, 0]
+
+    def step(self, step, log_probs, state, attention, search):
         pad = tf.constant(self.pad_id, tf.int32)
-        end = tf.constant(self.end_id, tf.int32)
-
-        def body(step, token_ids, state, tokens, scores, lengths, finished, attention):
-            log_probs, new_state, step_attention = call_next_fn(next_fn, step, token_ids, state)
-            top_log_probs, top_ids = tf.math.top_k(log_probs, k=1)
-            ids = top_ids[:, 0]
-            ended = tf.logical_and(tf.logical_not(finished), tf.equal(ids, end))
-            done = tf.logical_or(finished, ended)
-            scores = scores + tf.where(finished, 0.0, top_log_probs[:, 0])
-            lengths = lengths + tf.cast(tf.logical_not(done), tf.int32)
-            tokens = write_column(tokens, step, tf.where(done, pad, ids))
-            attention = attention.write(step, tf.where(done[:, tf.newaxis], 0.0, step_attention))
-            # The end token is fed back once; after that, pad.
-            next_ids = tf.where(finished, pad, ids)
-            return step + 1, next_ids, new_state, tokens, scores, lengths, done, attention
-
-        def cond(step, token_ids, state, tokens, scores, lengths, finished, attention):
-            # Always one step, so an empty batch still has a step to stack.
-            return tf.logical_or(tf.equal(step, 0), tf.logical_not(tf.reduce_all(finished)))
-
-        loop_vars = (
-            tf.constant(0, tf.int32),
-            start_ids,
-            initial_state,
-            tf.fill([batch_size, max_length], pad),
-            tf.zeros([batch_size], tf.float32),
-            tf.zeros([batch_size], tf.int32),
-            tf.zeros([batch_size], tf.bool),
-            tf.TensorArray(tf.float32, size=max_length),
+        finished = search["finished"]
+        ids = self.select(step, log_probs, search)
+        token_log_probs = tf.gather(log_probs, ids, batch_dims=1)
+        ended = tf.logical_and(tf.logical_not(finished), tf.equal(ids, self.end_id))
+        done = tf.logical_or(finished, ended)
+        search = dict(
+            search,
+            tokens=write_column(search["tokens"], step, tf.where(done, pad, ids)),
+            scores=search["scores"] + tf.where(finished, 0.0, token_log_probs),
+            lengths=search["lengths"] + tf.cast(tf.logical_not(done), tf.int32),
+            finished=done,
         )
-        shape_invariants = (
-            tf.TensorShape([]),
-            tf.TensorShape([None]),
-            tf.nest.map_structure(lambda x: relaxed_shape(tf.convert_to_tensor(x)), initial_state),
-            tf.TensorShape([None, max_length]),
-            tf.TensorShape([None]),
-            tf.TensorShape([None]),
-            tf.TensorShape([None]),
-            tf.TensorShape(None),
-        )
-        steps, _, _, tokens, scores, lengths, _, attention = tf.while_loop(
-            cond,
-            body,
-            loop_vars,
-            shape_invariants=shape_invariants,
-            maximum_iterations=max_length,
-        )
+        attention = tf.where(done[:, tf.newaxis], 0.0, attention)
+        # The end token is fed back once; after that, pad.
+        return tf.where(finished, pad, ids), state, search, attention
+
+    def finalize(self, steps, search, attention):
         # (max_length, batch, Tv) -> (batch, steps, Tv); unwritten steps are dropped.
-        attention = tf.transpose(attention.stack()[:steps], [1, 0, 2])
+        attention = tf.transpose(attention[:steps], [1, 0, 2])
         return DecodeResult(
-            tokens=tokens[:, :steps], scores=scores, lengths=lengths, attention=attention
+            tokens=search["tokens"][:, :steps],
+            scores=search["scores"],
+            lengths=search["lengths"],
+            attention=attention,
         )

@@ -144,8 +144,11 @@ def plot_attention(
 
     Example:
 
-    >>> plot_attention(np.eye(2), ["I", "am"], ["je", "suis"], "/tmp/a.png")  # doctest: +SKIP
-    PosixPath('/tmp/a.png')
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> path = plot_attention(np.eye(2), ["I", "am"], ["je", "suis"], f"{folder}/a.png")
+    >>> path.name, path.read_bytes()[:4]
+    ('a.png', b'\\x89PNG')
     """
     weights = _check_alignment(weights, source_tokens, target_tokens)
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):

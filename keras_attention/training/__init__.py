@@ -1,32 +1,20 @@
 """Training runs: config, run directory and state, masked loss and accuracy, `train`.
 
-Names are imported lazily, so reading a `TrainConfig` does not load TensorFlow.
+Names are imported lazily (through `lazy_loader`), so reading a `TrainConfig`
+does not load TensorFlow.
 """
 
-from __future__ import annotations
+import lazy_loader
 
-import importlib
-from typing import Any
-
-_EXPORTS = {
-    "TrainConfig": "keras_attention.training.train_config",
-    "RunDirectory": "keras_attention.training.run_directory",
-    "MaskedSparseCategoricalCrossentropy": "keras_attention.training.masked_loss",
-    "MaskedAccuracy": "keras_attention.training.masked_accuracy",
-    "train": "keras_attention.training.trainer",
-    "InterruptOnSignal": "keras_attention.training.interrupt_on_signal",
-    "TrainingInterrupted": "keras_attention.training.interrupt_on_signal",
-    "run_status": "keras_attention.training.run_state",
-    "load_translator": "keras_attention.training.trainer",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'keras_attention.training' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "train_config": ["TrainConfig"],
+        "run_directory": ["RunDirectory"],
+        "masked_loss": ["MaskedSparseCategoricalCrossentropy"],
+        "masked_accuracy": ["MaskedAccuracy"],
+        "trainer": ["train", "load_translator"],
+        "interrupt_on_signal": ["InterruptOnSignal", "TrainingInterrupted"],
+        "run_state": ["run_status"],
+    },
+)

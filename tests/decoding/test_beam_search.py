@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from reference_decoders import (
+from helpers.reference_decoders import (
     END,
     PAD,
     START,
@@ -126,16 +126,8 @@ def test_exhaustive_beam_finds_the_brute_force_best(seed, alpha):
     # At most 16 running + 15 finished hypotheses over 2 content tokens.
     beam = BeamSearch(beam_width=32, length_penalty=alpha, max_length=4)
     result = beam(model.next_fn, model.initial_state(), model.start_ids())
-    steps = int(result.tokens.shape[1])
     for b in range(2):
-        tokens, ended = model.exhaustive_best(b, alpha)
-        want_tokens, want_score, want_length, want_attention = model.expected(
-            b, tokens, ended, steps
-        )
-        np.testing.assert_array_equal(result.tokens[b].numpy(), want_tokens)
-        assert int(result.lengths[b]) == want_length
-        np.testing.assert_allclose(float(result.scores[b]), want_score, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(result.attention[b].numpy(), want_attention, atol=1e-6)
+        model.assert_result_row(result, b, *model.exhaustive_best(b, alpha))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])

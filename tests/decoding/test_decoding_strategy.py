@@ -2,7 +2,7 @@ import keras
 import pytest
 import tensorflow as tf
 
-from keras_attention.decoding import BeamSearch, DecodingStrategy, GreedySearch
+from keras_attention.decoding import BeamSearch, DecodingStrategy, GreedySearch, RandomSampling
 
 
 @pytest.mark.parametrize(
@@ -16,7 +16,7 @@ from keras_attention.decoding import BeamSearch, DecodingStrategy, GreedySearch
         ({"pad_id": False}, "pad_id=False"),
     ],
 )
-@pytest.mark.parametrize("cls", [GreedySearch, BeamSearch])
+@pytest.mark.parametrize("cls", [GreedySearch, BeamSearch, RandomSampling])
 def test_shared_arguments_are_validated(cls, kwargs, match):
     with pytest.raises(ValueError, match=match):
         cls(**kwargs)
@@ -44,19 +44,10 @@ def test_base_class_is_abstract():
         DecodingStrategy()(lambda *a: a, (), tf.constant([1]))
 
 
-@pytest.mark.parametrize("module_name", ["greedy_search", "beam_search"])
-def test_docstring_examples(module_name):
-    import doctest
-    import importlib
-
-    module = importlib.import_module(f"keras_attention.decoding.{module_name}")
-    results = doctest.testmod(
-        module, extraglobs={"tf": tf, "GreedySearch": GreedySearch, "BeamSearch": BeamSearch}
-    )
-    assert results.attempted > 0 and results.failed == 0
-
-
-@pytest.mark.parametrize("strategy", [GreedySearch(max_length=3), BeamSearch(2, max_length=3)])
+@pytest.mark.parametrize(
+    "strategy",
+    [GreedySearch(max_length=3), BeamSearch(2, max_length=3), RandomSampling(max_length=3)],
+)
 @pytest.mark.parametrize("in_function", [False, True])
 def test_empty_batch(strategy, in_function):
     def next_fn(step, token_ids, state):
@@ -71,3 +62,20 @@ def test_empty_batch(strategy, in_function):
     assert result.tokens.shape == (0, 1)
     assert result.attention.shape == (0, 1, 4)
     assert result.scores.shape == (0,) and result.lengths.shape == (0,)
+
+
+def test_a_new_strategy_is_a_few_hooks():
+    """A strategy that always takes the second most probable token, on the shared loop."""
+
+    class SecondBest(GreedySearch):
+        def select(self, step, log_probs, search):
+            return tf.math.top_k(log_probs, k=2).indices[:, 1]
+
+    # Logits favour id 4, then id 2 (then the end token, 3) at every step.
+    def next_fn(step, token_ids, state):
+        logits = tf.tile(tf.constant([[0.0, 0.0, 2.0, 1.0, 3.0]]), [tf.shape(token_ids)[0], 1])
+        return logits, state, None
+
+    result = SecondBest(max_length=3)(next_fn, (), tf.constant([0, 0]))
+    assert result.tokens.numpy().tolist() == [[2, 2, 2], [2, 2, 2]]
+    assert result.lengths.numpy().tolist() == [3, 3]

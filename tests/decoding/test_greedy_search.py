@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-from reference_decoders import END, PAD, START, PrefixModel, scripted_next_fn
+from helpers.reference_decoders import END, PAD, START, PrefixModel, scripted_next_fn
 
 from keras_attention.decoding import DecodeResult, GreedySearch
 
@@ -116,13 +116,7 @@ def test_matches_numpy_greedy_on_prefix_model(seed):
     steps = max(len(tokens) + int(ended) for tokens, ended in refs)
     assert result.tokens.shape[1] == steps
     for b, (tokens, ended) in enumerate(refs):
-        want_tokens, want_score, want_length, want_attention = model.expected(
-            b, tokens, ended, steps
-        )
-        np.testing.assert_array_equal(result.tokens[b].numpy(), want_tokens)
-        assert int(result.lengths[b]) == want_length
-        np.testing.assert_allclose(float(result.scores[b]), want_score, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(result.attention[b].numpy(), want_attention, atol=1e-6)
+        model.assert_result_row(result, b, tokens, ended)
 
 
 @pytest.mark.parametrize("batch_size", [1, 64])

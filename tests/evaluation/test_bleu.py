@@ -157,12 +157,3 @@ def test_bleu_by_length_invalid_buckets(buckets, match):
 def test_bleu_by_length_mismatched_sources():
     with pytest.raises(ValueError, match="Received: 1 sources, 2 hypotheses and 2 reference lists"):
         bleu_by_length(["a"], ["a", "b"], [["a"], ["b"]])
-
-
-def test_docstring_examples():
-    import doctest
-
-    import keras_attention.evaluation.bleu as module
-
-    results = doctest.testmod(module)
-    assert results.attempted > 0 and results.failed == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from export_testing import write_corpus
+from helpers.export_testing import write_corpus
 
 
 @pytest.fixture(scope="session")

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.subprocesses import modules_loaded_by
 
 from export import ExportManifest, ServingSession
 from export.cli import (
@@ -110,16 +108,4 @@ def test_check_export_with_allowed_ops_file(exported, tmp_path, capsys):
 
 def test_cli_module_imports_no_tensorflow():
     # keras_attention.cli builds its parser with these functions: keep --help instant.
-    code = "import sys, export.cli; print('tensorflow' in sys.modules)"
-    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert completed.stdout.strip() == "False", completed.stderr
-
-
-def test_keras_attention_never_imports_export():
-    # Only the command line (keras_attention/cli.py) reaches export, lazily in a handler.
-    package = Path(__file__).resolve().parents[2] / "keras_attention"
-    for path in package.rglob("*.py"):
-        if path.name == "cli.py" and path.parent == package:
-            continue
-        for line in path.read_text(encoding="utf-8").splitlines():
-            assert not line.strip().startswith(("import export", "from export ")), f"{path}: {line}"
+    assert "tensorflow" not in modules_loaded_by("import export.cli")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorflow as tf
-from export_testing import SENTENCES
+from helpers.export_testing import SENTENCES
 
 from export import TranslationSignatures
 

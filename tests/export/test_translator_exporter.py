@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 import tensorflow as tf
-from export_testing import SENTENCES
+from helpers.export_testing import SENTENCES
 
 from export import ExportManifest, TranslatorExporter, read_warmup_requests
 from keras_attention.training.train_config import TrainConfig

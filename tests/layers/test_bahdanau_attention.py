@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 import pytest
-from attention_testing import assert_matches_numpy, random_inputs, to_numpy
+from helpers.attention_testing import assert_matches_numpy, random_inputs, to_numpy
 
 from keras_attention.layers import BahdanauAttention
 

@@ -1,7 +1,7 @@
 """Behaviour shared by every attention layer (owned by BaseAttention): masking, hard
 attention, dropout, Keras masks, serialization, mixed precision, XLA, gradients, errors.
 
-Each test runs over every variant of every score function (see attention_testing.VARIANTS).
+Each test runs over every variant of every score function (see helpers.attention_testing.VARIANTS).
 """
 
 import os
@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from attention_testing import (
+from helpers.attention_testing import (
     SAME_DIM_VARIANTS,
     VARIANTS,
     assert_matches_numpy,
@@ -296,6 +296,7 @@ def test_mixed_precision(variant, mixed_policy):
     np.testing.assert_allclose(to_numpy(weights), expected_weights, atol=0.03)
 
 
+@pytest.mark.tensorflow_only
 @pytest.mark.parametrize("variant", ALL)
 def test_while_loop_with_prepared_keys_under_xla(variant):
     """A decoder-style tf.while_loop compiled with XLA: keys prepared once outside the loop,
@@ -326,6 +327,7 @@ def test_while_loop_with_prepared_keys_under_xla(variant):
     np.testing.assert_allclose(to_numpy(eager[1]).sum(-1), steps, rtol=1e-5)
 
 
+@pytest.mark.tensorflow_only
 @pytest.mark.parametrize("variant", ALL)
 def test_tf_function_with_unknown_lengths(variant):
     """Traced once with unknown batch size and lengths (as in an export), then run on
@@ -350,12 +352,13 @@ def test_tf_function_with_unknown_lengths(variant):
             np.testing.assert_allclose(to_numpy(g), to_numpy(w), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.tensorflow_only
 @pytest.mark.parametrize("variant", ALL)
 def test_gradients_reach_every_weight(variant):
     dq = 4 if variant in SAME_DIM_VARIANTS else 3
     query, values, mask = random_inputs(dq=dq)
     # Weight-free scores get their learned scale so there is a weight to reach.
-    weight_free = variant in ("dot", "scaled_dot")
+    weight_free = variant in ("dot", "scaled_dot", "dot_raw")
     layer = make_layer(variant, scale=True) if weight_free else make_layer(variant)
     layer.build(query.shape, values.shape)
     rng = np.random.default_rng(5)
@@ -453,6 +456,7 @@ def test_compute_mask():
     assert layer.compute_mask(query) == (query._keras_mask, query._keras_mask)
 
 
+@pytest.mark.tensorflow_only
 def test_decode_loop_exports_and_runs_on_the_session_path(tmp_path):
     """A tf.while_loop using prepare_keys, exported with keras.export.ExportArchive, runs
     through a TF1 Session (the path TF Serving takes) with the eager results."""
@@ -502,3 +506,25 @@ def test_decode_loop_exports_and_runs_on_the_session_path(tmp_path):
         got = session.run(fetches, feeds)
     for g, want in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, to_numpy(want), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_one_fit_step_updates_every_weight(variant):
+    """On any backend: one `fit` step of a model around the layer changes every weight of
+    the layer, so gradients reach them all (the backend-neutral twin of the tape test)."""
+    dq = 4 if variant in SAME_DIM_VARIANTS else 3
+    query, values, _ = random_inputs(dq=dq)
+    weight_free = variant in ("dot", "scaled_dot", "dot_raw")
+    layer = make_layer(variant, scale=True) if weight_free else make_layer(variant)
+    query_in = keras.Input(query.shape[1:])
+    values_in = keras.Input(values.shape[1:])
+    context, weights = layer(query_in, values_in)
+    output = keras.layers.Concatenate()([context, weights])
+    model = keras.Model([query_in, values_in], output)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    before = [to_numpy(w) for w in layer.trainable_weights]
+    assert before
+    target = np.random.default_rng(3).normal(size=(2, 3, 9)).astype("float32")
+    model.fit([query, values], target, epochs=1, batch_size=2, verbose=0)
+    for old, new in zip(before, layer.trainable_weights, strict=True):
+        assert not np.array_equal(old, to_numpy(new)), new.name

@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 import pytest
-from attention_testing import (
+from helpers.attention_testing import (
     MAX_LENGTH,
     SAME_DIM_VARIANTS,
     assert_matches_numpy,

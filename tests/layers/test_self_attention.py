@@ -4,7 +4,13 @@ against the NumPy reference."""
 import keras
 import numpy as np
 import pytest
-from attention_testing import VARIANTS, make_layer, numpy_scores, randomize_weights, to_numpy
+from helpers.attention_testing import (
+    VARIANTS,
+    make_layer,
+    numpy_scores,
+    randomize_weights,
+    to_numpy,
+)
 
 SEQUENCE_VARIANTS = [name for name in VARIANTS if name != "location"] + ["location"]
 
@@ -44,7 +50,9 @@ def test_self_attention_matches_numpy(variant, causal):
     np.testing.assert_allclose(to_numpy(context), expected_context, rtol=1e-5, atol=1e-5)
     if causal:
         # Step i never looks ahead: the strict upper triangle is exactly 0.
-        assert (to_numpy(weights)[:, np.triu_indices(5, k=1)[0], np.triu_indices(5, k=1)[1]] == 0).all()
+        assert (
+            to_numpy(weights)[:, np.triu_indices(5, k=1)[0], np.triu_indices(5, k=1)[1]] == 0
+        ).all()
 
 
 def test_causal_outputs_do_not_depend_on_later_steps():

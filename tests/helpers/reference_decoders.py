@@ -163,3 +163,18 @@ class PrefixModel:
         attention = np.zeros([steps, self.tv])
         attention[: len(tokens)] = rows
         return padded, score, len(tokens), attention
+
+    def assert_result_row(self, result, sentence: int, tokens: tuple[int, ...], ended: bool):
+        """Asserts that row `sentence` of a `DecodeResult` is `tokens` (+ end if `ended`).
+
+        Tokens, length, score (the model's log-probability) and attention rows
+        are compared with this NumPy twin's.
+        """
+        steps = int(result.tokens.shape[1])
+        want_tokens, want_score, want_length, want_attention = self.expected(
+            sentence, tokens, ended, steps
+        )
+        np.testing.assert_array_equal(result.tokens[sentence].numpy(), want_tokens)
+        assert int(result.lengths[sentence]) == want_length
+        np.testing.assert_allclose(float(result.scores[sentence]), want_score, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(result.attention[sentence].numpy(), want_attention, atol=1e-6)

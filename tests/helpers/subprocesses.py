@@ -1,0 +1,28 @@
+"""Run Python code in a fresh interpreter and see which modules it loaded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository root: the working directory of the child, so it imports this checkout."""
+
+
+def modules_loaded_by(code: str, timeout: float = 300) -> set[str]:
+    """The top-level names in `sys.modules` after `code` ran in a new Python process.
+
+    Raises `AssertionError` with the child's stderr if it fails.
+    """
+    script = (
+        f"{code}\nimport json, sys\n"
+        "print(json.dumps(sorted({name.split('.')[0] for name in sys.modules})))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=timeout
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"python -c {code!r} failed:\n{result.stderr}")
+    return set(json.loads(result.stdout.strip().splitlines()[-1]))

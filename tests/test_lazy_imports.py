@@ -1,0 +1,37 @@
+"""Package-level names are imported lazily, through one helper (`lazy_loader.attach`)."""
+
+import importlib
+
+import pytest
+from helpers.subprocesses import modules_loaded_by
+
+PACKAGES = ["keras_attention", "keras_attention.training", "export"]
+
+
+@pytest.mark.parametrize("package_name", PACKAGES)
+def test_every_public_name_resolves_to_the_object_of_its_module(package_name):
+    package = importlib.import_module(package_name)
+    assert package.__all__ and package.__all__ == sorted(package.__all__)
+    assert set(package.__all__) <= set(dir(package))
+    for name in package.__all__:
+        value = getattr(package, name)
+        module = importlib.import_module(value.__module__)
+        assert value.__module__.startswith(package_name + ".")
+        assert getattr(module, name) is value
+    with pytest.raises(AttributeError, match="NoSuchName"):
+        package.NoSuchName  # noqa: B018
+
+
+def test_from_imports_work():
+    from export import TranslatorExporter
+    from keras_attention import RandomSampling, Seq2Seq
+    from keras_attention.training import TrainConfig
+
+    assert TranslatorExporter.__name__ == "TranslatorExporter"
+    assert (RandomSampling.__name__, Seq2Seq.__name__) == ("RandomSampling", "Seq2Seq")
+    assert TrainConfig.__name__ == "TrainConfig"
+
+
+def test_importing_the_packages_does_not_load_tensorflow():
+    code = "import keras_attention, keras_attention.training, export\nkeras_attention.training.TrainConfig"
+    assert "tensorflow" not in modules_loaded_by(code)
