@@ -48,6 +48,12 @@ def make_attention(score: str, units: int) -> keras.layers.Layer:
         return BahdanauAttention(units, name="attention")
     if score == "concat":
         return LuongAttention("concat", units=units, name="attention")
+    if score in ("dot", "general"):
+        # The raw inner product (the paper's score, not divided by sqrt(d)) is peaked
+        # from the start, which this task wants: the query already is the square's
+        # response. (Scaling by 1/sqrt(d) is the default for translation models,
+        # where raw scores saturate; see LuongAttention.)
+        return LuongAttention(score, scale_by_dimension=False, name="attention")
     return LuongAttention(score, scale=score == "cosine", name="attention")
 
 

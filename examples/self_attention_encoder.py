@@ -8,7 +8,7 @@ partner pairs (`k` and `k + half`), and the label is 1 when some token and its p
 both occur. A bag of embeddings cannot see pairs; self-attention learns to put each
 token's weight on its partner.
 
-    python examples/self_attention_encoder.py --epochs 6 --samples 3000
+    python examples/self_attention_encoder.py --epochs 10 --samples 3000
 """
 
 import argparse
@@ -75,7 +75,7 @@ def build_models(pairs: int, embedding_dim: int) -> tuple[keras.Model, keras.Mod
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=3000, help="training sequences")
-    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--length", type=int, default=12, help="longest sequence")
     parser.add_argument("--pairs", type=int, default=20, help="partner pairs in the vocabulary")

@@ -36,3 +36,11 @@ def test_examples_reject_bad_flags():
         load_example("cnn_feature_attention").main(["--score", "nope"])
     with pytest.raises(ValueError, match="size"):
         load_example("cnn_feature_attention").main(["--size", "7"])
+
+
+def test_self_attention_encoder_finds_partners():
+    main = load_example("self_attention_encoder").main
+    results = main(["--seed", "0"])
+    assert results["accuracy"] > 0.7  # chance: 0.5; a bag of embeddings cannot see pairs
+    assert results["partner_attention"] > 0.6  # a paired token attends to its partner
+    assert results["max_weight_on_padding"] == 0.0

@@ -284,8 +284,9 @@ def test_mixed_precision(variant, mixed_policy):
     # Large inputs (scores in the hundreds) stay finite and masked exactly.
     keys = layer.prepare_keys(8 * values)
     context, weights = layer(8 * query, 8 * values, mask=mask, keys=keys)
-    assert context.dtype == keys.dtype == layer.compute_dtype
-    assert weights.dtype == "float32"
+    dtype = keras.backend.standardize_dtype
+    assert dtype(context.dtype) == dtype(keys.dtype) == layer.compute_dtype
+    assert dtype(weights.dtype) == "float32"
     context, weights = to_numpy(context), to_numpy(weights)
     assert np.isfinite(context).all() and np.isfinite(weights).all()
     np.testing.assert_allclose(weights[:2].sum(-1), 1.0, atol=1e-5)
