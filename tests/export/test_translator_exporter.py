@@ -254,7 +254,7 @@ def test_version_directory_layout(exported):
         "assets.extra/export_manifest.json",
     ):
         assert (path / relative).is_file(), relative
-    assert sorted(p.name for p in path.parent.iterdir()) == [".export.lock", "1"]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["1"]
     umask = os.umask(0)
     os.umask(umask)
     assert (path.stat().st_mode & 0o777) == 0o777 & ~umask  # readable by a server's user
@@ -356,7 +356,7 @@ def test_export_is_atomic_increments_and_never_overwrites(exporter, exported, tm
         with pytest.raises(FileExistsError, match=f"Version {version} already exists"):
             exporter.export(base, version=version)
     assert (base / "3" / "saved_model.pb").read_bytes() == before
-    assert sorted(os.listdir(base)) == [".export.lock", "3", "4", "notes"]
+    assert sorted(os.listdir(base)) == ["3", "4", "notes"]
 
 
 def test_failed_export_leaves_no_trace(exporter, tmp_path, monkeypatch):
