@@ -71,7 +71,7 @@ class LuongAttention(BaseAttention):
     Args:
         score: One of `"dot"`, `"general"`, `"concat"`, `"scaled_dot"`,
             `"cosine"`, `"location"`. Defaults to `"scaled_dot"` (the best of
-            the measured translation models; `"general"` when `dq != dv`).
+            the measured translation models; use `"general"` when `dq != dv`).
         units: Positive integer, the hidden size of the `"concat"` score
             (defaults to the query size `dq`; not accepted by the others).
         max_length: Positive integer, the longest `Tv` of the `"location"` score
