@@ -40,8 +40,9 @@ def add_client_arguments(
         "--model-name",
         "--model_name",
         dest="model_name",
-        default="default",
-        help="Served model name (default: %(default)s).",
+        default=None,
+        help="Served model name: the server's --model_name (default: 'default', "
+        "TF Serving's own default).",
     )
     group.add_argument(
         "--signature",
@@ -130,7 +131,7 @@ def client_from_args(args: argparse.Namespace):
         beam = getattr(args, "beam", 1) or 1
         signature = BEAM_SEARCH if beam > 1 else DEFAULT_SIGNATURE
     common = dict(
-        model_name=getattr(args, "model_name", "default"),
+        model_name=getattr(args, "model_name", None) or "default",
         signature_name=signature,
         timeout=getattr(args, "timeout", 30.0),
         version=getattr(args, "model_version", None),
@@ -163,8 +164,40 @@ def remote_translations(args: argparse.Namespace, texts: Sequence[str]) -> list:
         ValueError: bad flags (e.g. no `--server`).
         ServingError: the server's error.
     """
-    with client_from_args(args) as client:
-        return client.translate(list(texts))
+    from serving.client.serving_error import ServingError
+
+    try:
+        with client_from_args(args) as client:
+            return client.translate(list(texts))
+    except ServingError as error:
+        hint = model_name_hint(error, getattr(args, "model_name", None))
+        if hint is None:
+            raise
+        raise ServingError(
+            error.code, f"{error.message}. {hint}", http_status=error.http_status
+        ) from error
+
+
+def model_name_hint(error, model_name: str | None) -> str | None:
+    """What to do about a `NOT_FOUND` for the model name, or `None` for other errors.
+
+    TF Serving's API cannot list the models a server holds, so the hint
+    names where the name comes from: the server's `--model_name` (TF
+    Serving's default is `default`, used when `--model-name` is not given)
+    or a `name:` of its `--model_config_file`.
+    """
+    # "Latest(name)" / "any versions": no version was pinned, so the name is unknown.
+    if error.code != "NOT_FOUND" or not (
+        "Latest(" in error.message or "any versions of model" in error.message
+    ):
+        return None
+    given = model_name or "default"
+    told = "" if model_name else " (TF Serving's default name; --model-name was not given)"
+    return (
+        f"The server serves no model named {given!r}{told}: pass --model-name NAME with the "
+        "name the server was started with (its --model_name, or a name: in its "
+        "--model_config_file)"
+    )
 
 
 def run_remote_translate(

@@ -151,9 +151,9 @@ def test_remote_translate_reports_server_errors(server):
     err = io.StringIO()
     args = _client_args("--server", server.address, "--model-name", "nope", "--max-retries", "0")
     assert client_cli.run_remote_translate(args, ["a"], stdout=io.StringIO(), stderr=err) == 1
-    assert err.getvalue().strip() == (
-        "error: NOT_FOUND: Servable not found for request: Latest(nope)"
-    )
+    message = err.getvalue().strip()
+    assert message.startswith("error: NOT_FOUND: Servable not found for request: Latest(nope)")
+    assert "no model named 'nope'" in message and "--model-name" in message
 
 
 def test_wiring_into_a_parser_that_has_its_own_batch_size_and_beam(server):
