@@ -1,29 +1,36 @@
-"""Load test: gRPC through the local model server vs the in-process call of the same SavedModel.
+"""Load test: batch-1 translation requests over gRPC, with and without server-side batching.
 
-For each concurrency (default 1, 4, 16) and batch size (default 1, 32):
+For each concurrency (default 1, 4, 16), `concurrency` threads, one
+`TranslationClient` each, send one sentence per request
+(`client.translate([sentence])`) as fast as they can, for `--duration`
+seconds per round, against three paths:
 
-- in-process: `concurrency` threads call the version's Session directly
-  (TF Serving's path: Graph + Session on the SignatureDef's tensor names,
-  `serving.saved_model_bundle.SavedModelBundle.run`);
-- gRPC: `concurrency` threads, one `TranslationClient` each, call
-  `client.translate(batch)` on `python -m serving` running in its own process
-  (the client also splits the padded outputs into `Translation`s).
+- `in-process`: the same threads call the version's Session directly
+  (TF Serving's path, `serving.server.saved_model_bundle.SavedModelBundle`),
+  no RPC: the baseline;
+- `gRPC`: `python -m serving` in its own process, requests run one by one
+  (concurrently, each its own Session run);
+- `gRPC + batching`: a second server process with `--enable_batching
+  --batching_parameters_file=FILE` (default: `BATCHING_PARAMETERS` below),
+  which merges concurrent requests into batched Session runs.
 
-The two paths alternate in `--repeats` short rounds per cell (a shared
-machine's load then hits both alike); it prints the medians of requests/s,
-sentences/s and p50/p99 latency, and the gRPC / in-process throughput ratio.
+The paths alternate in `--repeats` short rounds per cell (a shared machine's
+load then hits them alike); the script prints the medians of requests/s and
+p50/p99 latency, and the batched / unbatched throughput ratio.
 
-    python benchmarks/serving_load.py                       # stand-in export, built in a temp dir
+    python benchmarks/serving_load.py                       # trains a default-size model briefly
     python benchmarks/serving_load.py --export-dir /models/translator --repeats 5
 
 `--export-dir` is either a base directory (integer version subdirectories; the
-latest is used) or one version directory.
+latest is used) or one version directory. Without it, a model of the default
+size (TrainConfig's) is trained for `--train-steps` steps on the bundled
+corpus and exported into a temporary directory (`export_decode.py`'s
+`train_small_run`).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import signal
@@ -38,21 +45,26 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCES = [
-    "the cat sat on the mat",
-    "i am cold",
-    "how are you today",
-    "we will go to the beach tomorrow if it does not rain",
-    "tom is a dog",
+    "The cat sat on the mat.",
+    "I am cold.",
+    "How are you today?",
+    "We will go to the beach tomorrow if it does not rain.",
+    "Tom is my friend.",
+    "Where is the station?",
+    "She reads a book every week.",
 ]
+PATHS = ("in-process", "gRPC", "gRPC + batching")
 
-
-def _stand_in_builder():
-    """The test suite's stand-in translator export (same signature contract as the real one)."""
-    path = ROOT / "tests" / "serving" / "stand_in_translator_export.py"
-    spec = importlib.util.spec_from_file_location("stand_in_translator_export", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.build_translator_export
+# The batching server's default BatchingParameters: one batch thread (its Session run uses
+# every core through TensorFlow's intra-op pool); batches of up to 16 (the highest default
+# concurrency), each waiting at most 20 ms to fill (on this project's 2-core machine it
+# beat 5 and 50 ms); the price is up to 20 ms more latency for a lone request.
+BATCHING_PARAMETERS = """
+max_batch_size { value: 16 }
+batch_timeout_micros { value: 20000 }
+max_enqueued_batches { value: 1000 }
+num_batch_threads { value: 1 }
+"""
 
 
 def _version_dir(export_dir: Path) -> Path:
@@ -64,8 +76,14 @@ def _version_dir(export_dir: Path) -> Path:
     return max(versions, key=lambda p: int(p.name))
 
 
-def _batch(batch_size: int) -> list[str]:
-    return [SENTENCES[i % len(SENTENCES)] for i in range(batch_size)]
+def _build_export(scratch: Path, steps: int) -> Path:
+    """A default-size model trained for `steps` steps, exported as `scratch/export/1`."""
+    from export_decode import train_small_run  # the sibling benchmark script
+
+    from export import TranslatorExporter
+
+    run = train_small_run(scratch, steps, size="default")
+    return TranslatorExporter.from_run(run).export(scratch / "export").path
 
 
 def _run_threads(make_call, concurrency: int, duration: float) -> dict:
@@ -99,9 +117,9 @@ def _run_threads(make_call, concurrency: int, duration: float) -> dict:
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - began
-    flat = np.array([x for per_thread in latencies for x in per_thread])
     if errors:
         raise RuntimeError(f"{len(errors)} requests failed; first: {errors[0]!r}")
+    flat = np.array([x for per_thread in latencies for x in per_thread])
     return {
         "requests": int(flat.size),
         "requests_per_s": flat.size / elapsed,
@@ -115,24 +133,22 @@ def _median(rounds: list[dict]) -> dict:
 
 
 def _in_process(version_dir: Path, signature: str):
-    from serving.saved_model_bundle import SavedModelBundle
+    from serving.server.saved_model_bundle import SavedModelBundle
 
-    bundle = SavedModelBundle(
-        "translator", int(version_dir.name) if version_dir.name.isdigit() else 1, str(version_dir)
-    )
+    bundle = SavedModelBundle("translator", 1, str(version_dir))
     bundle.load()
     signature_def = bundle.meta_graph_def.signature_def[signature]
     input_name = signature_def.inputs["text"].name
     fetches = [info.name for _, info in sorted(signature_def.outputs.items())]
 
-    def make_call(texts: list[str]):
-        feeds = {input_name: np.array(texts, dtype=object)}
+    def make_call(index: int):
+        feeds = {input_name: np.array([SENTENCES[index % len(SENTENCES)]], dtype=object)}
         return lambda: bundle.run(feeds, fetches)
 
     return bundle, make_call
 
 
-def _start_server(base: Path, model_name: str, port: int) -> subprocess.Popen:
+def _start_server(base: Path, model_name: str, port: int, batching: Path | None):
     command = [
         sys.executable,
         "-m",
@@ -144,7 +160,9 @@ def _start_server(base: Path, model_name: str, port: int) -> subprocess.Popen:
         "--grpc_max_threads=32",
         "--log_level=WARNING",
     ]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    if batching is not None:
+        command += ["--enable_batching", f"--batching_parameters_file={batching}"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(ROOT))
     return subprocess.Popen(command, env=env)
 
 
@@ -154,15 +172,30 @@ def main(argv: list[str] | None = None) -> int:
         "--export-dir",
         type=Path,
         default=None,
-        help="Export base directory or version directory (default: build the "
-        "stand-in translator in a temporary directory).",
+        help="Export base directory or version directory (default: train and export a "
+        "default-size model in a temporary directory).",
     )
+    parser.add_argument("--train-steps", type=int, default=40)
     parser.add_argument("--model-name", default="translator")
     parser.add_argument("--signature", default="serving_default")
     parser.add_argument("--concurrency", default="1,4,16")
-    parser.add_argument("--batch-sizes", default="1,32")
     parser.add_argument(
-        "--duration", type=float, default=1.5, help="Seconds per measurement round."
+        "--batching-parameters",
+        type=Path,
+        default=None,
+        help="BatchingParameters text proto of the batching server (default: "
+        "BATCHING_PARAMETERS in this script; deploy/batching_parameters.txt is the one "
+        "for the real server).",
+    )
+    parser.add_argument(
+        "--keep-export",
+        type=Path,
+        default=None,
+        help="Without --export-dir: write the trained export here (reuse it with "
+        "--export-dir) instead of a temporary directory.",
+    )
+    parser.add_argument(
+        "--duration", type=float, default=3.0, help="Seconds per measurement round."
     )
     parser.add_argument(
         "--repeats", type=int, default=3, help="Rounds per path and cell (medians reported)."
@@ -171,89 +204,90 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-    from serving import TranslationClient
-    from serving.model_server import free_port
+    from serving.client import TranslationClient
+    from serving.server.model_server import free_port
 
     concurrencies = [int(c) for c in args.concurrency.split(",")]
-    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     with tempfile.TemporaryDirectory() as scratch:
         if args.export_dir is None:
-            version_dir = _stand_in_builder()(Path(scratch) / "stand_in", 1)
-            print(f"Built the stand-in export at {version_dir}")
+            version_dir = _build_export(args.keep_export or Path(scratch), args.train_steps)
+            print(f"Exported to {version_dir}")
         else:
             version_dir = _version_dir(args.export_dir.resolve())
         base = Path(scratch) / "base"
         base.mkdir()
         (base / "1").symlink_to(version_dir, target_is_directory=True)
+        batching = args.batching_parameters
+        if batching is None:
+            batching = Path(scratch) / "batching_parameters.txt"
+            batching.write_text(BATCHING_PARAMETERS)
 
-        bundle, make_call = _in_process(version_dir, args.signature)
-        port = free_port()
-        server = _start_server(base, args.model_name, port)
+        bundle, in_process_call = _in_process(version_dir, args.signature)
+        ports = {"gRPC": free_port(), "gRPC + batching": free_port()}
+        servers = [
+            _start_server(base, args.model_name, ports["gRPC"], None),
+            _start_server(base, args.model_name, ports["gRPC + batching"], batching),
+        ]
         results = []
         try:
-            probe = TranslationClient(f"127.0.0.1:{port}", model_name=args.model_name)
-            probe.wait_until_available(timeout=300)
-            probe.close()
-            for batch_size in batch_sizes:
-                texts = _batch(batch_size)
-                for concurrency in concurrencies:
-                    call = make_call(texts)
-                    clients = [
+            for port in ports.values():
+                with TranslationClient(f"127.0.0.1:{port}", model_name=args.model_name) as probe:
+                    probe.wait_until_available(timeout=600)
+            for concurrency in concurrencies:
+                clients = {
+                    path: [
                         TranslationClient(
                             f"127.0.0.1:{port}",
                             model_name=args.model_name,
                             signature_name=args.signature,
-                            batch_size=batch_size,
                         )
                         for _ in range(concurrency)
                     ]
-                    # Alternate the two paths in short rounds and keep the medians, so a
-                    # load change on a shared machine hits both alike.
-                    rounds = {"in_process": [], "grpc": []}
-                    for _ in range(args.repeats):
-                        rounds["in_process"].append(
-                            _run_threads(lambda _, call=call: call, concurrency, args.duration)
-                        )
-                        rounds["grpc"].append(
-                            _run_threads(
-                                lambda i, clients=clients, texts=texts: (
-                                    lambda: clients[i].translate(texts)
-                                ),
-                                concurrency,
-                                args.duration,
-                            )
-                        )
-                    for client in clients:
+                    for path, port in ports.items()
+                }
+
+                def remote(path, clients=clients):
+                    def make_call(index: int):
+                        client = clients[path][index]
+                        sentence = SENTENCES[index % len(SENTENCES)]
+                        return lambda: client.translate([sentence])
+
+                    return make_call
+
+                makers = {"in-process": in_process_call, **{p: remote(p) for p in ports}}
+                rounds: dict[str, list[dict]] = {path: [] for path in PATHS}
+                # Alternate the paths in short rounds and keep the medians, so a load
+                # change on a shared machine hits all of them alike.
+                for _ in range(args.repeats):
+                    for path in PATHS:
+                        rounds[path].append(_run_threads(makers[path], concurrency, args.duration))
+                for path_clients in clients.values():
+                    for client in path_clients:
                         client.close()
-                    local, remote = _median(rounds["in_process"]), _median(rounds["grpc"])
-                    ratio = remote["requests_per_s"] / local["requests_per_s"]
-                    results.append(
-                        {
-                            "batch": batch_size,
-                            "concurrency": concurrency,
-                            "in_process": local,
-                            "grpc": remote,
-                            "ratio": ratio,
-                        }
+                row = {"concurrency": concurrency, **{p: _median(rounds[p]) for p in PATHS}}
+                row["batching_speedup"] = (
+                    row["gRPC + batching"]["requests_per_s"] / row["gRPC"]["requests_per_s"]
+                )
+                results.append(row)
+                print(
+                    f"concurrency {concurrency:3d} | "
+                    + " | ".join(
+                        f"{path} {row[path]['requests_per_s']:7.1f} req/s "
+                        f"p50 {row[path]['p50_ms']:7.1f} p99 {row[path]['p99_ms']:7.1f} ms"
+                        for path in PATHS
                     )
-                    print(
-                        f"batch {batch_size:3d} concurrency {concurrency:3d} | in-process "
-                        f"{local['requests_per_s']:8.1f} req/s "
-                        f"({local['requests_per_s'] * batch_size:8.1f} sent/s) "
-                        f"p50 {local['p50_ms']:6.2f} p99 {local['p99_ms']:6.2f} ms | gRPC "
-                        f"{remote['requests_per_s']:8.1f} req/s "
-                        f"({remote['requests_per_s'] * batch_size:8.1f} sent/s) "
-                        f"p50 {remote['p50_ms']:6.2f} p99 {remote['p99_ms']:6.2f} ms | "
-                        f"gRPC/in-process {ratio:4.2f}",
-                        flush=True,
-                    )
+                    + f" | batching / unbatched {row['batching_speedup']:.2f}x",
+                    flush=True,
+                )
         finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=120)
+            for server in servers:
+                server.send_signal(signal.SIGTERM)
+            for server in servers:
+                server.wait(timeout=120)
             bundle.retire()
-    print("\ngRPC / in-process throughput:")
+    print("\nbatch-1 requests, gRPC with batching / without:")
     for row in results:
-        print(f"  batch {row['batch']:3d} concurrency {row['concurrency']:3d}: {row['ratio']:.2f}")
+        print(f"  concurrency {row['concurrency']:3d}: {row['batching_speedup']:.2f}x")
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

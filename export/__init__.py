@@ -25,6 +25,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "translation_signatures": ["TranslationSignatures"],
         "translator_exporter": ["ExportedVersion", "TranslatorExporter", "export_translator"],
         "version_directory": ["VersionDirectory"],
-        "warmup": ["predict_log", "read_warmup_requests", "write_warmup_requests"],
+        "warmup": ["predict_log", "write_warmup_requests"],
     },
 )

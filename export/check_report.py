@@ -23,6 +23,8 @@ class CheckReport:
             "batch_size", "seconds"}`.
         manifest: the export manifest as a dict, if there is one.
         loaded: whether the Session load succeeded.
+        native: with `--native`, the C API run: `{"requests", "seconds",
+            "max_float_difference"}` (`None` if not run or if it failed).
     """
 
     path: str
@@ -34,6 +36,7 @@ class CheckReport:
     warmup: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     manifest: dict[str, Any] | None = None
     loaded: bool = False
+    native: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -86,6 +89,13 @@ class CheckReport:
                     f"  {entry['signature']:<18} batch {entry['batch_size']:>4}: "
                     f"{entry['seconds'] * 1000:.1f} ms"
                 )
+        if self.native:
+            lines.append(
+                f"TensorFlow's C API (TF_LoadSessionFromSavedModel, no Python TensorFlow): "
+                f"{self.native['requests']} warmup requests gave the Session path's outputs "
+                f"(largest float difference {self.native['max_float_difference']:.1e}; "
+                f"{self.native['seconds']:.1f} s)"
+            )
         for warning in self.warnings:
             lines.append(f"WARNING: {warning}")
         for error in self.errors:

@@ -91,13 +91,14 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-check",
         dest="check",
         action="store_false",
-        help="skip running check-export on the new version",
+        help="skip running check-export (with --native) on the new version",
     )
 
 
 def run_export(args: argparse.Namespace) -> int:
     """Exports; prints the new version's path. Returns 0, or 2 on an error."""
     from export.export_checker import ExportChecker
+    from export.native_check import NativeCheckError, native_libraries
     from export.translator_exporter import export_translator
 
     try:
@@ -118,7 +119,14 @@ def run_export(args: argparse.Namespace) -> int:
     signatures = ", ".join(exported.manifest.signatures)
     print(f"Signatures: {signatures}")
     if getattr(args, "check", True):
-        report = ExportChecker().check(exported.path)
+        # The C API check is part of the default check where the wheel ships the C API.
+        try:
+            native_libraries()
+            native = True
+        except NativeCheckError as error:
+            print(f"check-export: skipping the C API run: {error}", file=sys.stderr)
+            native = False
+        report = ExportChecker(native=native).check(exported.path)
         if not report.ok:
             print(report.format(), file=sys.stderr)
             print(
@@ -126,9 +134,14 @@ def run_export(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXPORT_ERROR
+        on_c_api = (
+            ", the same outputs on TensorFlow's C API (TF_LoadSessionFromSavedModel)"
+            if report.native
+            else ""
+        )
         print(
             f"check-export: OK ({len(report.ops)} op types allowed, "
-            f"{len(report.warmup)} warmup requests replayed)"
+            f"{len(report.warmup)} warmup requests replayed{on_c_api})"
         )
     return 0
 
@@ -151,6 +164,13 @@ def add_check_export_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="do not replay the warmup requests",
     )
+    parser.add_argument(
+        "--native",
+        action="store_true",
+        help="also load the version with TensorFlow's C API (TF_LoadSessionFromSavedModel, "
+        "the C++ loader TF Serving uses) in a process without Python TensorFlow, and check "
+        "that every warmup request gives the same outputs there",
+    )
 
 
 def run_check_export(args: argparse.Namespace) -> int:
@@ -163,7 +183,16 @@ def run_check_export(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as error:
         print(f"keras-attention check-export: error: {error}", file=sys.stderr)
         return EXPORT_ERROR
-    report = ExportChecker(allowed_ops=allowed, replay_warmup=args.replay_warmup).check(args.path)
+    if args.native and not args.replay_warmup:
+        print(
+            "keras-attention check-export: error: --native needs the warmup requests "
+            "(drop --no-warmup)",
+            file=sys.stderr,
+        )
+        return EXPORT_ERROR
+    report = ExportChecker(
+        allowed_ops=allowed, replay_warmup=args.replay_warmup, native=args.native
+    ).check(args.path)
     print(report.format())
     if not report.ok:
         print(

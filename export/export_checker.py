@@ -15,6 +15,7 @@ from tensorflow.core.framework import types_pb2
 from export.allowed_ops import AllowedOps
 from export.check_report import CheckReport
 from export.export_manifest import ExportManifest, file_sha256
+from export.native_check import NativeCheckError, compare_outputs, run_native
 from export.saved_model_proto import (
     SAVED_MODEL_PB,
     describe_signatures,
@@ -33,7 +34,7 @@ from export.translation_signatures import (
     TRANSLATION_KEY,
     TRANSLATION_OUTPUTS,
 )
-from export.warmup import read_warmup_requests
+from serving.server.saved_model import read_warmup_requests
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +73,12 @@ class ExportChecker:
     5. The warmup requests (`assets.extra/tf_serving_warmup_requests`) are
        replayed through the SignatureDefs' tensor names; each must return
        outputs of the signature's dtypes with one row per input.
+    6. With `native=True`: the version is loaded again by TensorFlow's C API
+       (`TF_LoadSessionFromSavedModel`, the C++ loader TF Serving calls) in a
+       process that never imports Python TensorFlow (`export.native_check`),
+       every warmup request is run through `TF_SessionRun`, and the outputs
+       must equal step 5's (strings and integers exactly, floats within
+       1e-5 relative).
 
     Problems are collected, not raised: the returned `CheckReport` lists
     errors (the check fails) and warnings.
@@ -79,6 +86,8 @@ class ExportChecker:
     Args:
         allowed_ops: the op set to accept (default: `AllowedOps.from_registry()`).
         replay_warmup: bool, whether to replay the warmup requests.
+        native: bool, whether to also run them on TensorFlow's C API (step 6;
+            needs `replay_warmup`).
 
     Example:
 
@@ -89,9 +98,17 @@ class ExportChecker:
     ```
     """
 
-    def __init__(self, allowed_ops: AllowedOps | None = None, replay_warmup: bool = True):
+    def __init__(
+        self,
+        allowed_ops: AllowedOps | None = None,
+        replay_warmup: bool = True,
+        native: bool = False,
+    ):
+        if native and not replay_warmup:
+            raise ValueError("native=True runs the warmup requests; it needs replay_warmup=True")
         self.allowed_ops = allowed_ops
         self.replay_warmup = replay_warmup
+        self.native = native
 
     def check(self, path: str | os.PathLike) -> CheckReport:
         path = Path(path)
@@ -123,7 +140,9 @@ class ExportChecker:
         report.loaded = True
         with session:
             if self.replay_warmup:
-                self._replay_warmup(path, session, report, manifest)
+                replayed = self._replay_warmup(path, session, report, manifest)
+                if self.native and replayed:
+                    self._check_native(path, session, replayed, report)
         return report
 
     # ------------------------------------------------------------------ steps
@@ -230,12 +249,14 @@ class ExportChecker:
         session: ServingSession,
         report: CheckReport,
         manifest: ExportManifest | None,
-    ) -> None:
+    ) -> list[tuple[str, dict, dict]]:
+        """Replays the warmup requests; returns `(signature, inputs, outputs)` of each that ran."""
+        replayed: list[tuple[str, dict, dict]] = []
         try:
             logs = read_warmup_requests(path)
         except Exception as error:  # noqa: BLE001 - a corrupt file is the finding
             report.errors.append(f"Unreadable warmup file: {type(error).__name__}: {error}")
-            return
+            return replayed
         if not logs:
             message = "No assets.extra/tf_serving_warmup_requests: the first requests will be slow"
             if manifest is not None and manifest.warmup_records:
@@ -244,7 +265,7 @@ class ExportChecker:
                 )
             else:
                 report.warnings.append(message)
-            return
+            return replayed
         covered = set()
         for index, log in enumerate(logs):
             if log.WhichOneof("log_type") != "predict_log":
@@ -272,6 +293,7 @@ class ExportChecker:
                 )
                 continue
             report.warmup.append({"signature": name, "batch_size": batch_size, "seconds": seconds})
+            replayed.append((name, inputs, outputs))
             for alias, value in outputs.items():
                 problem = _output_problem(signature["outputs"][alias], value, batch_size)
                 if problem:
@@ -280,6 +302,37 @@ class ExportChecker:
                     )
         for name in sorted(set(report.signatures) - covered):
             report.warnings.append(f"No warmup request for signature {name!r}")
+        return replayed
+
+    def _check_native(
+        self,
+        path: Path,
+        session: ServingSession,
+        replayed: list[tuple[str, dict, dict]],
+        report: CheckReport,
+    ) -> None:
+        requests = []
+        for name, inputs, outputs in replayed:
+            signature = session.signature_defs[name]
+            feeds = {signature.inputs[key].name: value for key, value in inputs.items()}
+            requests.append((feeds, [signature.outputs[key].name for key in outputs]))
+        started = time.perf_counter()
+        try:
+            answers = run_native(path, requests)
+        except NativeCheckError as error:
+            report.errors.append(f"TensorFlow's C API (TF_LoadSessionFromSavedModel): {error}")
+            return
+        largest = 0.0
+        for index, ((name, _, outputs), answer) in enumerate(zip(replayed, answers, strict=True)):
+            problems, difference = compare_outputs(outputs, dict(zip(outputs, answer, strict=True)))
+            largest = max(largest, difference)
+            for problem in problems:
+                report.errors.append(f"Warmup request {index} ({name}) on the C API: {problem}")
+        report.native = {
+            "requests": len(requests),
+            "seconds": time.perf_counter() - started,
+            "max_float_difference": largest,
+        }
 
 
 def _output_problem(spec: dict, value: np.ndarray, batch_size: int) -> str | None:

@@ -2,30 +2,28 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import tensorflow as tf
 
-SERVE_TAG = "serve"
+from serving.server.saved_model import load_op_libraries, load_session
 
 
 def load_serving_op_libraries() -> None:
     """Registers tf-text's ops, as the model server links them; call before loading."""
-    import tensorflow_text  # noqa: F401
+    load_op_libraries()
 
 
 class ServingSession:
     """A SavedModel loaded into a TF1 `Session`, as `tensorflow_model_server` does.
 
-    1. `tensorflow_text` is imported (the server links tf-text's op library).
-    2. A fresh `tf.Graph` and `tf.compat.v1.Session`;
-       `tf.compat.v1.saved_model.loader.load(session, ["serve"], path)`
-       imports the MetaGraph, restores the variables and runs the init op
-       (lookup tables). No Python function of the exporting library is used.
+    1. `serving.server.saved_model.load_session`, the local server's loader:
+       tf-text's ops registered, a fresh `tf.Graph` and
+       `tf.compat.v1.Session`, `tf.compat.v1.saved_model.loader.load(session,
+       ["serve"], path)` (MetaGraph, variables, init op for the lookup
+       tables). No Python function of the exporting library is used.
     3. `run(signature, inputs)` feeds and fetches the SignatureDef's tensor
        names with `Session.run` (one cached callable per signature).
 
@@ -43,26 +41,8 @@ class ServingSession:
     """
 
     def __init__(self, path: str | os.PathLike, session_config: Any | None = None):
-        load_serving_op_libraries()
         self.path = str(path)
-        self.graph = tf.Graph()
-        self.session = tf.compat.v1.Session(graph=self.graph, config=session_config)
-        # The TF1 loader logs a deprecation warning on every first use; it is the
-        # point here (the model server's path), so keep it quiet.
-        tf_logger = logging.getLogger("tensorflow")
-        level = tf_logger.level
-        tf_logger.setLevel(logging.ERROR)
-        try:
-            with self.graph.as_default():
-                self.meta_graph_def = tf.compat.v1.saved_model.loader.load(
-                    self.session, [SERVE_TAG], self.path
-                )
-            self.graph.finalize()
-        except BaseException:
-            self.session.close()
-            raise
-        finally:
-            tf_logger.setLevel(level)
+        self.graph, self.session, self.meta_graph_def = load_session(self.path, session_config)
         self._callables: dict[str, tuple[list[str], list[str], Any]] = {}
 
     def __enter__(self) -> ServingSession:

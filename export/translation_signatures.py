@@ -8,37 +8,20 @@ from typing import Any
 import tensorflow as tf
 
 from keras_attention.translator import Translator
+from serving.client.translation_contract import (
+    BEAM_SEARCH,
+    DEFAULT_SIGNATURE,
+    SCORE_OUTPUTS,
+    SCORE_TRANSLATION,
+    TEXT_INPUT,
+    TRANSLATION_INPUT,
+    TRANSLATION_OUTPUTS,
+)
 
-INPUT_KEY = "text"
-"""The input alias of every signature: a `[batch]` DT_STRING tensor of raw sentences."""
-
-TRANSLATION_KEY = "translation"
-"""The second input of `score_translation`: the `[batch]` translations to score."""
-
-SERVING_DEFAULT = "serving_default"
-BEAM_SEARCH = "beam_search"
-SCORE_TRANSLATION = "score_translation"
-
-# Output alias -> (DataType name, shape with -1 for a dynamic dimension).
-TRANSLATION_OUTPUTS: dict[str, tuple[str, list[int]]] = {
-    "translation": ("DT_STRING", [-1]),
-    "score": ("DT_FLOAT", [-1]),
-    "length": ("DT_INT32", [-1]),
-    "tokens": ("DT_STRING", [-1, -1]),
-    "source_tokens": ("DT_STRING", [-1, -1]),
-    "attention": ("DT_FLOAT", [-1, -1, -1]),
-}
-"""The outputs of `serving_default` and `beam_search`."""
-
-SCORE_OUTPUTS: dict[str, tuple[str, list[int]]] = {
-    "score": ("DT_FLOAT", [-1]),
-    "length": ("DT_INT32", [-1]),
-    "tokens": ("DT_STRING", [-1, -1]),
-    "token_scores": ("DT_FLOAT", [-1, -1]),
-    "source_tokens": ("DT_STRING", [-1, -1]),
-    "attention": ("DT_FLOAT", [-1, -1, -1]),
-}
-"""The outputs of `score_translation`."""
+# The contract lives with the client, which parses what these signatures return.
+INPUT_KEY = TEXT_INPUT
+TRANSLATION_KEY = TRANSLATION_INPUT
+SERVING_DEFAULT = DEFAULT_SIGNATURE
 
 _TEXT_SPEC = tf.TensorSpec([None], tf.string, name=INPUT_KEY)
 _TRANSLATION_SPEC = tf.TensorSpec([None], tf.string, name=TRANSLATION_KEY)

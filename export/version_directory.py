@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,7 +19,12 @@ STAGING_PREFIX = ".tmp-export-"
 """Prefix of the staging directories: not an integer, so TF Serving ignores them."""
 
 LOCK_FILE = ".export.lock"
-"""The lock file that serializes exporters writing into the same base directory."""
+"""The lock file that serializes exporters writing into the same base directory.
+
+It exists only while an exporter commits a version; the holder removes it."""
+
+STALE_STAGING_SECONDS = 3600.0
+"""Age after which an unlocked staging directory counts as left by a dead export."""
 
 _VERSION_NAME = re.compile(r"^[0-9]+$")
 
@@ -39,6 +45,11 @@ class VersionDirectory:
        directory to `BASE/<version>` — one atomic step on a POSIX file
        system, so a poller sees either nothing or the finished version.
     3. If anything fails, the staging directory is removed.
+
+    An exporter holds an `flock` on its staging directory while it writes,
+    and the lock file is removed after each commit. A staging directory left
+    by an export that was killed (older than `STALE_STAGING_SECONDS` and not
+    locked) is removed by the next `staging()`.
 
     A version number counts as taken when any integer-named directory has
     that value (`007` and `7` are the same version for TF Serving).
@@ -100,14 +111,53 @@ class VersionDirectory:
 
     @contextlib.contextmanager
     def staging(self) -> Iterator[Path]:
-        """Yields a fresh staging directory inside the base; removes it unless committed."""
+        """Yields a fresh staging directory inside the base; removes it unless committed.
+
+        The directory is `flock`ed for as long as the caller writes to it, so
+        `remove_stale_staging` (run here first) never takes a live one.
+        """
         self.base.mkdir(parents=True, exist_ok=True)
+        self.remove_stale_staging()
         staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=self.base))
+        fd = os.open(staging, os.O_RDONLY)
         try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             yield staging
         finally:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
+            os.close(fd)
+
+    def remove_stale_staging(self, max_age_seconds: float = STALE_STAGING_SECONDS) -> list[Path]:
+        """Removes `.tmp-export-*` directories older than `max_age_seconds` and not locked.
+
+        Such directories are left by an export that was killed before it
+        could clean up. Returns the directories removed.
+        """
+        if not self.base.is_dir():
+            return []
+        removed = []
+        now = time.time()
+        for entry in self.base.iterdir():
+            if not entry.name.startswith(STAGING_PREFIX) or entry.is_symlink():
+                continue
+            try:
+                if not entry.is_dir() or now - entry.stat().st_mtime < max_age_seconds:
+                    continue
+                fd = os.open(entry, os.O_RDONLY)
+            except OSError:
+                continue  # gone meanwhile
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # an export is writing to it
+            else:
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+                logger.info("Removed stale staging directory %s", entry)
+            finally:
+                os.close(fd)
+        return removed
 
     def commit(
         self,
@@ -152,13 +202,31 @@ class VersionDirectory:
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
+        """Holds the exclusive lock on `BASE/.export.lock`, and removes the file after.
+
+        A waiter that wakes up holding a file its previous holder has
+        already removed (or replaced) tries again with the current one, so
+        removing the file never lets two exporters in at once.
+        """
         self.base.mkdir(parents=True, exist_ok=True)
-        with open(self.base / LOCK_FILE, "a") as lock:
+        path = self.base / LOCK_FILE
+        while True:
+            lock = open(path, "a")  # noqa: SIM115 - held across the yield below
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+                current = os.stat(path).st_ino == os.fstat(lock.fileno()).st_ino
+            except FileNotFoundError:
+                current = False
+            if current:
+                break
+            lock.close()
+        try:
+            yield
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            lock.close()
 
 
 def check_version(version: int) -> int:

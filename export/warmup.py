@@ -15,11 +15,11 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
-WARMUP_FILE = Path("assets.extra") / "tf_serving_warmup_requests"
-"""Where TF Serving looks for warmup requests, relative to the version directory."""
+# The constants are the local server's, as is the one warmup reader
+# (`serving.server.saved_model.read_warmup_requests`).
+from serving.server.saved_model import MAX_WARMUP_RECORDS, WARMUP_FILE
 
-MAX_WARMUP_RECORDS = 1000
-"""TF Serving refuses to load a version whose warmup file holds more records."""
+__all__ = ["MAX_WARMUP_RECORDS", "WARMUP_FILE", "predict_log", "write_warmup_requests"]
 
 
 def predict_log(
@@ -69,28 +69,3 @@ def write_warmup_requests(
         for log in logs:
             writer.write(log.SerializeToString())
     return path
-
-
-def read_warmup_requests(version_dir: str | os.PathLike) -> list[prediction_log_pb2.PredictionLog]:
-    """The `PredictionLog` records of a version's warmup file (`[]` if there is none).
-
-    Raises:
-        ValueError: more than `MAX_WARMUP_RECORDS` records (TF Serving refuses
-            such a version), or a non-empty file without a record.
-        tf.errors.DataLossError: a corrupt record.
-        google.protobuf.message.DecodeError: a record is not a `PredictionLog`.
-    """
-    path = Path(version_dir) / WARMUP_FILE
-    if not path.is_file():
-        return []
-    logs = []
-    for record in tf.data.TFRecordDataset(str(path)).as_numpy_iterator():
-        if len(logs) == MAX_WARMUP_RECORDS:
-            raise ValueError(
-                f"{str(path)!r} holds more than {MAX_WARMUP_RECORDS} warmup records, "
-                "which TF Serving refuses"
-            )
-        logs.append(prediction_log_pb2.PredictionLog.FromString(record))
-    if not logs and path.stat().st_size:
-        raise ValueError(f"{str(path)!r} is not a TFRecord file of PredictionLogs")
-    return logs

@@ -14,15 +14,21 @@ import logging
 import sys
 import typing
 
+from keras_attention import tensorflow_logging
 from keras_attention.training import distribution
-from keras_attention.training.train_config import TrainConfig
+from keras_attention.training.train_config import CHOICES, TrainConfig
+
+VERBOSE_HELP = (
+    "log progress details and keep TensorFlow's own logs and warnings "
+    "(also: KERAS_ATTENTION_VERBOSE=1)"
+)
 
 TRAIN_HELP = {
     "data": "parallel corpus, source<TAB>target lines, plain or .gz (default: the bundled fra-eng corpus)",
     "out": "run directory (config, vocabularies, model, logs, metrics); re-run to resume",
-    "attention": "luong | bahdanau | none (the plain encoder-decoder baseline)",
-    "score": "Luong score: dot | general | concat | scaled_dot | cosine | location",
-    "cell": "gru | lstm",
+    "attention": "attention mechanism; none = the plain encoder-decoder baseline",
+    "score": "Luong score function (dot, scaled_dot and cosine need decoder units = 2 x encoder units)",
+    "cell": "RNN cell",
     "embedding_dim": "embedding size (source and target)",
     "encoder_units": "encoder RNN units per direction",
     "decoder_units": "decoder RNN units",
@@ -42,8 +48,8 @@ TRAIN_HELP = {
     "steps_per_epoch": "batches per epoch ('none' = one pass over the training split)",
     "learning_rate": "Adam learning rate",
     "global_clipnorm": "clip the global gradient norm",
-    "precision": "float32 | mixed_bfloat16 | mixed_float16",
-    "max_pairs": "use at most this many sentence pairs of the corpus",
+    "precision": "dtype policy (mixed_bfloat16 is about 2x float32 on CPUs with AVX512_BF16)",
+    "max_pairs": "use at most this many sentence pairs of the corpus ('none' = all)",
     "validation_fraction": "share of source sentences held out for validation",
     "test_fraction": "share of source sentences held out for the test split",
     "seed": "random seed (shuffle, split, initialization)",
@@ -55,7 +61,7 @@ TRAIN_HELP = {
 def add_search_arguments(parser: argparse.ArgumentParser, beam_width: int, beam_help: str) -> None:
     """`--beam-width N` (alias `--beam`), `--length-penalty A`, `--batch-size N`."""
     # One spelling across commands (the Python API's `beam_width`, as in
-    # export), the short one kept as an alias. `dest="beam"`: serving.cli reads it.
+    # export), the short one kept as an alias. `dest="beam"`: serving.client.cli reads it.
     parser.add_argument(
         "--beam-width",
         "--beam",
@@ -82,21 +88,40 @@ def _optional(parse):
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per `TrainConfig` field, e.g. `--batch-size`, `--no-tie-embeddings`."""
+    """One flag per `TrainConfig` field, e.g. `--batch-size`, `--no-tie-embeddings`.
+
+    Each help line names the default once (a help text that already says
+    "default" keeps its own wording); fields with a fixed set of values list
+    them as argparse choices.
+    """
     hints = typing.get_type_hints(TrainConfig)
     for field in dataclasses.fields(TrainConfig):
         flag = "--" + field.name.replace("_", "-")
         hint = hints[field.name]
-        help_text = f"{TRAIN_HELP[field.name]} (default: {field.default})"
+        help_text = TRAIN_HELP[field.name]
+        if "default" not in help_text:
+            default = "none" if field.default is None else field.default
+            if hint is bool:
+                default = "on" if field.default else "off"
+            help_text += f" (default: {default})"
+        help_text = help_text.replace("%", "%%")
         if hint is bool:
-            parser.add_argument(
-                flag, action=argparse.BooleanOptionalAction, default=field.default, help=help_text
-            )
+            parser.add_argument(flag, action=_BooleanFlag, default=field.default, help=help_text)
             continue
         args = typing.get_args(hint)
         base = next((a for a in args if a is not type(None)), hint)
         parse = _optional(base) if type(None) in args else base
-        parser.add_argument(flag, type=parse, default=field.default, help=help_text)
+        parser.add_argument(
+            flag, type=parse, default=field.default, choices=CHOICES.get(field.name), help=help_text
+        )
+
+
+class _BooleanFlag(argparse.BooleanOptionalAction):
+    """`--flag` / `--no-flag`, without argparse adding a second "(default: ...)"."""
+
+    def __init__(self, *args, help=None, **kwargs):  # noqa: A002 - argparse's keyword
+        super().__init__(*args, **kwargs)
+        self.help = help
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
@@ -107,9 +132,24 @@ def run_train(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     # The strategy first: it must exist before any other TensorFlow op.
     strategy = distribution.distribution_from_args(args)
+    from keras_attention.training.interrupt_on_signal import TrainingInterrupted
     from keras_attention.training.trainer import train
 
-    summary = train(config, distribute=strategy)
+    try:
+        summary = train(config, distribute=strategy)
+    except TrainingInterrupted as interrupted:
+        if sys.stdout.isatty():
+            print(file=sys.stdout)  # end Keras' progress bar line
+        when = (
+            f"after epoch {interrupted.epochs_done}"
+            if interrupted.epochs_done
+            else "before the first epoch ended"
+        )
+        print(
+            f"keras-attention train: interrupted {when}; run the same command to resume",
+            file=sys.stderr,
+        )
+        return interrupted.exit_code
     best = summary["best_val_loss"]
     print(
         f"Trained {summary['epochs_run']} epochs in {summary['seconds']:.0f} s; "
@@ -118,9 +158,38 @@ def run_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_status(args: argparse.Namespace) -> int:
+    from keras_attention.training import run_state
+
+    status = run_state.run_status(args.run_dir)
+    if args.json:
+        print(json.dumps(status, indent=2, sort_keys=True))
+    else:
+        print(run_state.format_status(status))
+    return 0
+
+
+def warn_if_partial(run_dir: str, command: str) -> None:
+    """Says on stderr when RUN_DIR's training has not completed (the model is partial)."""
+    from keras_attention.training import run_state
+
+    status = run_state.run_status(run_dir)
+    if status["state"] != run_state.COMPLETED:
+        resume = (
+            " (run the same train command to finish it)" if status["state"] != "training" else ""
+        )
+        print(
+            f"keras-attention {command}: warning: {run_dir} is {status['state']} after epoch "
+            f"{status['epochs_done']} of {status['epochs_planned']}; using the partial "
+            f"model{resume}",
+            file=sys.stderr,
+        )
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     from keras_attention.evaluation.run_evaluation import evaluate_run
 
+    warn_if_partial(args.run_dir, "evaluate")
     evaluation = evaluate_run(
         args.run_dir,
         beam_width=args.beam,
@@ -156,12 +225,18 @@ def read_texts(args: argparse.Namespace) -> list[str]:
     if args.file:
         with open(args.file, encoding="utf-8") as f:
             return [line.rstrip("\n") for line in f]
+    if sys.stdin.isatty():
+        print(
+            "keras-attention translate: reading sentences from stdin, one per line "
+            "(end with Ctrl-D; or pass TEXT arguments or --file)",
+            file=sys.stderr,
+        )
     return [line.rstrip("\n") for line in sys.stdin]
 
 
 def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list[dict]:
     """Translations from a TF Serving endpoint, as dicts like `translate_all`'s."""
-    from serving.cli import remote_translations
+    from serving.client.cli import remote_translations
 
     return [
         {
@@ -207,7 +282,7 @@ def run_translate(args: argparse.Namespace) -> int:
     sampling = sampling_options(args)
     texts = read_texts(args)
     if args.server:
-        from serving.serving_error import ServingError
+        from serving.client.serving_error import ServingError
 
         try:
             results = translate_remotely(args, texts)
@@ -217,6 +292,7 @@ def run_translate(args: argparse.Namespace) -> int:
     else:
         from keras_attention.training.trainer import load_translator
 
+        warn_if_partial(args.run_dir, "translate")
         results = load_translator(args.run_dir).translate_all(
             texts,
             beam_width=args.beam,
@@ -240,6 +316,17 @@ def run_translate(args: argparse.Namespace) -> int:
     return 0
 
 
+def decoding_name(args: argparse.Namespace) -> str:
+    """Which decoding `translate` used, for plot titles."""
+    if args.server:
+        return f"{args.signature_name or ('beam_search' if args.beam > 1 else 'serving_default')} signature"
+    if getattr(args, "sample", False):
+        temperature = 1.0 if args.temperature is None else args.temperature
+        top_k = f", top-k {args.top_k}" if args.top_k is not None else ""
+        return f"random sampling, temperature {temperature:g}{top_k}"
+    return f"beam search, width {args.beam}" if args.beam > 1 else "greedy decoding"
+
+
 def show_attention(args: argparse.Namespace, index: int, result: dict) -> None:
     from keras_attention.plotting import format_alignment, plot_attention
 
@@ -254,6 +341,7 @@ def show_attention(args: argparse.Namespace, index: int, result: dict) -> None:
             result["tokens"],
             path,
             title=result["translation"],
+            decoding=decoding_name(args),
         )
         print(f"  attention heatmap: {path}", file=sys.stderr)
     else:
@@ -272,7 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
     # Both modules import only the standard library at module level; the
     # heavy work is imported inside their handlers.
     from export import cli as export_cli
-    from serving import cli as serving_cli
+    from serving.client import cli as client_cli
+    from serving.server import cli as server_cli
 
     parser = argparse.ArgumentParser(
         prog="keras-attention",
@@ -281,8 +370,15 @@ def build_parser() -> argparse.ArgumentParser:
             "train, evaluate, translate, plot, export for TensorFlow Serving, serve."
         ),
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
+    # Every command takes -v/--verbose too (SUPPRESS: unset, it keeps the top-level value).
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
+    )
+    commands = _Commands(
+        parser.add_subparsers(dest="command", metavar="COMMAND"), parents=[verbose]
+    )
 
     train = commands.add_parser(
         "train",
@@ -293,6 +389,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_arguments(train)
     distribution.add_distribute_arguments(train)
     train.set_defaults(handler=run_train)
+
+    status = commands.add_parser(
+        "status",
+        help="a run's state, epochs, best val_loss, evaluation and size",
+        description="Show a run directory's state (training, interrupted, completed, failed), "
+        "epochs done of planned, best validation loss, its last evaluation and whether that "
+        "is current (made of the model there now), and its size on disk.",
+    )
+    status.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
+    status.set_defaults(handler=run_status)
 
     evaluate = commands.add_parser(
         "evaluate",
@@ -351,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument(
         "--attention-dir", help="with --show-attention: save heatmap PNGs here instead"
     )
-    serving_cli.add_client_arguments(translate, include_batch_size=False)
+    client_cli.add_client_arguments(translate, include_batch_size=False)
     translate.set_defaults(handler=run_translate)
 
     export = commands.add_parser(
@@ -380,8 +487,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A local model server speaking TensorFlow Serving's gRPC and REST APIs, "
         "with tensorflow_model_server's flags and config files (python -m serving is the same).",
     )
-    serving_cli.add_serve_arguments(serve)
-    serve.set_defaults(handler=serving_cli.run_serve)
+    server_cli.add_serve_arguments(serve)
+    serve.set_defaults(handler=server_cli.run_serve)
 
     plot = commands.add_parser(
         "plot",
@@ -399,21 +506,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Commands:
+    """`add_subparsers()`'s action, adding shared `parents` to every command."""
+
+    def __init__(self, action, parents):
+        self.action = action
+        self.parents = parents
+
+    def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
+        return self.action.add_parser(name, parents=self.parents, **kwargs)
+
+
+def _needs_tensorflow(args: argparse.Namespace) -> bool:
+    if args.command == "status":
+        return False
+    return not (args.command == "translate" and args.server)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
+    verbose = args.verbose or tensorflow_logging.verbose_from_environment()
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=logging.INFO if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    tensorflow_logging.configure(verbose)
     try:
+        if _needs_tensorflow(args):
+            tensorflow_logging.import_tensorflow(verbose)
         return args.handler(args)
     except (ValueError, FileNotFoundError, distribution.DistributedTrainingError) as error:
         print(f"keras-attention {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"keras-attention {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

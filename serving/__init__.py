@@ -1,15 +1,20 @@
 """Clients and a local server for TensorFlow Serving's gRPC and REST APIs.
 
+    serving/
+      client/   what a client machine needs (grpcio, protobuf, NumPy; no TensorFlow):
+                TranslationClient, RestTranslationClient, Translation, ServingError,
+                the translation contract, the wire protos; its own distribution
+                (`pip install ./serving/client`, `keras-attention-client`).
+      server/   the local model server (`python -m serving`), with TensorFlow.
+
 `serving` never imports `keras_attention`, `export` or Keras: once a model is
-exported, only grpc, NumPy, the serving protos (and TensorFlow, to run a graph
-in the local server) are needed.
+exported, only the client (and TF Serving, or this package's server) are
+needed.
 
-- `TranslationClient` / `RestTranslationClient`: `client.translate([...])`
-  returns `Translation`s; failures raise `ServingError`.
-- `ModelServer` / `ServerOptions` (`python -m serving`): a local server with
-  TF Serving's APIs, flags, config files, status codes and version handling.
-
-Names are imported lazily, so `import serving` is cheap.
+The client's and the server's main names are importable from here (lazily, so
+`import serving` is cheap): `from serving import TranslationClient`. A machine
+with only `keras-attention-client` installed imports them from
+`serving.client`.
 """
 
 from __future__ import annotations
@@ -18,15 +23,15 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "ServingError": "serving.serving_error",
-    "Translation": "serving.translation",
-    "TranslationClient": "serving.translation_client",
-    "RestTranslationClient": "serving.rest_translation_client",
-    "ModelVersionStatus": "serving.model_version_status",
-    "ModelMetadata": "serving.model_metadata",
-    "ModelServer": "serving.model_server",
-    "ServerOptions": "serving.server_options",
-    "ServableManager": "serving.servable_manager",
+    "ServingError": "serving.client.serving_error",
+    "Translation": "serving.client.translation",
+    "TranslationClient": "serving.client.translation_client",
+    "RestTranslationClient": "serving.client.rest_translation_client",
+    "ModelVersionStatus": "serving.client.model_version_status",
+    "ModelMetadata": "serving.client.model_metadata",
+    "ModelServer": "serving.server.model_server",
+    "ServerOptions": "serving.server.server_options",
+    "ServableManager": "serving.server.servable_manager",
 }
 
 __all__ = sorted(_EXPORTS)

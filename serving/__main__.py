@@ -2,7 +2,7 @@
 
 import sys
 
-from serving.cli import main
+from serving.server.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -18,7 +18,7 @@ from serving import (
     ServingError,
     TranslationClient,
 )
-from serving.model_server import free_port
+from serving.server.model_server import free_port
 
 TEXTS = ["1 2 3", "9 8 7 6 5", "", "4 4 4 4 4 4 4", "0"]
 

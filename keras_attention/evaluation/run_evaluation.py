@@ -8,6 +8,7 @@ import os
 
 from keras_attention.data import group_references, load_corpus
 from keras_attention.evaluation.bleu import bleu_by_length, score_translations
+from keras_attention.training import run_state
 from keras_attention.training.run_directory import RunDirectory
 from keras_attention.training.trainer import load_translator
 
@@ -29,6 +30,12 @@ def evaluate_run(
     BLEU). Writes `metrics.json` section `evaluation` and the translations to
     `translations.greedy.tsv` / `translations.beam.tsv`.
 
+    The evaluation records what it was made of: `model_sha256` (the
+    model.keras scored), `epochs` and `training_state` (`completed`, or
+    `interrupted` etc. for a partial model), so `run_state` can tell when it
+    goes stale (the model changed since) and a partial model's figures are
+    never taken for the final ones.
+
     Args:
         run_dir: a trained run directory.
         beam_width: beam width of the beam-search pass (1 = greedy only).
@@ -48,12 +55,23 @@ def evaluate_run(
         grouped = grouped[:max_sentences]
     sources = [source for source, _ in grouped]
     references = [refs for _, refs in grouped]
+    fingerprint = run_state.model_fingerprint(run)
+    state = run_state.read_state(run).get("state") or (
+        run_state.COMPLETED if run.read_metrics().get("training", {}).get("completed") else None
+    )
+    if state != run_state.COMPLETED:
+        logger.info("Evaluating %s, whose training is %s: a partial model", run.path, state)
     translator = load_translator(run.path)
 
     strategies = {"greedy": 1}
     if beam_width > 1:
         strategies["beam"] = beam_width
-    evaluation: dict = {"sentences": len(sources)}
+    evaluation: dict = {
+        "sentences": len(sources),
+        "model_sha256": fingerprint,
+        "epochs": run_state.epochs_done(run),
+        "training_state": state,
+    }
     for name, width in strategies.items():
         results = translator.translate_all(
             sources,

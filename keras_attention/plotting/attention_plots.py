@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -48,12 +49,66 @@ def _save(figure: Figure, path: PathLike) -> Path:
     return path
 
 
+MAX_HEATMAP_TOKENS = 40
+"""Default cap on the rows (output tokens) and columns (source tokens) of a heatmap."""
+
+_MAX_FIGURE_INCHES = 12.0
+_MAX_TITLE_CHARACTERS = 240
+
+
+def repetition_start(tokens: Sequence[str], min_repeats: int = 3, min_span: int = 6) -> int | None:
+    """Where a degenerate output's loop begins, if its tail is one cycle repeated.
+
+    Finds the longest tail of `tokens` made of one cycle of tokens repeated
+    at least `min_repeats` times and covering at least `min_span` tokens
+    (`"le chat le chat le chat"`, a greedy loop), and returns the index just
+    after its first cycle: `tokens[:index]` keeps the text up to and
+    including one copy of the loop.
+
+    Args:
+        tokens: the output tokens.
+        min_repeats: repetitions of the cycle needed to call it a loop.
+        min_span: tokens the repeated tail must cover.
+
+    Returns:
+        The cut index, or `None` when there is no such loop.
+
+    Example:
+
+    >>> repetition_start(["a", "b", "c", "d", "c", "d", "c", "d"])
+    4
+    >>> repetition_start(["un", "deux", "trois"]) is None
+    True
+    """
+    tokens = list(tokens)
+    best: int | None = None
+    for period in range(1, len(tokens) // min_repeats + 1):
+        cycle = tokens[len(tokens) - period :]
+        repeats = 1
+        while (repeats + 1) * period <= len(tokens) and tokens[
+            len(tokens) - (repeats + 1) * period : len(tokens) - repeats * period
+        ] == cycle:
+            repeats += 1
+        if repeats >= min_repeats and repeats * period >= min_span:
+            cut = len(tokens) - repeats * period + period
+            if best is None or cut < best:
+                best = cut
+    return best
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def plot_attention(
     weights: np.ndarray,
     source_tokens: Sequence[str],
     target_tokens: Sequence[str],
     path: PathLike,
     title: str | None = None,
+    max_tokens: int | None = MAX_HEATMAP_TOKENS,
+    truncate_loops: bool = True,
+    decoding: str | None = None,
 ) -> Path:
     """Draws an attention heatmap: one row per target token, one column per source token.
 
@@ -61,20 +116,31 @@ def plot_attention(
     heatmaps are comparable; other values use their own range. An empty
     translation (zero rows) gives a figure saying so.
 
+    The figure stays readable whatever the input: a degenerate output whose
+    tail loops (`repetition_start`) is cut after the loop's first cycle,
+    rows and columns are capped at `max_tokens`, the figure at 12 x 12
+    inches, and the title is wrapped and shortened; what was cut is said in
+    the title.
+
     Args:
         weights: array of shape `(len(target_tokens), len(source_tokens))`,
             `weights[t, s]` = attention of output step `t` on source token `s`.
         source_tokens: the source tokens (x axis).
         target_tokens: the generated tokens (y axis).
         path: the file to write (parent directories are created).
-        title: optional figure title.
+        title: optional figure title (shortened past 240 characters).
+        max_tokens: the most output rows and source columns drawn (`None`:
+            no cap).
+        truncate_loops: cut a looping output after the loop's first cycle.
+        decoding: which decoding made the output, e.g. `"greedy decoding"`;
+            its own line of the title, never shortened.
 
     Returns:
         The path written, as a `pathlib.Path`.
 
     Raises:
-        ValueError: if the shape of `weights` does not match the tokens, or it
-            holds NaN or infinite values.
+        ValueError: if the shape of `weights` does not match the tokens, it
+            holds NaN or infinite values, or `max_tokens` is not positive.
 
     Example:
 
@@ -85,12 +151,25 @@ def plot_attention(
     ('a.png', b'\\x89PNG')
     """
     weights = _check_alignment(weights, source_tokens, target_tokens)
+    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+        raise ValueError(f"`max_tokens` must be a positive int or None. Received: {max_tokens!r}")
+    source_tokens, target_tokens = list(source_tokens), list(target_tokens)
+    notes = []
+    total_rows, total_cols = weights.shape
+    cut = repetition_start(target_tokens) if truncate_loops else None
+    if cut is not None:
+        notes.append(f"cut after token {cut} of {total_rows}: the rest repeats it in a loop")
+        weights, target_tokens = weights[:cut], target_tokens[:cut]
+    if max_tokens is not None and len(target_tokens) > max_tokens:
+        weights, target_tokens = weights[:max_tokens], target_tokens[:max_tokens]
+        notes.append(f"first {max_tokens} of {total_rows} output tokens")
+    if max_tokens is not None and total_cols > max_tokens:
+        weights, source_tokens = weights[:, :max_tokens], source_tokens[:max_tokens]
+        notes.append(f"first {max_tokens} of {total_cols} source tokens")
     rows, cols = weights.shape
-    figure = Figure(
-        figsize=(max(3.5, 0.45 * cols + 2.0), max(2.5, 0.4 * rows + 1.5)),
-        dpi=100,
-        layout="constrained",
-    )
+    width = min(_MAX_FIGURE_INCHES, max(3.5, 0.45 * cols + 2.0))
+    height = min(_MAX_FIGURE_INCHES, max(2.5, 0.4 * rows + 1.5))
+    figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
     axes = figure.add_subplot()
     if weights.size == 0:
         axes.text(0.5, 0.5, "(empty translation)", ha="center", va="center")
@@ -105,13 +184,25 @@ def plot_attention(
             vmin=0.0 if in_unit_range else None,
             vmax=1.0 if in_unit_range else None,
         )
-        axes.set_xticks(range(cols), labels=list(source_tokens), rotation=90)
-        axes.set_yticks(range(rows), labels=list(target_tokens))
+        font = "medium" if max(rows, cols) <= 25 else "small"
+        axes.set_xticks(range(cols), labels=source_tokens, rotation=90, fontsize=font)
+        axes.set_yticks(range(rows), labels=target_tokens, fontsize=font)
         axes.set_xlabel("source")
         axes.set_ylabel("output")
         figure.colorbar(image, ax=axes, fraction=0.05)
-    if title:
-        axes.set_title(title, fontsize="medium")
+    full_title = "\n".join(
+        part
+        for part in (
+            title and _shorten(title, _MAX_TITLE_CHARACTERS),
+            "; ".join(([decoding] if decoding else []) + notes),
+        )
+        if part
+    )
+    if full_title:
+        # About 9 characters of a medium title fit in an inch.
+        columns = max(30, int(width * 9))
+        wrapped = "\n".join(textwrap.fill(line, columns) for line in full_title.split("\n"))
+        axes.set_title(wrapped, fontsize="medium")
     return _save(figure, path)
 
 

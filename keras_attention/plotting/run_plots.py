@@ -12,6 +12,7 @@ from keras_attention.plotting.attention_plots import (
     plot_bleu_by_length,
     plot_training_curves,
 )
+from keras_attention.training import run_state
 from keras_attention.training.run_directory import RunDirectory
 from keras_attention.training.trainer import load_translator
 
@@ -27,6 +28,17 @@ def read_history(path: Path) -> dict[str, list[float]]:
     return history
 
 
+def _evaluation_label(run: RunDirectory, evaluation: dict) -> str:
+    """The run's name, flagged when its evaluation is stale or of a partial model."""
+    label = run.path.name
+    current = run_state.evaluation_is_current(run, evaluation)
+    if current is False:
+        label += " (stale evaluation)"
+    elif evaluation.get("training_state") not in (None, run_state.COMPLETED):
+        label += f" (partial: epoch {evaluation.get('epochs')})"
+    return label
+
+
 def plot_runs(
     run_dirs: list[str | os.PathLike],
     sentences: list[str] | None = None,
@@ -37,8 +49,10 @@ def plot_runs(
 
     - `attention_NN.png`: attention heatmaps of the first run for `sentences`
       (default: the first `num_test_sentences` sources of its test split).
-    - `bleu_by_length.png`: BLEU vs source length, one line per evaluated
-      run (needs `keras-attention evaluate` first), named by directory.
+    - `bleu_by_length.png` (greedy) and `bleu_by_length_beam.png` (beam
+      search): BLEU vs source length, one line per evaluated run (needs
+      `keras-attention evaluate` first), named by directory and flagged
+      "(stale evaluation)" when the model changed since it was evaluated.
     - `training_curves_<run>.png`: each run's history.csv.
     """
     runs = [RunDirectory(path) for path in run_dirs]
@@ -60,22 +74,40 @@ def plot_runs(
                 result["tokens"],
                 out_dir / f"attention_{index:02d}.png",
                 title=f"{sentences[index]} → {result['translation']}",
+                decoding="greedy decoding",
             )
         )
 
-    by_length = {}
-    for run in runs:
-        evaluation = run.read_metrics().get("evaluation", {})
-        if "greedy" in evaluation:
-            by_length[run.path.name] = evaluation["greedy"]["bleu_by_length"]
-    if by_length:
-        written.append(plot_bleu_by_length(by_length, out_dir / "bleu_by_length.png"))
+    for decoding, filename in (
+        ("greedy", "bleu_by_length.png"),
+        ("beam", "bleu_by_length_beam.png"),
+    ):
+        by_length = {}
+        widths = set()
+        for run in runs:
+            evaluation = run.read_metrics().get("evaluation", {})
+            if decoding in evaluation:
+                by_length[_evaluation_label(run, evaluation)] = evaluation[decoding][
+                    "bleu_by_length"
+                ]
+                widths.add(evaluation[decoding].get("beam_width"))
+        if by_length:
+            if decoding == "beam":
+                how = f"beam search, width {'/'.join(str(w) for w in sorted(widths, key=str))}"
+            else:
+                how = "greedy decoding"
+            title = f"BLEU by source length ({how})"
+            written.append(plot_bleu_by_length(by_length, out_dir / filename, title=title))
 
     for run in runs:
         if run.history.is_file():
             history = read_history(run.history)
             if history:
                 written.append(
-                    plot_training_curves(history, out_dir / f"training_curves_{run.path.name}.png")
+                    plot_training_curves(
+                        history,
+                        out_dir / f"training_curves_{run.path.name}.png",
+                        title=f"{run.path.name}: teacher-forced training (no decoding)",
+                    )
                 )
     return [Path(p) for p in written]

@@ -1,4 +1,4 @@
-"""Training runs: config, run directory, masked loss and accuracy, `train`.
+"""Training runs: config, run directory and state, masked loss and accuracy, `train`.
 
 Names are imported lazily (through `lazy_loader`), so reading a `TrainConfig`
 does not load TensorFlow.
@@ -15,5 +15,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "masked_accuracy": ["MaskedAccuracy"],
         "trainer": ["train", "load_translator"],
         "distribution": ["Distribution", "DistributedTrainingError", "make_distribution"],
+        "interrupt_on_signal": ["InterruptOnSignal", "TrainingInterrupted"],
+        "run_state": ["run_status"],
     },
 )

@@ -23,6 +23,7 @@ class RunDirectory:
           backup/                   resume state while training (removed at the end)
           logs/                     TensorBoard logs
           history.csv               per-epoch training and validation metrics
+          state.json                training / interrupted / completed / failed (run_state)
           metrics.json              training summary, then evaluation results
           plots/                    PNG files written by `keras-attention plot`
     """
@@ -68,6 +69,10 @@ class RunDirectory:
     @property
     def history(self) -> Path:
         return self.path / "history.csv"
+
+    @property
+    def state(self) -> Path:
+        return self.path / "state.json"
 
     @property
     def metrics(self) -> Path:

@@ -7,6 +7,18 @@ import json
 import os
 from pathlib import Path
 
+CHOICES = {
+    "attention": ("luong", "bahdanau", "none"),
+    "score": ("dot", "general", "concat", "scaled_dot", "cosine", "location"),
+    "cell": ("gru", "lstm"),
+    "precision": ("float32", "mixed_bfloat16", "mixed_float16"),
+}
+"""The allowed values of the fields that take one of a few names.
+
+Kept here, free of TensorFlow, so `--help` lists them instantly; a test checks
+them against the models' own lists (`ATTENTION_TYPES`, `SCORES`, `RNN_CELLS`).
+"""
+
 
 @dataclasses.dataclass
 class TrainConfig:
@@ -49,17 +61,10 @@ class TrainConfig:
     time_budget_minutes: float | None = 20.0
 
     def __post_init__(self):
-        from keras_attention.models.attention_decoder import ATTENTION_TYPES
-
-        if self.attention not in ATTENTION_TYPES:
-            raise ValueError(
-                f"`attention` must be one of {ATTENTION_TYPES}. Received: attention={self.attention!r}"
-            )
-        precisions = ("float32", "mixed_bfloat16", "mixed_float16")
-        if self.precision not in precisions:
-            raise ValueError(
-                f"`precision` must be one of {precisions}. Received: precision={self.precision!r}"
-            )
+        for name, choices in CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                raise ValueError(f"`{name}` must be one of {choices}. Received: {name}={value!r}")
         for name in ("batch_size", "epochs", "max_length", "max_output_length"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -79,6 +84,18 @@ class TrainConfig:
             raise ValueError(
                 f"`steps_per_epoch` must be >= 1 or None. Received: steps_per_epoch={self.steps_per_epoch}"
             )
+
+    def differences(self, other: TrainConfig, ignore: tuple[str, ...] = ("out",)) -> list[str]:
+        """The fields that differ from `other`, as `"name: mine -> other's"` lines.
+
+        `out` is ignored by default: the run directory is the run's identity,
+        however its path is spelled.
+        """
+        return [
+            f"{field.name}: {getattr(self, field.name)!r} -> {getattr(other, field.name)!r}"
+            for field in dataclasses.fields(self)
+            if field.name not in ignore and getattr(self, field.name) != getattr(other, field.name)
+        ]
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)

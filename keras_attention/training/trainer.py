@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import signal
 import time
 
 import keras
@@ -13,6 +14,8 @@ from keras_attention.data import load_corpus, make_dataset, split_corpus
 from keras_attention.models.seq2seq import Seq2Seq
 from keras_attention.text import TextVectorizer, build_vocabulary, load_vocabulary, save_vocabulary
 from keras_attention.training import distribution as dist
+from keras_attention.training import run_state
+from keras_attention.training.interrupt_on_signal import InterruptOnSignal, TrainingInterrupted
 from keras_attention.training.masked_accuracy import MaskedAccuracy
 from keras_attention.training.masked_loss import MaskedSparseCategoricalCrossentropy
 from keras_attention.training.run_directory import RunDirectory
@@ -80,27 +83,9 @@ def compile_model(model: Seq2Seq, config: TrainConfig) -> None:
     )
 
 
-def prepare_run(config: TrainConfig, write: bool = True) -> tuple[RunDirectory, object]:
-    """Creates or reopens the run directory; returns it and the corpus splits.
-
-    A new run saves its config, its validation and test splits and the
-    vocabularies built from the training split. Reopening a run (after a
-    kill) checks that the config is the same and reuses the saved
-    vocabularies, so a resumed run continues with identical token ids.
-    With `write=False` (a worker that is not the chief) nothing is written.
-    """
-    corpus = load_corpus(config.data)  # fails before anything is written
-    run = RunDirectory(config.out)
-    # Other workers compare their config with the chief's at start-up instead
-    # (the chief may be writing config.json right now).
-    if write and run.config.is_file():
-        saved = TrainConfig.load(run.path)
-        if saved != config:
-            raise ValueError(
-                f"{str(run.path)!r} holds a run with a different config; "
-                "use another --out directory or the same options. "
-                f"Saved: {saved.to_json()}"
-            )
+def read_splits(config: TrainConfig):
+    """Reads and splits the corpus; raises before anything is written if it cannot work."""
+    corpus = load_corpus(config.data)
     splits = split_corpus(
         corpus.pairs,
         validation_fraction=config.validation_fraction,
@@ -110,10 +95,28 @@ def prepare_run(config: TrainConfig, write: bool = True) -> tuple[RunDirectory, 
     )
     if not splits.train:
         raise ValueError(f"The training split of {corpus.path} is empty")
-    if not write:
-        return run, splits
+    return splits
+
+
+def claim_run(config: TrainConfig) -> RunDirectory:
+    """Opens `config.out` for this training (see `run_state.claim_run_directory`).
+
+    Saves the config, then marks the run `training` by this process.
+    """
+    run = RunDirectory(config.out)
+    done = run_state.claim_run_directory(run, config)
     run.path.mkdir(parents=True, exist_ok=True)
     config.save(run.path)
+    run_state.write_state(run, run_state.TRAINING, epochs_done=done, epochs_planned=config.epochs)
+    return run
+
+
+def write_run_files(run: RunDirectory, config: TrainConfig, splits) -> None:
+    """Writes the validation and test splits, and the vocabularies of a new run.
+
+    A resumed run keeps its saved vocabularies, so it continues with
+    identical token ids.
+    """
     run.write_pairs(run.validation_split, splits.validation)
     run.write_pairs(run.test_split, splits.test)
     if not run.source_vocabulary.is_file() or not run.target_vocabulary.is_file():
@@ -125,7 +128,6 @@ def prepare_run(config: TrainConfig, write: bool = True) -> tuple[RunDirectory, 
             build_vocabulary((t for _, t in splits.train), config.target_vocabulary_size),
             run.target_vocabulary,
         )
-    return run, splits
 
 
 def load_vectorizers(run: RunDirectory, config: TrainConfig, splits=None):
@@ -173,28 +175,91 @@ def train(
         distribute: `None` or `"none"` (one device), `"mirrored"`,
             `"multi-worker"` (cluster from `TF_CONFIG`), or a `Distribution`
             from `make_distribution` (for `cpu_replicas` or explicit worker
-            hosts). Created before any other TensorFlow op.
+            hosts). Created before any other TensorFlow op. Only the chief
+            records anything in the run directory; the other workers of a
+            multi-worker run write nothing there.
         callbacks: extra Keras callbacks, run after the trainer's own.
 
-    Returns the training summary that is also written to metrics.json (by
-    the chief; the other workers of a multi-worker run write nothing).
+    SIGINT (Ctrl-C) and SIGTERM stop training at the next batch boundary
+    (`InterruptOnSignal`): the run is left `interrupted` with the backup of
+    its last completed epoch, and `TrainingInterrupted` is raised (its
+    `epochs_done` set). Any other error leaves the run `failed` and is
+    re-raised. Either way, re-running resumes.
+
+    Returns the training summary that is also written to metrics.json:
+    `epochs_run` counts all epochs of the run, over resumes;
+    `epochs_this_session` those of this call.
+
+    Raises:
+        ValueError: bad corpus or options, or a directory that cannot take
+            this run (see `run_state.claim_run_directory`).
+        TrainingInterrupted: a signal stopped the training.
     """
     distribution = dist.as_distribution(distribute)
-    run, splits = prepare_run(config, write=distribution.is_chief)
-    completed = bool(run.read_metrics().get("training", {}).get("completed"))
+    interrupt = InterruptOnSignal()
+    run = None
+    try:
+        with interrupt:
+            # A signal before fit stops at once; the directory then holds no
+            # epoch, which never blocks a retry. Until the claim succeeds the
+            # directory is not ours, so nothing is recorded in it.
+            splits = read_splits(config)
+            if distribution.is_chief:
+                run = claim_run(config)
+                write_run_files(run, config, splits)
+            shared = run or RunDirectory(config.out)  # other workers only read it
+            done_before = run_state.epochs_done(shared)
+            summary = _fit(
+                shared, splits, config, interrupt, verbose, done_before, distribution, callbacks
+            )
+    except TrainingInterrupted as error:
+        if run is not None:
+            error.epochs_done = run_state.epochs_done(run)
+            run_state.write_state(
+                run,
+                run_state.INTERRUPTED,
+                epochs_done=error.epochs_done,
+                epochs_planned=config.epochs,
+                signal=signal.Signals(error.signum).name,
+            )
+            run_state.mark_stale_evaluation(run)
+        else:
+            error.epochs_done = 0
+        raise
+    except BaseException as error:
+        if run is not None:
+            run_state.write_state(
+                run,
+                run_state.FAILED,
+                epochs_done=run_state.epochs_done(run),
+                epochs_planned=config.epochs,
+                error=f"{type(error).__name__}: {error}",
+            )
+        raise
+    if run is None:  # not the chief
+        return summary
+    run.update_metrics(training=summary)
+    run_state.mark_stale_evaluation(run)
+    run_state.write_state(
+        run,
+        run_state.COMPLETED,
+        epochs_done=summary["epochs_run"],
+        epochs_planned=config.epochs,
+        stopped_by=summary["stopped_by"],
+    )
+    return summary
+
+
+def _fit(
+    run, splits, config, interrupt, verbose, done_before, distribution, extra_callbacks
+) -> dict:
     initial_epoch = backed_up_epoch(run.backup)
     dist.check_workers_agree(
         distribution,
         config=dist.comparable_config(config),
         data=dist.fingerprint({"pairs": splits.train}),
-        completed=completed,
         resume_epoch=initial_epoch,
     )
-    if completed:
-        raise ValueError(
-            f"{str(run.path)!r} already holds a completed training run; "
-            "evaluate it or train into another --out directory"
-        )
     source_vectorizer, target_vectorizer = load_vectorizers(
         run, config, splits=None if distribution.is_chief else splits
     )
@@ -259,21 +324,29 @@ def train(
     )
     # The chief writes the run directory; other workers a private copy.
     writes = dist.writable_run_directory(distribution, run)
-    fit_callbacks = [
-        SharedBackupAndRestore(run.backup, is_chief=distribution.is_chief, save_freq="epoch"),
+    early_stopping = keras.callbacks.EarlyStopping(
+        monitor="val_loss", patience=config.patience, restore_best_weights=True
+    )
+    callbacks = [
+        # Keeps the previous backup too, in case a signal lands mid-write.
+        SharedBackupAndRestore(
+            run.backup,
+            is_chief=distribution.is_chief,
+            save_freq="epoch",
+            double_checkpoint=True,
+        ),
         keras.callbacks.ModelCheckpoint(
             str(writes.model),
             monitor="val_loss",
             save_best_only=True,
             initial_value_threshold=best_so_far,
         ),
-        keras.callbacks.EarlyStopping(
-            monitor="val_loss", patience=config.patience, restore_best_weights=True
-        ),
+        early_stopping,
         keras.callbacks.TensorBoard(str(writes.logs)),
         keras.callbacks.CSVLogger(str(writes.history), append=True),
         budget,
-        *(callbacks or []),
+        *(extra_callbacks or []),
+        interrupt,  # last: the epoch's backup and logs are written before it stops fit
     ]
     started = time.monotonic()
     with dist.peer_failures(distribution, run):
@@ -282,7 +355,7 @@ def train(
             validation_data=validation_data,
             epochs=config.epochs,
             steps_per_epoch=steps_per_epoch,
-            callbacks=fit_callbacks,
+            callbacks=callbacks,
             shuffle=False,  # the dataset shuffles itself
             verbose=verbose,
         )
@@ -290,10 +363,18 @@ def train(
     if not writes.model.is_file():
         # The budget ran out before the first epoch ended: keep what we have.
         model.save(writes.model)
-    summary = {
+    epochs_run = history.epoch[-1] + 1 if history.epoch else done_before
+    stopped_by = None
+    if budget.exhausted:
+        stopped_by = "time budget"
+    elif early_stopping.stopped_epoch > 0:
+        stopped_by = "early stopping"
+    return {
         "completed": True,
-        "epochs_run": len(history.epoch),
+        "epochs_run": epochs_run,
+        "epochs_this_session": len(history.epoch),
         "seconds": round(seconds, 1),
+        "stopped_by": stopped_by,
         "stopped_by_time_budget": budget.exhausted,
         "parameters": model.count_params(),
         "final": {k: float(v[-1]) for k, v in history.history.items()},
@@ -301,9 +382,6 @@ def train(
         "best_val_loss": best_validation_loss(writes),
         "distribution": distribution.describe(),
     }
-    if distribution.is_chief:
-        run.update_metrics(training=summary)
-    return summary
 
 
 def load_translator(run_dir, max_output_length: int | None = None) -> Translator:

@@ -28,6 +28,7 @@ def test_export_command_with_flags(run_dir, exported, tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"Exported version 4 to {base / '4'}" in out
     assert "check-export: OK" in out
+    assert "the same outputs on TensorFlow's C API" in out
     manifest = ExportManifest.load(base / "4")
     assert manifest.decoding["beam_search"]["beam_width"] == 2
     assert manifest.decoding["beam_search"]["length_penalty"] == 1.0

@@ -11,8 +11,9 @@ import pytest
 import tensorflow as tf
 from helpers.export_testing import SENTENCES
 
-from export import ExportManifest, TranslatorExporter, read_warmup_requests
+from export import ExportManifest, TranslatorExporter
 from keras_attention.training.train_config import TrainConfig
+from serving.server.saved_model import read_warmup_requests
 
 EXACT = ("translation", "tokens", "source_tokens", "length")
 CLOSE = ("score", "attention")
@@ -254,7 +255,7 @@ def test_version_directory_layout(exported):
         "assets.extra/export_manifest.json",
     ):
         assert (path / relative).is_file(), relative
-    assert sorted(p.name for p in path.parent.iterdir()) == [".export.lock", "1"]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["1"]
     umask = os.umask(0)
     os.umask(umask)
     assert (path.stat().st_mode & 0o777) == 0o777 & ~umask  # readable by a server's user
@@ -356,7 +357,7 @@ def test_export_is_atomic_increments_and_never_overwrites(exporter, exported, tm
         with pytest.raises(FileExistsError, match=f"Version {version} already exists"):
             exporter.export(base, version=version)
     assert (base / "3" / "saved_model.pb").read_bytes() == before
-    assert sorted(os.listdir(base)) == [".export.lock", "3", "4", "notes"]
+    assert sorted(os.listdir(base)) == ["3", "4", "notes"]
 
 
 def test_failed_export_leaves_no_trace(exporter, tmp_path, monkeypatch):
@@ -427,3 +428,10 @@ def test_every_model_variant_exports_and_matches(variant, tmp_path):
             else:
                 assert_same_outputs(outputs, expected, signature)
             assert outputs["attention"].shape[2] == outputs["source_tokens"].shape[1] == 6
+            # The exported weights are the float32 softmax, also for a bfloat16 model:
+            # every row of a real output step sums to 1 (not bf16-rounded 1.002).
+            assert outputs["attention"].dtype == np.float32
+            if variant["attention"] != "none":
+                for row, length in zip(outputs["attention"], outputs["length"], strict=True):
+                    if length and row[0].sum() > 0:  # the empty input attends to nothing
+                        np.testing.assert_allclose(row[:length].sum(-1), 1.0, atol=1e-5)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
@@ -37,6 +41,7 @@ def test_commit_picks_the_next_version_and_renames(tmp_path):
     assert recorded == [(staging, 1)]
     assert (path / "saved_model.pb").read_text() == "one"
     assert not staging.exists()
+    assert sorted(os.listdir(tmp_path / "base")) == ["1"], "no lock file left behind"
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o777 & ~umask
@@ -53,7 +58,7 @@ def test_existing_version_is_never_overwritten(tmp_path):
         with pytest.raises(FileExistsError):
             versions.commit(staging, version=7)
     assert (tmp_path / "007" / "saved_model.pb").read_text() == "old"
-    assert sorted(os.listdir(tmp_path)) == [".export.lock", "007"]  # staging removed
+    assert sorted(os.listdir(tmp_path)) == ["007"]  # staging and lock file removed
 
 
 def test_explicit_version(tmp_path):
@@ -105,4 +110,49 @@ def test_concurrent_exporters_get_distinct_versions(tmp_path):
         thread.join()
     assert errors == []
     assert sorted(results) == [1, 2, 3, 4, 5, 6]
-    assert sorted(int(n) for n in os.listdir(tmp_path) if n.isdigit()) == [1, 2, 3, 4, 5, 6]
+    assert sorted(os.listdir(tmp_path)) == ["1", "2", "3", "4", "5", "6"]
+
+
+def _age(path, seconds):
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_stale_unlocked_staging_is_removed_by_the_next_export(tmp_path):
+    """An export killed with SIGKILL leaves its staging directory; the next one cleans it."""
+    script = (
+        "import sys, time\n"
+        "from export.version_directory import VersionDirectory\n"
+        "with VersionDirectory(sys.argv[1]).staging() as staging:\n"
+        "    (staging / 'saved_model.pb').write_text('half')\n"
+        "    print(staging, flush=True)\n"
+        "    time.sleep(120)\n"
+    )
+    exporter = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=os.getcwd()),
+    )
+    try:
+        killed = tmp_path / os.path.basename(exporter.stdout.readline().strip())
+        assert killed.name.startswith(".tmp-export-")
+        young = tmp_path / ".tmp-export-young"
+        young.mkdir()
+        _age(killed, 7200)
+        versions = VersionDirectory(tmp_path)
+        assert versions.remove_stale_staging() == [], "an old staging dir still locked is in use"
+        exporter.send_signal(signal.SIGKILL)
+        exporter.wait()
+        assert killed.is_dir(), "SIGKILL leaves the staging directory behind"
+        with versions.staging() as staging:
+            assert not killed.exists(), "the next export removes it"
+            assert young.is_dir(), "a staging directory younger than an hour is kept"
+            versions.commit(staging)
+    finally:
+        if exporter.poll() is None:
+            exporter.kill()
+            exporter.wait()
+    assert sorted(os.listdir(tmp_path)) == [".tmp-export-young", "1"]
+    _age(young, 3601)
+    assert versions.remove_stale_staging() == [young]

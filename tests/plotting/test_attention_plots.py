@@ -8,6 +8,7 @@ from keras_attention.plotting import (
     plot_bleu_by_length,
     plot_training_curves,
 )
+from keras_attention.plotting.attention_plots import repetition_start
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SOURCE = ["I", "am", "happy", "."]
@@ -146,3 +147,75 @@ def test_format_alignment_edge_cases():
     assert format_alignment(np.zeros([0, 2]), ["a", "b"], []) == ""
     with pytest.raises(ValueError, match="style='bars'"):
         format_alignment(np.eye(2), ["a", "b"], ["x", "y"], style="bars")
+
+
+def test_docstring_examples():
+    import doctest
+
+    import keras_attention.plotting.attention_plots as module
+
+    results = doctest.testmod(module, extraglobs={"np": np})
+    assert results.attempted > 0 and results.failed == 0
+
+
+@pytest.mark.parametrize(
+    "tokens, cut",
+    [
+        (["le", "chat", "dort", "dort", "dort", "dort", "dort", "dort"], 3),  # period 1
+        (["a", "b", "c", "d", "c", "d", "c", "d"], 4),  # period 2, three times
+        (["x"] + ["p", "q", "r"] * 3, 4),  # period 3
+        (["un", "deux", "trois"], None),
+        (["ha", "ha", "ha"], None),  # a short repetition is not a loop (min_span 6)
+        (["a", "b", "a", "b", "c"], None),  # the tail must repeat to the end
+        ([], None),
+    ],
+)
+def test_repetition_start(tokens, cut):
+    assert repetition_start(tokens) == cut
+    if cut is not None:
+        # What is cut is the kept loop's cycle, repeated whole to the end.
+        removed = tokens[cut:]
+        assert any(
+            len(removed) % p == 0 and removed == tokens[cut - p : cut] * (len(removed) // p)
+            for p in range(1, cut + 1)
+        )
+
+
+def test_degenerate_output_is_cut_and_capped(tmp_path):
+    """A greedy loop of 50 tokens over 60 source tokens: a bounded image, notes in the title."""
+    target = ["ceci", "est"] + ["un", "test"] * 24
+    source = [f"w{i}" for i in range(60)]
+    weights = np.full((len(target), len(source)), 1 / len(source))
+    path = plot_attention(weights, source, target, tmp_path / "loop.png", title="x " * 200)
+    with Image.open(path) as image:
+        width, height = image.size
+    assert width <= 1200 and height <= 1200, image.size
+    small = plot_attention(weights[:4], source, target[:4], tmp_path / "s.png", max_tokens=None)
+    with Image.open(small) as image:
+        assert image.size[0] <= 1200  # 60 columns, but the figure is capped too
+    with pytest.raises(ValueError, match="max_tokens"):
+        plot_attention(weights, source, target, tmp_path / "bad.png", max_tokens=0)
+
+
+def test_plot_attention_title_notes(tmp_path, monkeypatch):
+    """What was cut is said in the title."""
+    titles = []
+    from matplotlib.axes import Axes
+
+    original = Axes.set_title
+
+    def record(self, label, *args, **kwargs):
+        titles.append(label)
+        return original(self, label, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "set_title", record)
+    target = ["a", "b"] + ["c"] * 48
+    plot_attention(np.ones((50, 45)) / 45, [f"s{i}" for i in range(45)], target,
+                   tmp_path / "a.png", title="hello " * 100, decoding="beam search, width 4")  # fmt: skip
+    text = " ".join(titles[-1].split())
+    assert text.startswith("hello hello") and len(text) < 400
+    assert "hello… beam search, width 4; cut after token 3 of 50: the rest repeats" in text
+    assert "first 40 of 45 source tokens" in text
+    plot_attention(np.ones((45, 2)) / 2, ["s", "t"], [f"o{i}" for i in range(45)],
+                   tmp_path / "b.png")  # fmt: skip
+    assert titles[-1] == "first 40 of 45 output tokens"

@@ -8,29 +8,33 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
-from conftest import add_version, calibrated_iterations
+from helpers.serving import add_version, arrived, gate_inputs, wait_for
 
-from serving import ServingError, TranslationClient, cli
-from serving.model_server import free_port
+from serving import ServingError, TranslationClient
+from serving.client import cli as client_cli
+from serving.server import cli
+from serving.server.model_server import free_port
 
 
 def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
-    base = tmp_path / "slow"
-    add_version(base, 1, exports["slow"])
+    base, gate = tmp_path / "gate-model", tmp_path / "gate"
+    gate.mkdir()
+    add_version(base, 1, exports["gate"])
     port = free_port()
     command = [
         sys.executable,
         "-m",
         "serving",
         f"--port={port}",
-        "--model_name=slow",
+        "--model_name=gate",
         f"--model_base_path={base}",
         "--file_system_poll_wait_seconds=0",
-        "--shutdown_grace_seconds=60",
+        "--shutdown_grace_seconds=120",
+        # Each held request spins on an inter-op thread: enough of them for all four.
+        "--tensorflow_inter_op_parallelism=8",
     ]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.Popen(
@@ -38,26 +42,27 @@ def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
     )
     try:
         client = TranslationClient(
-            f"127.0.0.1:{port}", model_name="slow", timeout=60, max_retries=0
+            f"127.0.0.1:{port}", model_name="gate", timeout=120, max_retries=0
         )
         client.wait_until_available(timeout=120)
-        # Requests of about 2 s each, so they are surely in flight at SIGTERM.
-        iterations = calibrated_iterations(client, 2.0)
-        finished: list[tuple[float, object]] = []
+        finished: list[tuple[str, object]] = []
 
-        def request() -> None:
+        def request(tag: str) -> None:
             try:
-                outputs = client.predict({"iterations": np.array([iterations], np.int64)})
-                finished.append((time.monotonic(), outputs["count"].tolist()))
+                finished.append((tag, client.predict(gate_inputs(gate, tag))["tag"].tolist()))
             except ServingError as error:
-                finished.append((time.monotonic(), error))
+                finished.append((tag, error))
 
-        threads = [threading.Thread(target=request) for _ in range(4)]
+        tags = ["a", "b", "c", "d"]
+        threads = [threading.Thread(target=request, args=(tag,)) for tag in tags]
         for thread in threads:
             thread.start()
-        time.sleep(0.3)
-        terminated_at = time.monotonic()
+        wait_for(lambda: arrived(gate) == 4)  # all four are inside the Session run
         process.send_signal(signal.SIGTERM)
+        # The server is draining: it refuses new requests but still holds the four.
+        wait_for(lambda: _refuses(client))
+        assert finished == [] and process.poll() is None
+        (gate / "release").touch()
         for thread in threads:
             thread.join(timeout=120)
         exit_code = process.wait(timeout=120)
@@ -67,14 +72,20 @@ def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
             process.kill()
             process.wait()
     assert exit_code == 0, output
-    assert [result for _, result in finished] == [[iterations]] * 4, output
-    # They were in flight when SIGTERM arrived, and completed afterwards.
-    assert all(when > terminated_at for when, _ in finished)
+    assert sorted(finished) == [(tag, [tag.encode()]) for tag in tags], output
     assert "Model server stopped" in output
     with pytest.raises(ServingError) as caught:
-        client.predict({"iterations": np.array([1], np.int64)}, timeout=5)
+        client.predict(gate_inputs(gate, "late"), timeout=5)
     assert caught.value.code == "UNAVAILABLE"
     client.close()
+
+
+def _refuses(client) -> bool:
+    try:
+        client.model_status(timeout=5)
+    except ServingError as error:
+        return error.code == "UNAVAILABLE"
+    return False
 
 
 def test_start_up_failure_exit_status(tmp_path, caplog):
@@ -107,14 +118,14 @@ def test_serve_flags_take_both_spellings_and_booleans():
 
 def _client_args(*argv):
     parser = argparse.ArgumentParser()
-    cli.add_client_arguments(parser)
+    client_cli.add_client_arguments(parser)
     return parser.parse_args(argv)
 
 
 def test_remote_translate_text_and_json(server):
     out = io.StringIO()
     args = _client_args("--server", server.address, "--model-name", "translator")
-    assert cli.run_remote_translate(args, ["the cat", "a dog"], stdout=out) == 0
+    assert client_cli.run_remote_translate(args, ["the cat", "a dog"], stdout=out) == 0
     assert out.getvalue().splitlines() == ["CAT THE", "DOG A"]
 
     out = io.StringIO()
@@ -128,7 +139,7 @@ def test_remote_translate_text_and_json(server):
         "--format",
         "json",
     )
-    assert cli.run_remote_translate(args, ["a b"], stdout=out) == 0
+    assert client_cli.run_remote_translate(args, ["a b"], stdout=out) == 0
     (line,) = out.getvalue().splitlines()
     record = json.loads(line)
     assert (record["source"], record["text"], record["tokens"]) == ("a b", "B A", ["B", "A"])
@@ -139,17 +150,17 @@ def test_remote_translate_text_and_json(server):
 def test_remote_translate_reports_server_errors(server):
     err = io.StringIO()
     args = _client_args("--server", server.address, "--model-name", "nope", "--max-retries", "0")
-    assert cli.run_remote_translate(args, ["a"], stdout=io.StringIO(), stderr=err) == 1
-    assert err.getvalue().strip() == (
-        "error: NOT_FOUND: Servable not found for request: Latest(nope)"
-    )
+    assert client_cli.run_remote_translate(args, ["a"], stdout=io.StringIO(), stderr=err) == 1
+    message = err.getvalue().strip()
+    assert message.startswith("error: NOT_FOUND: Servable not found for request: Latest(nope)")
+    assert "no model named 'nope'" in message and "--model-name" in message
 
 
 def test_wiring_into_a_parser_that_has_its_own_batch_size_and_beam(server):
     parser = argparse.ArgumentParser()
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--beam", type=int, default=1)
-    cli.add_client_arguments(parser, include_batch_size=False)
+    client_cli.add_client_arguments(parser, include_batch_size=False)
     args = parser.parse_args(
         [
             "--server",
@@ -162,9 +173,30 @@ def test_wiring_into_a_parser_that_has_its_own_batch_size_and_beam(server):
             "1",
         ]
     )
-    (translation,) = cli.remote_translations(args, ["a b"])
+    (translation,) = client_cli.remote_translations(args, ["a b"])
     assert translation.score == -1.375  # beam_search: 0.125 below the greedy score
     err = io.StringIO()
     no_server = parser.parse_args(["--model-name", "translator"])
-    assert cli.run_remote_translate(no_server, ["a"], stderr=err) == 2
+    assert client_cli.run_remote_translate(no_server, ["a"], stderr=err) == 2
     assert "--server" in err.getvalue()
+
+
+def test_keras_attention_client_translate(server, tmp_path, capsys):
+    argv = ["translate", "--server", server.address, "--model-name", "translator"]
+    assert client_cli.main([*argv, "the cat", "a b c"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["CAT THE", "C B A"]
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("x y\n")
+    assert (
+        client_cli.main([*argv, "--beam", "4", "--format", "json", "--file", str(sentences)]) == 0
+    )
+    (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (record["source"], record["text"]) == ("x y", "Y X")
+    assert (
+        client_cli.main(["translate", "--server", server.address, "--model-name", "nope", "a"]) == 1
+    )
+    assert "NOT_FOUND" in capsys.readouterr().err
+    assert client_cli.main([*argv, "--file", str(tmp_path / "missing.txt")]) == 2
+    assert "cannot read --file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        client_cli.main(["frobnicate"])

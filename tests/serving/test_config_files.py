@@ -8,14 +8,15 @@ import pytest
 from google.protobuf import descriptor_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import ModelServer, ServerOptions, TranslationClient, config_files
-from serving.model_server import free_port
+from serving import ModelServer, ServerOptions, TranslationClient
+from serving.server import config_files
+from serving.server.model_server import free_port
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 # Field lines of the message definitions in tensorflow/serving, copied from
 # session_bundle_config.proto, monitoring_config.proto and ssl_config.proto: the
-# hand-built schemas in serving.config_files must match them.
+# hand-built schemas in serving.server.config_files must match them.
 PROTO_SOURCES = {
     "BatchingParameters": """
   google.protobuf.Int64Value max_batch_size = 1;
@@ -180,7 +181,7 @@ def test_service_exposes_grpc_and_rest():
 
 def test_our_server_runs_the_deployment_config(exports, tmp_path):
     """One config for both servers: the deploy files, with base_path pointed at a test export."""
-    from conftest import add_version
+    from helpers.serving import add_version
 
     base = tmp_path / "translator"
     add_version(base, 1, exports["upper"])

@@ -1,13 +1,12 @@
-"""serving.inference helpers: TensorFlow runtime errors keep their code; Input conversion."""
+"""serving.server.inference helpers: TensorFlow runtime errors keep their code; model specs."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow.core.example import example_pb2
-from tensorflow_serving.apis import input_pb2, model_pb2
+from tensorflow_serving.apis import model_pb2
 
-from serving import inference
-from serving.serving_error import ServingError
+from serving.client.serving_error import ServingError
+from serving.server import inference
 
 
 class _FailingBundle:
@@ -40,20 +39,6 @@ def test_an_expired_deadline_fails_before_running():
     assert caught.value.code == "DEADLINE_EXCEEDED"
 
 
-def test_examples_with_context_are_serialized_context_first():
-    request_input = input_pb2.Input()
-    context = request_input.example_list_with_context.context
-    context.features.feature["c"].int64_list.value.append(7)
-    example = request_input.example_list_with_context.examples.add()
-    example.features.feature["x"].float_list.value.append(1.5)
-    (serialized,) = inference.input_to_serialized_examples(request_input)
-    merged = example_pb2.Example.FromString(serialized)
-    assert list(merged.features.feature["c"].int64_list.value) == [7]
-    assert list(merged.features.feature["x"].float_list.value) == [1.5]
-    with pytest.raises(ServingError, match="Input is empty."):
-        inference.input_to_serialized_examples(input_pb2.Input())
-
-
 def test_make_model_spec_names_the_default_signature():
     spec = model_pb2.ModelSpec(name="old", version_label="x")
     inference.make_model_spec("m", "", 3, spec)
@@ -66,11 +51,11 @@ def test_make_model_spec_names_the_default_signature():
 def test_outputs_are_typed_fields_like_tf_serving(server):
     from tensorflow_serving.apis import predict_pb2
 
-    from serving.tensor_util import ndarray_to_tensor_proto
+    from serving.client.tensor_util import ndarray_to_tensor_proto
 
     request = predict_pb2.PredictRequest()
     request.model_spec.name = "translator"
-    request.inputs["text"].CopyFrom(ndarray_to_tensor_proto(np.array(["a b"], dtype=object)))
+    ndarray_to_tensor_proto(np.array(["a b"], dtype=object), out=request.inputs["text"])
     with server.manager.servable(request.model_spec) as bundle:
         response = inference.run_predict(bundle, request)
     attention = response.outputs["attention"]

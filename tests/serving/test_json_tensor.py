@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from tensorflow.core.framework import types_pb2
 from tensorflow.core.protobuf import meta_graph_pb2
-from tensorflow_serving.apis import input_pb2, predict_pb2
+from tensorflow_serving.apis import predict_pb2
 
-from serving import json_tensor
-from serving.serving_error import ServingError
-from serving.tensor_util import tensor_proto_to_ndarray
+from serving.client.serving_error import ServingError
+from serving.client.tensor_util import tensor_proto_to_ndarray
+from serving.server import json_tensor
 
 
 def _infos(**dtypes):
@@ -153,24 +153,3 @@ def test_row_format_needs_a_batch_dimension():
         json_tensor.make_json_from_tensors({"x": np.float32(1)}, json_tensor.ROW)
     with pytest.raises(ServingError, match="inconsistent batch size"):
         json_tensor.make_json_from_tensors({"a": np.zeros(2), "b": np.zeros(3)}, json_tensor.ROW)
-
-
-def test_examples_from_json():
-    request_input = input_pb2.Input()
-    json_tensor.fill_classify_regress_input(
-        {"context": {"c": "x"}, "examples": [{"f": [1.5, 2.5], "i": 3, "b": True}]},
-        "classify",
-        request_input,
-    )
-    (example,) = request_input.example_list_with_context.examples
-    assert list(example.features.feature["f"].float_list.value) == [1.5, 2.5]
-    assert list(example.features.feature["i"].int64_list.value) == [3]
-    assert list(example.features.feature["b"].int64_list.value) == [1]
-    context = request_input.example_list_with_context.context
-    assert list(context.features.feature["c"].bytes_list.value) == [b"x"]
-    with pytest.raises(ServingError, match="Unexpected element type in feature: f"):
-        json_tensor.fill_classify_regress_input(
-            {"examples": [{"f": [1.5, "x"]}]}, "classify", input_pb2.Input()
-        )
-    with pytest.raises(ServingError, match="key 'examples' is expected"):
-        json_tensor.fill_classify_regress_input({}, "regress", input_pb2.Input())

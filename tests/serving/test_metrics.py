@@ -2,7 +2,7 @@
 
 import threading
 
-from serving.metrics import LATENCY_BUCKETS_US, REQUEST_COUNT, REQUEST_LATENCY, Metrics
+from serving.server.metrics import LATENCY_BUCKETS_US, REQUEST_COUNT, REQUEST_LATENCY, Metrics
 
 
 def test_counters_accumulate_across_threads():

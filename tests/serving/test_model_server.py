@@ -3,18 +3,23 @@
 import shutil
 import subprocess
 import threading
-import time
 import urllib.request
 
 import grpc
 import numpy as np
 import pytest
-from conftest import TEXTS, calibrated_iterations, session_outputs
-from stand_in_translator_export import reference_outputs
-from tensorflow_serving.apis import model_pb2
+from helpers.serving import (
+    TEXTS,
+    add_version,
+    arrived,
+    gate_inputs,
+    session_outputs,
+    wait_for,
+)
+from helpers.stand_in_export import reference_outputs
 
 from serving import ModelServer, ServerOptions, ServingError, Translation, TranslationClient
-from serving.model_server import free_port
+from serving.server.model_server import free_port
 
 
 @pytest.mark.parametrize("signature", ["serving_default", "beam_search"])
@@ -93,44 +98,51 @@ def test_all_configured_models_are_served(server):
 
 
 def test_stop_lets_running_requests_finish(exports, tmp_path):
-    from conftest import add_version
-
-    add_version(tmp_path, 1, exports["slow"])
+    base, gate = tmp_path / "base", tmp_path / "gate"
+    gate.mkdir()
+    add_version(base, 1, exports["gate"])
     model_server = ModelServer(
         ServerOptions(
             port=0,
-            model_name="slow",
-            model_base_path=str(tmp_path),
+            model_name="gate",
+            model_base_path=str(base),
             file_system_poll_wait_seconds=0,
+            tensorflow_inter_op_parallelism=4,  # a held request spins on one
         )
     )
     model_server.start()
-    client = TranslationClient(model_server.address, model_name="slow", max_retries=0)
-    iterations = calibrated_iterations(client, 1.5)
+    client = TranslationClient(model_server.address, model_name="gate", max_retries=0)
     results: list = []
 
-    def slow_request():
+    def held_request():
         try:
-            outputs = client.predict({"iterations": np.array([iterations], np.int64)})
-            results.append((time.monotonic(), outputs))
+            results.append(client.predict(gate_inputs(gate, "held"), timeout=120))
         except ServingError as error:
-            results.append((time.monotonic(), error))
+            results.append(error)
 
-    thread = threading.Thread(target=slow_request)
+    thread = threading.Thread(target=held_request)
     thread.start()
-    time.sleep(0.3)
-    stopping_at = time.monotonic()
-    model_server.stop(grace=30)
-    thread.join()
+    wait_for(lambda: arrived(gate) == 1)  # running inside the Session
+    stopper = threading.Thread(target=model_server.stop, kwargs={"grace": 120})
+    stopper.start()
+    # stop() is waiting for the request: new ones are refused meanwhile.
+    wait_for(lambda: _refuses(client))
+    assert results == [] and not model_server.wait(0)
+    (gate / "release").touch()
+    thread.join(120)
+    stopper.join(120)
     assert model_server.wait(0)
-    assert len(results) == 1 and not isinstance(results[0][1], ServingError), results
-    finished_at, outputs = results[0]
-    assert finished_at > stopping_at  # it was running when stop() was called
-    assert outputs["count"].tolist() == [iterations]
-    with pytest.raises(ServingError) as caught:
-        client.predict({"iterations": np.array([1], np.int64)}, timeout=2)
-    assert caught.value.code == "UNAVAILABLE"
+    assert len(results) == 1 and not isinstance(results[0], ServingError), results
+    assert results[0]["tag"].tolist() == [b"held"]
     client.close()
+
+
+def _refuses(client) -> bool:
+    try:
+        client.model_status(timeout=5)
+    except ServingError as error:
+        return error.code == "UNAVAILABLE"
+    return False
 
 
 def test_binding_a_busy_port_fails_clearly(server, translator_base):
@@ -260,33 +272,21 @@ def test_grpc_channel_arguments_reach_the_server(translator_base):
     assert grpc.StatusCode.RESOURCE_EXHAUSTED.name == caught.value.code
 
 
-def test_concurrent_requests_run_in_parallel(server):
-    """Two slow requests are inside the server (holding the version) at the same time."""
-    slow = TranslationClient(server.address, model_name="slow")
-    iterations = calibrated_iterations(slow, 0.5)
-    with server.manager.servable(model_pb2.ModelSpec(name="slow")) as bundle:
-        pass  # the loaded version; its in_flight counts the requests holding it
-    peak = [0]
-    done = threading.Event()
-
-    def watch():
-        while not done.is_set():
-            peak[0] = max(peak[0], bundle.in_flight)
-            time.sleep(0.005)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
+def test_concurrent_requests_run_in_parallel(server, tmp_path):
+    """Two requests are inside the server's Session at the same time (the gate holds both)."""
+    client = TranslationClient(server.address, model_name="gate", timeout=120)
+    results = []
     threads = [
         threading.Thread(
-            target=lambda: slow.predict({"iterations": np.array([iterations], np.int64)})
+            target=lambda tag=tag: results.append(client.predict(gate_inputs(tmp_path, tag)))
         )
-        for _ in range(2)
+        for tag in ("a", "b")
     ]
     for thread in threads:
         thread.start()
+    wait_for(lambda: arrived(tmp_path) == 2)  # both running before either may finish
+    (tmp_path / "release").touch()
     for thread in threads:
-        thread.join()
-    done.set()
-    watcher.join()
-    slow.close()
-    assert peak[0] >= 2
+        thread.join(120)
+    client.close()
+    assert sorted(r["tag"].tolist()[0] for r in results) == [b"a", b"b"]

@@ -6,10 +6,10 @@ import urllib.request
 
 import numpy as np
 import pytest
-from conftest import session_outputs
+from helpers.serving import session_outputs
 
 from serving import ModelServer, ServerOptions
-from serving.model_server import free_port
+from serving.server.model_server import free_port
 
 
 def _call(server, method, path, body=None, raw: bytes | None = None):
@@ -94,18 +94,6 @@ def test_model_status_and_metadata_routes(server):
     assert signatures["beam_search"]["method_name"] == "tensorflow/serving/predict"
     status, _ = _call(server, "GET", "/V1/MODELS/translator/versions/1/metadata")
     assert status == 200  # routes match case-insensitively, like TF Serving's
-
-
-def test_classify_and_regress_routes(server):
-    body = {"signature_name": "regress", "examples": [{"x": 1.5}, {"x": -2.0}]}
-    assert _call(server, "POST", "/v1/models/examples:regress", body) == (
-        200,
-        {"results": [3.0, -4.0]},
-    )
-    body = {"signature_name": "classify", "context": {"x": 0.0}, "examples": [{}]}
-    status, answer = _call(server, "POST", "/v1/models/examples:classify", body)
-    assert status == 200
-    assert answer == {"results": [[["neg", 0.5], ["pos", 0.5]]]}
 
 
 ERROR_TABLE = [
@@ -240,7 +228,6 @@ ERROR_TABLE = [
         400,
         "Expected one or two output Tensors, found 6",
     ),
-    ("regress no examples", "POST", "/v1/models/examples:regress", {"context": {}}, 400, None),
 ]
 
 
@@ -270,7 +257,7 @@ def test_paths_outside_the_api_are_not_found(server):
 
 
 def test_rest_deadline_is_504(exports, tmp_path):
-    from conftest import add_version
+    from helpers.serving import add_version
 
     add_version(tmp_path, 1, exports["slow"])
     options = ServerOptions(

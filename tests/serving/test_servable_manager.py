@@ -8,8 +8,8 @@ import time
 import grpc
 import numpy as np
 import pytest
-from conftest import add_broken_version, add_version
-from stand_in_translator_export import write_warmup_requests
+from helpers.serving import add_broken_version, add_version
+from helpers.stand_in_export import write_warmup_requests
 from tensorflow_serving.apis import (
     model_management_pb2,
     model_pb2,
@@ -18,8 +18,8 @@ from tensorflow_serving.apis import (
 from tensorflow_serving.config import model_server_config_pb2
 
 from serving import ModelServer, ServerOptions, ServingError, TranslationClient
-from serving.config_files import parse_text_proto
-from serving.servable_manager import ServableManager, VersionState
+from serving.server.config_files import parse_text_proto
+from serving.server.servable_manager import ServableManager, VersionState
 
 POLL = 0.2
 
@@ -236,7 +236,7 @@ def test_unloading_waits_for_requests_holding_the_version(exports, tmp_path):
 def test_missing_base_path_then_created(exports, tmp_path, caplog):
     base = tmp_path / "later"
     manager = _manager(base)
-    with caplog.at_level(logging.ERROR, logger="serving.servable_manager"):
+    with caplog.at_level(logging.ERROR, logger="serving.server.servable_manager"):
         manager.start()
     assert "Could not find base path" in caplog.text
     with pytest.raises(ServingError, match=r"Servable not found for request: Latest\(m\)"):

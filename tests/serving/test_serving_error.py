@@ -5,7 +5,7 @@ import pickle
 import grpc
 import pytest
 
-from serving.serving_error import (
+from serving.client.serving_error import (
     CODE_FOR_HTTP_STATUS,
     HTTP_STATUS_FOR_CODE,
     STATUS_CODES,

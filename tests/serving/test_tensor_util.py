@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow.core.framework import tensor_pb2, types_pb2
+from tensorflow.core.framework import tensor_pb2 as tf_tensor_pb2
 
-from serving.tensor_util import (
+from serving.client.protos import tensor_pb2, types_pb2
+from serving.client.tensor_util import (
     TensorParseError,
     dtype_string,
     ndarray_to_tensor_proto,
@@ -33,13 +34,18 @@ ARRAYS = [
 ]
 
 
+def _as_tensorflow(proto):
+    """TensorFlow's own TensorProto, parsed from the client message's bytes."""
+    return tf_tensor_pb2.TensorProto.FromString(proto.SerializeToString())
+
+
 @pytest.mark.parametrize("array", ARRAYS, ids=lambda a: str(np.asarray(a).dtype))
 @pytest.mark.parametrize("use_tensor_content", [False, True])
 def test_numeric_proto_reads_back_with_tensorflow(array, use_tensor_content):
     proto = ndarray_to_tensor_proto(array, use_tensor_content=use_tensor_content)
     expected = np.asarray(array)
-    np.testing.assert_array_equal(tf.make_ndarray(proto), expected)
-    assert tf.make_ndarray(proto).dtype == expected.dtype
+    np.testing.assert_array_equal(tf.make_ndarray(_as_tensorflow(proto)), expected)
+    assert tf.make_ndarray(_as_tensorflow(proto)).dtype == expected.dtype
 
 
 @pytest.mark.parametrize("array", ARRAYS, ids=lambda a: str(np.asarray(a).dtype))
@@ -57,7 +63,7 @@ def test_strings_are_utf8_bytes_and_round_trip():
     assert proto.dtype == types_pb2.DT_STRING
     assert list(proto.string_val) == ["héllo".encode(), "wörld".encode(), b"", b"x"]
     encoded = [[text.encode("utf-8") for text in row] for row in texts]
-    assert tf.make_ndarray(proto).tolist() == encoded
+    assert tf.make_ndarray(_as_tensorflow(proto)).tolist() == encoded
     back = tensor_proto_to_ndarray(
         tf.make_tensor_proto(np.array([b"\xff\x00", b"a"], dtype=object))
     )

@@ -4,9 +4,9 @@ import json
 
 import numpy as np
 import pytest
-from stand_in_translator_export import reference_outputs
+from helpers.stand_in_export import reference_outputs
 
-from serving.translation import TRANSLATION_OUTPUTS, Translation, split_batches
+from serving.client.translation import TRANSLATION_OUTPUTS, Translation, split_batches
 
 
 def _padded_batch():

@@ -6,13 +6,14 @@ import time
 
 import numpy as np
 import pytest
-from conftest import TEXTS
+from helpers.serving import TEXTS
 
 from serving import ModelServer, ServerOptions, ServingError, TranslationClient
-from serving.metrics import REQUEST_COUNT
-from serving.model_server import free_port
+from serving.client import client_base
+from serving.server.metrics import REQUEST_COUNT
+from serving.server.model_server import free_port
 
-RETRY_LOGGER = "serving._client_base"
+RETRY_LOGGER = client_base.logger.name
 
 
 def _retries(caplog) -> int:

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from keras_attention.training import run_state
 from keras_attention.training.run_directory import RunDirectory
 from keras_attention.training.train_config import TrainConfig
 from keras_attention.training.trainer import load_translator, train
@@ -41,6 +42,8 @@ def test_run_directory_holds_everything(trained_digits_run):
     assert TrainConfig.load(run.path).epochs == 3
     metrics = run.read_metrics()["training"]
     assert metrics["completed"] and metrics["epochs_run"] == 3
+    assert metrics["stopped_by"] in (None, "early stopping")
+    assert run_state.read_state(run)["state"] == "completed"
     assert run.history.is_file() and run.logs.is_dir() and run.test_split.is_file()
     assert not run.backup.exists(), "the resume backup is removed after a completed run"
 
@@ -50,8 +53,10 @@ def test_rerun_of_completed_run_is_refused(trained_digits_run, digits_corpus, ma
         train(make_train_config(digits_corpus, trained_digits_run), verbose=0)
 
 
-def test_rerun_with_another_config_is_refused(trained_digits_run, digits_corpus, make_train_config):
-    with pytest.raises(ValueError, match="different config"):
+def test_rerun_of_completed_run_with_another_config_is_refused(
+    trained_digits_run, digits_corpus, make_train_config
+):
+    with pytest.raises(ValueError, match="already holds a completed training run"):
         train(make_train_config(digits_corpus, trained_digits_run, epochs=5), verbose=0)
 
 
@@ -97,12 +102,17 @@ def test_killed_run_resumes_from_last_epoch(digits_corpus, tmp_path):
             process.kill()
     assert run.backup.is_dir() and not run.metrics.exists()
     done = history_epochs(run)
+    status = run_state.run_status(out)
+    assert status["state"] == "interrupted" and status["process_gone"]
 
     resumed = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     epochs = history_epochs(run)
     assert epochs == [0, 1, 2, 3], epochs
-    assert run.read_metrics()["training"]["epochs_run"] == 4 - len(done)
+    training = run.read_metrics()["training"]
+    assert (training["epochs_run"], training["epochs_this_session"]) == (4, 4 - len(done))
+    status = run_state.run_status(out)
+    assert (status["state"], status["epochs_done"]) == ("completed", 4)
 
 
 def test_config_refuses_dot_scores_with_mismatched_sizes():

@@ -1,0 +1,108 @@
+"""`InterruptOnSignal`: SIGINT/SIGTERM stop `model.fit` cleanly, at a batch boundary."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import keras
+
+DEFAULT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class TrainingInterrupted(Exception):
+    """Training was stopped by a signal; the run can be resumed.
+
+    Attributes:
+        signum: the signal number (`signal.SIGINT`, `signal.SIGTERM`).
+        exit_code: the shell's code for death by that signal, 128 + signum
+            (130 for SIGINT, 143 for SIGTERM).
+        epochs_done: completed epochs of the run (set by the trainer).
+    """
+
+    def __init__(self, signum: int, epochs_done: int | None = None):
+        self.signum = int(signum)
+        self.epochs_done = epochs_done
+        super().__init__(f"interrupted by {signal.Signals(self.signum).name}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class InterruptOnSignal(keras.callbacks.Callback):
+    """Turns SIGINT (Ctrl-C) and SIGTERM into a clean stop of `model.fit`.
+
+    Used as a context manager around the training (it installs the signal
+    handlers, and restores the previous ones on exit) and as the *last*
+    callback of `fit`:
+
+    1. The first signal during `fit` only sets a flag. At the next batch end
+       (training or validation) or epoch end, the callback raises
+       `TrainingInterrupted`. The epoch in progress is abandoned, so the
+       resume backup (`BackupAndRestore`, an earlier callback, written at
+       each epoch end) still holds the last completed epoch, and no
+       half-epoch is ever recorded as done.
+    2. A signal outside `fit` (building the datasets or the model), or a
+       second signal, raises `TrainingInterrupted` at once.
+
+    Outside the main thread, where Python cannot install signal handlers,
+    the context manager does nothing.
+
+    Args:
+        signals: the signals to handle (default SIGINT and SIGTERM).
+
+    Example:
+
+    ```python
+    interrupt = InterruptOnSignal()
+    with interrupt:
+        model.fit(data, epochs=10, callbacks=[backup, interrupt])
+    ```
+    """
+
+    def __init__(self, signals: tuple[int, ...] = DEFAULT_SIGNALS):
+        super().__init__()
+        self.signals = tuple(signals)
+        self.signum: int | None = None
+        self._in_fit = False
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> InterruptOnSignal:
+        self.signum = None
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.signals:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._in_fit = False
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum, frame) -> None:
+        if self.signum is not None or not self._in_fit:
+            self.signum = signum
+            raise TrainingInterrupted(signum)
+        self.signum = signum
+
+    def _check(self) -> None:
+        if self.signum is not None:
+            raise TrainingInterrupted(self.signum)
+
+    def on_train_begin(self, logs=None):
+        self._in_fit = True
+        self._check()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._check()
+
+    def on_test_batch_end(self, batch, logs=None):
+        self._check()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._check()
+
+    def on_train_end(self, logs=None):
+        self._in_fit = False

@@ -1,0 +1,279 @@
+"""REST client for a translator served by TensorFlow Serving (or `python -m serving`)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from serving.client.client_base import (
+    DEFAULT_MODEL_NAME,
+    DEFAULT_SIGNATURE_NAME,
+    TranslationClientBase,
+)
+from serving.client.model_metadata import ModelMetadata
+from serving.client.model_version_status import ModelVersionStatus
+from serving.client.serving_error import CODE_FOR_HTTP_STATUS, ServingError
+
+
+class RestTranslationClient(TranslationClientBase):
+    """Translates sentences with a model served over TF Serving's REST API.
+
+    The same client as `TranslationClient` (batching, deadline per request,
+    retries on `UNAVAILABLE`, `ServingError`), speaking HTTP/JSON with the
+    standard library's `urllib` only:
+
+    - `POST /v1/models/NAME[/versions/N | /labels/L]:predict` with the columnar
+      body `{"signature_name": ..., "inputs": {"text": [...]}}`; the answer is
+      `{"outputs": {...}}`.
+    - `GET /v1/models/NAME[/versions/N]` for the status and
+      `GET /v1/models/NAME[/versions/N]/metadata` for the signatures.
+    - An error answer `{"error": msg}` with HTTP status S becomes
+      `ServingError(code, msg, http_status=S)`, the code mapped back with TF
+      Serving's table (400 → `INVALID_ARGUMENT`, 404 → `NOT_FOUND`,
+      503 → `UNAVAILABLE`, 504 → `DEADLINE_EXCEEDED`, ...). A refused
+      connection is `UNAVAILABLE`, a client timeout `DEADLINE_EXCEEDED`.
+
+    JSON has no dtypes: numeric outputs of `predict` come back as float64 /
+    int64 arrays, strings as `bytes` (like the gRPC client); `translate`
+    converts to the contract's types.
+
+    Args:
+        base_url: e.g. `"http://localhost:8501"` (TF Serving's REST port is
+            8501); `https://` for TLS.
+        model_name: the served model's name.
+        signature_name: `"serving_default"` or `"beam_search"`.
+        timeout: seconds allowed per request (`None`: no limit).
+        version: pin a version number.
+        version_label: pin a version label; exclusive with `version`.
+        batch_size: sentences per request in `translate`.
+        max_retries: retries after `UNAVAILABLE`.
+        initial_backoff: seconds before the first retry.
+        max_backoff: cap on the seconds between retries.
+        backoff_multiplier: growth of the backoff per retry.
+        ssl_context: an `ssl.SSLContext` for `https://` (e.g. one trusting a
+            private CA); default: the system's.
+        cafile: path of a PEM CA bundle to trust (builds `ssl_context`).
+        headers: extra HTTP headers for every request (e.g. authorization).
+
+    Example:
+
+    ```python
+    from serving.client import RestTranslationClient
+
+    client = RestTranslationClient("http://localhost:8501", model_name="translator")
+    print(client.translate(["Go."])[0].text)
+    ```
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model_name: str = DEFAULT_MODEL_NAME,
+        signature_name: str = DEFAULT_SIGNATURE_NAME,
+        timeout: float | None = 30.0,
+        version: int | None = None,
+        version_label: str | None = None,
+        batch_size: int = 32,
+        max_retries: int = 3,
+        initial_backoff: float = 0.1,
+        max_backoff: float = 5.0,
+        backoff_multiplier: float = 2.0,
+        ssl_context: ssl.SSLContext | None = None,
+        cafile: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ):
+        super().__init__(
+            model_name=model_name,
+            signature_name=signature_name,
+            timeout=timeout,
+            version=version,
+            version_label=version_label,
+            batch_size=batch_size,
+            max_retries=max_retries,
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
+            backoff_multiplier=backoff_multiplier,
+        )
+        if not isinstance(base_url, str) or not base_url:
+            raise ValueError(f"base_url must be 'http://host:port'. Received: {base_url!r}")
+        if "://" not in base_url:
+            base_url = "http://" + base_url
+        parsed = urllib.parse.urlsplit(base_url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(
+                f"base_url must be an http:// or https:// URL. Received: base_url={base_url!r}"
+            )
+        self.base_url = base_url.rstrip("/")
+        if ssl_context is None and cafile is not None:
+            ssl_context = ssl.create_default_context(cafile=cafile)
+        self._ssl_context = ssl_context
+        self._headers = dict(headers or {})
+
+    def __repr__(self) -> str:
+        return (
+            f"RestTranslationClient({self.base_url!r}, model_name={self.model_name!r}, "
+            f"signature_name={self.signature_name!r})"
+        )
+
+    # URLs -----------------------------------------------------------------------------------
+
+    def _model_url(self, version: int | None = None, *, use_label: bool = True) -> str:
+        url = f"{self.base_url}/v1/models/{urllib.parse.quote(self.model_name, safe='')}"
+        if version is not None:
+            url += f"/versions/{int(version)}"
+        elif use_label and self.version_label is not None:
+            url += f"/labels/{urllib.parse.quote(self.version_label, safe='')}"
+        return url
+
+    # Transport ------------------------------------------------------------------------------
+
+    def _predict_once(
+        self,
+        inputs: Mapping[str, Any],
+        signature_name: str,
+        output_filter: list[str],
+        timeout: float | None,
+    ) -> dict[str, np.ndarray]:
+        body = {
+            "signature_name": signature_name,
+            "inputs": {alias: _to_json_value(values) for alias, values in inputs.items()},
+        }
+        answer = self._request("POST", self._model_url(self.version) + ":predict", body, timeout)
+        if not isinstance(answer, dict) or "outputs" not in answer:
+            raise ServingError(
+                "DATA_LOSS", f"Expected an 'outputs' object in the answer. Received: {answer!r}"
+            )
+        outputs = answer["outputs"]
+        if isinstance(outputs, dict) and set(outputs) != {"b64"}:
+            named = outputs
+        else:
+            # A signature with a single output answers its bare value, without the alias.
+            named = {output_filter[0] if len(output_filter) == 1 else "outputs": outputs}
+        if output_filter:
+            missing = [name for name in output_filter if name not in named]
+            if missing:
+                raise ServingError(
+                    "INVALID_ARGUMENT",
+                    f"output tensor alias not found in signature: {missing[0]} Outputs "
+                    f"expected to be in the set {{{','.join(sorted(named))}}}.",
+                )
+            named = {name: named[name] for name in output_filter}
+        return {alias: _from_json_value(value) for alias, value in named.items()}
+
+    def _status_once(self, version: int | None, timeout: float | None) -> list[ModelVersionStatus]:
+        answer = self._request("GET", self._model_url(version, use_label=False), None, timeout)
+        entries = answer.get("model_version_status", []) if isinstance(answer, dict) else []
+        return [ModelVersionStatus.from_json(entry) for entry in entries]
+
+    def _metadata_once(self, timeout: float | None) -> ModelMetadata:
+        answer = self._request("GET", self._model_url(self.version) + "/metadata", None, timeout)
+        if not isinstance(answer, dict):
+            raise ServingError("DATA_LOSS", f"Unexpected metadata answer: {answer!r}")
+        return ModelMetadata.from_json(answer)
+
+    def _request(self, method: str, url: str, body: Any, timeout: float | None) -> Any:
+        data = None
+        headers = {"Accept": "application/json", **self._headers}
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(
+                request, timeout=timeout, context=self._ssl_context
+            ) as reply:
+                payload = reply.read()
+        except urllib.error.HTTPError as error:
+            raise _http_error(error) from None
+        except TimeoutError as error:
+            raise ServingError("DEADLINE_EXCEEDED", f"{method} {url}: {error}") from None
+        except urllib.error.URLError as error:
+            reason = error.reason
+            if isinstance(reason, TimeoutError):
+                raise ServingError("DEADLINE_EXCEEDED", f"{method} {url}: {reason}") from None
+            raise ServingError("UNAVAILABLE", f"{method} {url}: {reason}") from None
+        except (ConnectionError, OSError) as error:
+            raise ServingError("UNAVAILABLE", f"{method} {url}: {error}") from None
+        try:
+            return json.loads(payload)
+        except ValueError as error:
+            raise ServingError("DATA_LOSS", f"The answer is not JSON: {error}") from None
+
+
+def _http_error(error: urllib.error.HTTPError) -> ServingError:
+    status = error.code
+    try:
+        payload = error.read()
+    except OSError:
+        payload = b""
+    message = payload.decode("utf-8", errors="replace").strip()
+    try:
+        decoded = json.loads(payload)
+        if isinstance(decoded, dict) and "error" in decoded:
+            message = str(decoded["error"])
+    except ValueError:
+        pass
+    code = CODE_FOR_HTTP_STATUS.get(status, "INTERNAL" if status >= 500 else "UNKNOWN")
+    return ServingError(code, message or error.reason or "", http_status=status)
+
+
+def _to_json_value(values: Any) -> Any:
+    """Array-like -> nested lists JSON can carry (str for text, {"b64": ...} for raw bytes)."""
+    array = np.asarray(values, dtype=object if _is_text(values) else None)
+    if array.dtype == object or array.dtype.kind in ("U", "S"):
+        return _map_nested(array.astype(object).tolist(), _string_to_json)
+    if array.dtype.kind == "c":
+        raise TypeError(f"JSON cannot carry complex values. Received dtype: {array.dtype}")
+    return array.tolist()
+
+
+def _is_text(values: Any) -> bool:
+    if isinstance(values, np.ndarray):
+        return values.dtype == object or values.dtype.kind in ("U", "S")
+    probe = values
+    while isinstance(probe, (list, tuple)) and probe:
+        probe = probe[0]
+    return isinstance(probe, (str, bytes))
+
+
+def _string_to_json(value: Any) -> Any:
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"b64": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, np.bytes_):
+        return _string_to_json(bytes(value))
+    return str(value)
+
+
+def _map_nested(value: Any, fn) -> Any:
+    if isinstance(value, list):
+        return [_map_nested(item, fn) for item in value]
+    return fn(value)
+
+
+def _from_json_value(value: Any) -> np.ndarray:
+    def convert(item: Any) -> Any:
+        if isinstance(item, str):
+            return item.encode("utf-8")
+        if isinstance(item, dict) and set(item) == {"b64"}:
+            return base64.b64decode(item["b64"])
+        return item
+
+    converted = _map_nested(value, convert)
+    probe = converted
+    while isinstance(probe, list) and probe:
+        probe = probe[0]
+    if isinstance(probe, bytes):
+        return np.array(converted, dtype=object)
+    return np.asarray(converted)

@@ -1,0 +1,176 @@
+"""One translated sentence, as returned by the serving clients."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from serving.client.translation_contract import TRANSLATION_OUTPUTS
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Translation:
+    """A translation of one input sentence, trimmed of the batch's padding.
+
+    The exported model answers a batch with padded tensors (`tokens`
+    `[batch, T_out]` and `source_tokens` `[batch, T_in]` padded with `""`,
+    `attention` `[batch, T_out, T_in]`); a `Translation` keeps only this
+    sentence's part:
+
+    1. `tokens` = the first `length` output tokens.
+    2. `source_tokens` = the source tokens up to the last non-empty one.
+    3. `attention` = `attention[:length, :len(source_tokens)]`.
+
+    Attributes:
+        text: the translation (output `translation`).
+        score: the model's score, e.g. the log-probability (output `score`).
+        length: the number of output tokens (output `length`).
+        tokens: output tokens, `list[str]` of length `length`.
+        source_tokens: the source sentence's tokens as the model saw them.
+        attention: attention weights, float32 array of shape
+            `(length, len(source_tokens))`; row `t` is the distribution over
+            source tokens when output token `t` was produced.
+
+    Example:
+
+    >>> outputs = {
+    ...     "translation": np.array([b"B A"], dtype=object),
+    ...     "score": np.array([-1.0], np.float32),
+    ...     "length": np.array([2], np.int32),
+    ...     "tokens": np.array([[b"B", b"A", b""]], dtype=object),
+    ...     "source_tokens": np.array([[b"a", b"b"]], dtype=object),
+    ...     "attention": np.zeros((1, 3, 2), np.float32),
+    ... }
+    >>> [t.tokens for t in Translation.from_outputs(outputs)]
+    [['B', 'A']]
+    """
+
+    text: str
+    score: float
+    length: int
+    tokens: list[str]
+    source_tokens: list[str]
+    attention: np.ndarray
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Translation):
+            return NotImplemented
+        return (
+            self.text == other.text
+            and self.score == other.score
+            and self.length == other.length
+            and self.tokens == other.tokens
+            and self.source_tokens == other.source_tokens
+            and self.attention.shape == other.attention.shape
+            and bool(np.array_equal(self.attention, other.attention))
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable dict (attention as nested lists)."""
+        return {
+            "text": self.text,
+            "score": self.score,
+            "length": self.length,
+            "tokens": list(self.tokens),
+            "source_tokens": list(self.source_tokens),
+            "attention": self.attention.tolist(),
+        }
+
+    @classmethod
+    def from_outputs(cls, outputs: Mapping[str, Any]) -> list[Translation]:
+        """Splits a batch of signature outputs into one `Translation` per row.
+
+        Args:
+            outputs: the signature's outputs by alias (arrays or nested lists;
+                strings as `bytes` or `str`), as decoded from a gRPC
+                `PredictResponse` or a REST `outputs` object.
+
+        Returns:
+            A list with one `Translation` per batch row.
+
+        Raises:
+            ValueError: if an output is missing or the outputs' batch sizes or
+                ranks do not match the contract.
+        """
+        missing = [name for name in TRANSLATION_OUTPUTS if name not in outputs]
+        if missing:
+            raise ValueError(
+                f"The model's response lacks the outputs {missing} of the translation "
+                f"contract. Received outputs: {sorted(outputs)}"
+            )
+        ranks = {name: len(shape) for name, (_, shape) in TRANSLATION_OUTPUTS.items()}
+        texts = _strings(outputs["translation"], rank=ranks["translation"], name="translation")
+        scores = np.asarray(outputs["score"], dtype=np.float32).reshape(-1)
+        lengths = np.asarray(outputs["length"], dtype=np.int64).reshape(-1)
+        tokens = _strings(outputs["tokens"], rank=ranks["tokens"], name="tokens")
+        source_tokens = _strings(
+            outputs["source_tokens"], rank=ranks["source_tokens"], name="source_tokens"
+        )
+        attention = np.asarray(outputs["attention"], dtype=np.float32)
+        batch = len(texts)
+        if attention.size == 0 and attention.ndim != 3:
+            attention = np.zeros((batch, 0, 0), np.float32)
+        if attention.ndim != ranks["attention"]:
+            raise ValueError(
+                f"Expected output 'attention' of rank 3 [batch, T_out, T_in]. "
+                f"Received shape: {attention.shape}"
+            )
+        sizes = {
+            "translation": batch,
+            "score": len(scores),
+            "length": len(lengths),
+            "tokens": len(tokens),
+            "source_tokens": len(source_tokens),
+            "attention": attention.shape[0],
+        }
+        if len(set(sizes.values())) != 1:
+            raise ValueError(f"The outputs disagree on the batch size. Received: {sizes}")
+        results = []
+        for i in range(batch):
+            row_tokens = tokens[i]
+            length = int(min(max(lengths[i], 0), len(row_tokens)))
+            row_source = source_tokens[i]
+            n_source = len(row_source)
+            while n_source > 0 and row_source[n_source - 1] == "":
+                n_source -= 1
+            row_attention = attention[i, :length, :n_source]
+            results.append(
+                cls(
+                    text=texts[i],
+                    score=float(scores[i]),
+                    length=length,
+                    tokens=list(row_tokens[:length]),
+                    source_tokens=list(row_source[:n_source]),
+                    attention=np.array(row_attention, dtype=np.float32),
+                )
+            )
+        return results
+
+
+def _strings(values: Any, *, rank: int, name: str) -> list:
+    """Decodes a string tensor (bytes or str, array or nested lists) to nested lists of str."""
+    array = np.asarray(values, dtype=object)
+    if array.size == 0 and rank == 2 and array.ndim == 1:
+        array = array.reshape(len(array), 0)
+    if array.ndim != rank:
+        raise ValueError(f"Expected output {name!r} of rank {rank}. Received shape: {array.shape}")
+    decode = np.frompyfunc(_decode, 1, 1)
+    return decode(array).tolist() if array.size else array.tolist()
+
+
+def _decode(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def split_batches(items: Sequence[Any], batch_size: int) -> list[Sequence[Any]]:
+    """Splits `items` into consecutive chunks of at most `batch_size`."""
+    if batch_size < 1:
+        raise ValueError(
+            f"batch_size must be a positive integer. Received: batch_size={batch_size}"
+        )
+    return [items[start : start + batch_size] for start in range(0, len(items), batch_size)]

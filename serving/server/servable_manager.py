@@ -1,0 +1,521 @@
+"""Which model versions are loaded and served: TF Serving's ServerCore, in Python."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import tensorflow as tf
+from tensorflow_serving.apis import model_pb2
+from tensorflow_serving.config import model_server_config_pb2
+
+from serving.client.serving_error import ServingError, code_name
+from serving.server import inference
+from serving.server.saved_model_bundle import SavedModelBundle
+
+logger = logging.getLogger(__name__)
+
+# ModelVersionStatus.State names.
+START, LOADING, AVAILABLE, UNLOADING, END = "START", "LOADING", "AVAILABLE", "UNLOADING", "END"
+
+
+@dataclasses.dataclass
+class VersionState:
+    """The manager's view of one version: state plus the last error, if any."""
+
+    state: str
+    error_code: str = "OK"
+    error_message: str = ""
+
+
+@dataclasses.dataclass
+class _LoadFailure:
+    attempts: int
+    last_attempt: float
+    fingerprint: tuple
+
+
+class ServableManager:
+    """Loads, serves, polls for and unloads the versions of the configured models.
+
+    The behaviour of `tensorflow_model_server` (FileSystemStoragePathSource +
+    AspiredVersionsManager with the AvailabilityPreservingPolicy):
+
+    1. Each model's `base_path` is listed; only children whose name is an
+       integer are versions (anything else, e.g. `tmp-123` or `.hidden`, is
+       ignored).
+    2. The model's `model_version_policy` picks the *aspired* versions:
+       `latest` (the `num_versions` highest, default 1), `all`, or `specific`.
+    3. Aspired versions that are not loaded are loaded (a Session per
+       version, warmup replayed) and become AVAILABLE. A version that fails is
+       reported END with the error and is retried after
+       `load_retry_interval` seconds (at most `max_num_load_retries` times),
+       or at once when its directory's contents change.
+    4. Loaded versions that are no longer aspired are unloaded only when that
+       keeps the model available: if an aspired version is AVAILABLE, if no
+       version is aspired at all (the model was removed), or if more than one
+       unaspired version is loaded (the lowest goes first). So a new version is
+       serving before the old one is unloaded, and a broken new version never
+       replaces a working one.
+    5. Unloading removes the version from the routing table first; its
+       Session is closed when the requests already running on it finish.
+    6. Steps 1-5 run at start-up, then every `file_system_poll_wait_seconds`
+       in a background thread (0: only at start-up, as TF Serving).
+
+    Requests name a model and optionally a version or a version label
+    (`ModelSpec`); `Latest(name)` is the highest AVAILABLE version.
+
+    Args:
+        config: a `ModelServerConfig` with a `model_config_list`.
+        file_system_poll_wait_seconds: polling period; 0 disables polling.
+        enable_model_warmup: replay `assets.extra/tf_serving_warmup_requests`.
+        max_num_load_retries: retries of a failed load.
+        load_retry_interval: seconds between retries of a failed load.
+        allow_version_labels_for_unavailable_models: accept labels pointing at
+            versions that are not AVAILABLE (otherwise a config with such a
+            label is rejected, FAILED_PRECONDITION).
+        session_config: `tf.compat.v1.ConfigProto` for every Session.
+
+    Example:
+
+    ```python
+    manager = ServableManager(single_model_config("translator", "/models/translator"))
+    manager.start()
+    with manager.servable(model_pb2.ModelSpec(name="translator")) as bundle:
+        ...
+    manager.stop()
+    ```
+    """
+
+    def __init__(
+        self,
+        config: model_server_config_pb2.ModelServerConfig,
+        *,
+        file_system_poll_wait_seconds: float = 1.0,
+        enable_model_warmup: bool = True,
+        max_num_load_retries: int = 5,
+        load_retry_interval: float = 60.0,
+        allow_version_labels_for_unavailable_models: bool = False,
+        session_config: Any | None = None,
+    ):
+        if file_system_poll_wait_seconds < 0:
+            raise ValueError(
+                "file_system_poll_wait_seconds must be >= 0. "
+                f"Received: {file_system_poll_wait_seconds}"
+            )
+        self.file_system_poll_wait_seconds = float(file_system_poll_wait_seconds)
+        self.enable_model_warmup = enable_model_warmup
+        self.max_num_load_retries = int(max_num_load_retries)
+        self.load_retry_interval = float(load_retry_interval)
+        self.allow_version_labels_for_unavailable_models = (
+            allow_version_labels_for_unavailable_models
+        )
+        self.session_config = session_config
+        _validate_config(config)
+        self._config = config
+        self._labels: dict[str, dict[str, int]] = {}
+        # Routing table, replaced (never mutated) under _state_lock: name -> version -> bundle.
+        self._serving: dict[str, dict[int, SavedModelBundle]] = {}
+        self._states: dict[str, dict[int, VersionState]] = {}
+        self._failures: dict[tuple[str, int], _LoadFailure] = {}
+        self._state_lock = threading.Lock()
+        self._poll_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # Lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Loads the initial versions, checks the labels, and starts polling.
+
+        Raises:
+            ServingError: `FAILED_PRECONDITION` if a version label points at a
+                version that is not available.
+        """
+        self.poll_once()
+        self._set_labels(self._config)
+        if self.file_system_poll_wait_seconds > 0:
+            self._thread = threading.Thread(
+                target=self._poll_loop, name="serving-file-system-poll", daemon=True
+            )
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stops polling and unloads everything (Sessions close as requests finish)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._poll_lock, self._state_lock:
+            serving, self._serving = self._serving, {}
+            for name, versions in serving.items():
+                for version, bundle in versions.items():
+                    self._states[name][version] = VersionState(END)
+                    bundle.retire()
+
+    def _poll_loop(self) -> None:
+        while not self._stop.wait(self.file_system_poll_wait_seconds):
+            try:
+                self.poll_once()
+            except Exception:  # noqa: BLE001 - the poller must survive anything
+                logger.exception("File system poll failed")
+
+    # Configuration ----------------------------------------------------------------------------
+
+    @property
+    def config(self) -> model_server_config_pb2.ModelServerConfig:
+        """The current `ModelServerConfig`."""
+        return self._config
+
+    def model_names(self) -> list[str]:
+        """The configured model names."""
+        return [model.name for model in self._config.model_config_list.config]
+
+    def reload_config(self, config: model_server_config_pb2.ModelServerConfig) -> None:
+        """Replaces the model list (HandleReloadConfigRequest); blocks until loaded.
+
+        Models no longer listed are unloaded, new ones loaded; version policies
+        and labels are updated.
+
+        Raises:
+            ServingError: `INVALID_ARGUMENT` for an invalid config,
+                `FAILED_PRECONDITION` for a label on an unavailable version.
+        """
+        if config.WhichOneof("config") != "model_config_list":
+            raise ServingError(
+                "INVALID_ARGUMENT",
+                "ServerModelConfig type not supported by HandleReloadConfigRequest. "
+                "Only ModelConfigList is currently supported",
+            )
+        _validate_config(config)
+        with self._poll_lock:
+            self._config = config
+        self.poll_once()
+        self._set_labels(config)
+
+    def _set_labels(self, config: model_server_config_pb2.ModelServerConfig) -> None:
+        labels: dict[str, dict[str, int]] = {}
+        for model in config.model_config_list.config:
+            for label, version in model.version_labels.items():
+                state = self._states.get(model.name, {}).get(version)
+                if not self.allow_version_labels_for_unavailable_models and (
+                    state is None or state.state != AVAILABLE
+                ):
+                    raise ServingError(
+                        "FAILED_PRECONDITION",
+                        f"Request to assign label to version {version} of model {model.name}, "
+                        "which is not currently available for inference",
+                    )
+                labels.setdefault(model.name, {})[label] = int(version)
+        self._labels = labels
+
+    # Polling ----------------------------------------------------------------------------------
+
+    def poll_once(self) -> None:
+        """One pass of steps 1-5 for every configured model (and removed ones)."""
+        with self._poll_lock:
+            config = self._config
+            configured = {model.name: model for model in config.model_config_list.config}
+            for model in configured.values():
+                if self._stop.is_set():
+                    return
+                self._poll_model(model)
+            for name in list(self._serving):
+                if name not in configured:
+                    self._unload_unaspired(name, aspired=set())
+
+    def _poll_model(self, model: Any) -> None:
+        versions = self._list_versions(model)
+        if versions is None:
+            return
+        aspired = _aspired_versions(model, versions)
+        loaded = self._serving.get(model.name, {})
+        for version in sorted(aspired, reverse=True):
+            path = versions[version]
+            bundle = loaded.get(version)
+            if bundle is not None and bundle.path == path:
+                continue
+            if not self._should_attempt(model.name, version, path):
+                continue
+            self._load(model.name, version, path)
+        self._unload_unaspired(model.name, set(aspired))
+
+    def _list_versions(self, model: Any) -> dict[int, str] | None:
+        base = model.base_path
+        try:
+            children = tf.io.gfile.listdir(base)
+        except (tf.errors.NotFoundError, FileNotFoundError, NotADirectoryError):
+            logger.error("Could not find base path %s for servable %s", base, model.name)
+            return None
+        except (tf.errors.OpError, OSError) as error:
+            logger.error("Could not list base path %s for servable %s: %s", base, model.name, error)
+            return None
+        versions: dict[int, str] = {}
+        for child in children:
+            child = child.rstrip("/")
+            if not child.isdigit():
+                continue
+            path = os.path.join(base, child)
+            if not tf.io.gfile.isdir(path):
+                continue
+            version = int(child)
+            if version in versions:
+                logger.warning(
+                    "Duplicate version directories detected. Version %d will be loaded from %s, "
+                    "%s will be ignored.",
+                    version,
+                    path,
+                    versions[version],
+                )
+            versions[version] = path
+        if not versions:
+            logger.warning(
+                "No versions of servable %s found under base path %s. Did you forget to name "
+                "your leaf directory as a number (eg. '/1/')?",
+                model.name,
+                base,
+            )
+        return versions
+
+    def _should_attempt(self, name: str, version: int, path: str) -> bool:
+        failure = self._failures.get((name, version))
+        if failure is None:
+            return True
+        if _fingerprint(path) != failure.fingerprint:
+            return True
+        return (
+            failure.attempts <= self.max_num_load_retries
+            and time.monotonic() - failure.last_attempt >= self.load_retry_interval
+        )
+
+    def _load(self, name: str, version: int, path: str) -> None:
+        self._set_state(name, version, VersionState(LOADING))
+        logger.info("Loading servable: {name: %s version: %d} from %s", name, version, path)
+        fingerprint = _fingerprint(path)
+        bundle = SavedModelBundle(name, version, path, session_config=self.session_config)
+        start = time.perf_counter()
+        try:
+            bundle.load()
+            if self.enable_model_warmup:
+                self._warmup(bundle)
+        except Exception as error:  # noqa: BLE001 - any load failure is reported, not raised
+            bundle.retire()
+            code, message = _load_error(error, path)
+            failure = self._failures.get((name, version))
+            attempts = (
+                1
+                if failure is None or failure.fingerprint != fingerprint
+                else (failure.attempts + 1)
+            )
+            self._failures[(name, version)] = _LoadFailure(attempts, time.monotonic(), fingerprint)
+            self._set_state(name, version, VersionState(END, code, message))
+            logger.error(
+                "Loading servable: {name: %s version: %d} failed: %s: %s",
+                name,
+                version,
+                code,
+                message,
+            )
+            return
+        self._failures.pop((name, version), None)
+        with self._state_lock:
+            versions = dict(self._serving.get(name, {}))
+            previous = versions.get(version)
+            versions[version] = bundle
+            self._serving = {**self._serving, name: versions}
+            self._states.setdefault(name, {})[version] = VersionState(AVAILABLE)
+        if previous is not None:
+            previous.retire()
+        logger.info(
+            "Successfully loaded servable version {name: %s version: %d} in %.2f s",
+            name,
+            version,
+            time.perf_counter() - start,
+        )
+
+    def _warmup(self, bundle: SavedModelBundle) -> None:
+        logs = bundle.warmup_requests()
+        for log in logs:
+            kind = log.WhichOneof("log_type")
+            if kind != "predict_log":
+                # Our exports write Predict records only; TF Serving would replay the others
+                # through Classify/Regress/MultiInference, which these models refuse.
+                raise ServingError("UNIMPLEMENTED", f"Unsupported log_type for warmup: {kind}")
+            inference.run_predict(bundle, log.predict_log.request)
+        if logs:
+            logger.info(
+                "Finished reading warmup data for model %s version %d: %d records",
+                bundle.name,
+                bundle.version,
+                len(logs),
+            )
+
+    def _unload_unaspired(self, name: str, aspired: set[int]) -> None:
+        # AvailabilityPreservingPolicy, applied until it asks for nothing more.
+        while True:
+            loaded = self._serving.get(name, {})
+            has_aspired = bool(aspired)
+            has_aspired_serving = any(v in loaded for v in aspired)
+            unaspired = sorted(v for v in loaded if v not in aspired)
+            if not unaspired:
+                return
+            if has_aspired and not has_aspired_serving and len(unaspired) <= 1:
+                return
+            self._unload(name, unaspired[0])
+
+    def _unload(self, name: str, version: int) -> None:
+        with self._state_lock:
+            versions = dict(self._serving.get(name, {}))
+            bundle = versions.pop(version)
+            serving = dict(self._serving)
+            if versions:
+                serving[name] = versions
+            else:
+                serving.pop(name, None)
+            self._serving = serving
+            self._states.setdefault(name, {})[version] = VersionState(UNLOADING)
+        logger.info("Unloading servable version {name: %s version: %d}", name, version)
+        bundle.retire()
+        self._set_state(name, version, VersionState(END))
+
+    def _set_state(self, name: str, version: int, state: VersionState) -> None:
+        with self._state_lock:
+            self._states.setdefault(name, {})[version] = state
+
+    # Requests ---------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def servable(self, model_spec: model_pb2.ModelSpec) -> Iterator[SavedModelBundle]:
+        """Holds the version a request names for the duration of the request.
+
+        Raises:
+            ServingError: `INVALID_ARGUMENT` without a name or for an unknown
+                label, `NOT_FOUND` ("Servable not found for request:
+                Latest(name)" / "Specific(name, version)") otherwise.
+        """
+        bundle = self._acquire(model_spec)
+        try:
+            yield bundle
+        finally:
+            bundle.release()
+
+    def _acquire(self, model_spec: model_pb2.ModelSpec) -> SavedModelBundle:
+        name = model_spec.name
+        if not name:
+            raise ServingError("INVALID_ARGUMENT", "ModelSpec has no name specified.")
+        choice = model_spec.WhichOneof("version_choice")
+        if choice == "version":
+            version: int | None = int(model_spec.version.value)
+        elif choice == "version_label":
+            label = model_spec.version_label
+            version = self._labels.get(name, {}).get(label)
+            if version is None:
+                raise ServingError(
+                    "INVALID_ARGUMENT", f"Unrecognized servable version label: {label}"
+                )
+        else:
+            version = None
+        for _ in range(100):
+            versions = self._serving.get(name, {})
+            if version is None:
+                bundle = versions[max(versions)] if versions else None
+            else:
+                bundle = versions.get(version)
+            if bundle is None:
+                request = f"Latest({name})" if version is None else f"Specific({name}, {version})"
+                raise ServingError("NOT_FOUND", f"Servable not found for request: {request}")
+            if bundle.acquire():
+                return bundle
+            # Retired between the lookup and acquire: the routing table has moved on.
+        raise ServingError("UNAVAILABLE", f"Servable {name} is being reloaded; retry")
+
+    def version_states(self, name: str) -> dict[int, VersionState]:
+        """Every version of `name` the manager has seen, with its state (a copy)."""
+        with self._state_lock:
+            return {
+                v: dataclasses.replace(s) for v, s in sorted(self._states.get(name, {}).items())
+            }
+
+    def available_versions(self, name: str) -> list[int]:
+        """The versions of `name` currently serving, ascending."""
+        return sorted(self._serving.get(name, {}))
+
+
+def _validate_config(config: model_server_config_pb2.ModelServerConfig) -> None:
+    if config.WhichOneof("config") == "custom_model_config":
+        raise ServingError(
+            "INVALID_ARGUMENT", "ModelServer does not yet support custom model config."
+        )
+    seen = set()
+    for model in config.model_config_list.config:
+        if not model.name:
+            raise ServingError("INVALID_ARGUMENT", "A model config has an empty name.")
+        if model.name in seen:
+            raise ServingError(
+                "INVALID_ARGUMENT",
+                f"Illegal to list model {model.name} multiple times in config list",
+            )
+        seen.add(model.name)
+        if not model.base_path:
+            raise ServingError("INVALID_ARGUMENT", f"Model {model.name} has an empty base_path.")
+        platform = model.model_platform or "tensorflow"
+        if platform != "tensorflow":
+            raise ServingError(
+                "INVALID_ARGUMENT",
+                f"Model {model.name} requests unsupported platform {platform}",
+            )
+
+
+def _aspired_versions(model: Any, versions: dict[int, str]) -> list[int]:
+    policy = model.model_version_policy
+    choice = policy.WhichOneof("policy_choice")
+    if choice == "all":
+        return sorted(versions)
+    if choice == "specific":
+        wanted = set(policy.specific.versions)
+        missing = sorted(wanted - set(versions))
+        for version in missing:
+            logger.warning(
+                "Version %d of servable %s, which was requested to be served as a 'specific' "
+                "version in the servable's version policy, was not found in the file system",
+                version,
+                model.name,
+            )
+        return sorted(wanted & set(versions))
+    count = max(int(policy.latest.num_versions), 1) if choice == "latest" else 1
+    return sorted(versions)[-count:]
+
+
+def _fingerprint(path: str) -> tuple:
+    """Cheap content fingerprint of a version directory (names, sizes, mtimes)."""
+    entries = []
+    for root, _dirs, files in os.walk(path):
+        for file in files:
+            full = os.path.join(root, file)
+            try:
+                stat = os.stat(full)
+            except OSError:
+                continue
+            entries.append((os.path.relpath(full, path), stat.st_size, stat.st_mtime_ns))
+    return tuple(sorted(entries))
+
+
+def _load_error(error: BaseException, path: str) -> tuple[str, str]:
+    if isinstance(error, ServingError):
+        return error.code, error.message
+    if isinstance(error, tf.errors.OpError):
+        return code_name(error.error_code), error.message
+    message = str(error) or type(error).__name__
+    if isinstance(error, OSError) or "SavedModel file does not exist" in message:
+        if "does not exist" in message or "No such file" in message:
+            return "NOT_FOUND", message
+        if "parse" in message.lower():
+            return "DATA_LOSS", message
+    if "parse" in message.lower():
+        return "DATA_LOSS", message
+    return "UNKNOWN", f"{type(error).__name__}: {message} (loading {path})"

@@ -1,0 +1,45 @@
+"""One translation contract: the exporter's signatures and the client's parser agree on it."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.framework import types_pb2
+
+from export import translation_signatures
+from serving.client import translation_contract as contract
+from serving.client.translation import Translation
+from serving.server import saved_model
+
+
+def test_the_contract_names_are_tensorflows_constants():
+    assert contract.SERVE_TAG == tf.saved_model.SERVING == saved_model.SERVE_TAG
+    assert contract.DEFAULT_SIGNATURE == tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+    assert saved_model.DEFAULT_SIGNATURE == contract.DEFAULT_SIGNATURE
+
+
+def test_the_exporter_builds_its_signatures_from_the_contract():
+    assert translation_signatures.TRANSLATION_OUTPUTS is contract.TRANSLATION_OUTPUTS
+    assert translation_signatures.SCORE_OUTPUTS is contract.SCORE_OUTPUTS
+    assert translation_signatures.INPUT_KEY == contract.TEXT_INPUT
+    assert translation_signatures.SERVING_DEFAULT == contract.DEFAULT_SIGNATURE
+
+
+def test_an_export_matches_the_contract_and_the_client_parses_it(serving_session):
+    for name, outputs in [
+        (contract.DEFAULT_SIGNATURE, contract.TRANSLATION_OUTPUTS),
+        (contract.BEAM_SEARCH, contract.TRANSLATION_OUTPUTS),
+        (contract.SCORE_TRANSLATION, contract.SCORE_OUTPUTS),
+    ]:
+        signature = serving_session.signature_defs[name]
+        found = {
+            alias: (types_pb2.DataType.Name(info.dtype), len(info.tensor_shape.dim))
+            for alias, info in signature.outputs.items()
+        }
+        assert found == {alias: (dtype, len(shape)) for alias, (dtype, shape) in outputs.items()}
+    texts = np.array([b"you like the cat .", b""], dtype=object)
+    outputs = serving_session.run(contract.DEFAULT_SIGNATURE, {contract.TEXT_INPUT: texts})
+    first, empty = Translation.from_outputs(outputs)
+    assert first.length == len(first.tokens) == int(outputs["length"][0])
+    assert first.attention.shape == (first.length, len(first.source_tokens))
+    assert (empty.text, empty.length, empty.tokens) == ("", 0, [])
