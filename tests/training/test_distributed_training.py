@@ -213,7 +213,8 @@ def test_killed_worker_stops_the_other_and_relaunch_resumes(single_process_run, 
             group.start(command(index), worker_env(), f"worker{index}")
         assert group.wait(TIMEOUT) == [0, 0], group.outputs()
     metrics = run.read_metrics()["training"]
-    assert metrics["epochs_run"] == options["epochs"] - resume_at
+    assert metrics["epochs_run"] == options["epochs"]
+    assert metrics["epochs_this_session"] == options["epochs"] - resume_at
     assert history_epochs(run)[-1] == options["epochs"] - 1
     assert not run.backup.exists()
     # The resumed run trained on the same batches from the same state: the
