@@ -172,6 +172,8 @@ def history_epochs(run):
 def model_weights(path):
     import keras
 
+    import keras_attention.models.seq2seq  # noqa: F401 (registers Seq2Seq for loading)
+
     return [np.asarray(w) for w in keras.saving.load_model(path, compile=False).get_weights()]
 
 
