@@ -210,7 +210,9 @@ def write_report(results: dict, out: Path) -> None:
     (out / "variants.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines), flush=True)
     if curves:
-        plot_bleu_by_length(curves, out / "bleu_by_length.png", title="BLEU by source length")
+        plot_bleu_by_length(
+            curves, out / "bleu_by_length.png", title="BLEU by source length (beam search, width 4)"
+        )
 
 
 def main(argv: list[str] | None = None) -> dict:
