@@ -19,7 +19,7 @@ def run_dir(tmp_path_factory) -> Path:
         data=str(write_corpus(root / "corpus.tsv")),
         out=str(root / "run"),
         # Its outputs must differ between sentences for the parity tests to mean
-        # anything: Bahdanau attention learns that in these 30 steps.
+        # anything: Bahdanau attention learns that in these steps.
         attention="bahdanau",
         embedding_dim=16,
         encoder_units=16,
