@@ -277,7 +277,7 @@ class LuongAttention(BaseAttention):
         # Layers saved before `scale_by_dimension` existed used the raw scores.
         if config.get("score") in ("dot", "general"):
             config = {"scale_by_dimension": False, **config}
-        return cls(**config)
+        return super().from_config(config)
 
     def get_config(self):
         config = super().get_config()

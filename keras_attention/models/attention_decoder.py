@@ -330,4 +330,4 @@ class AttentionDecoder(keras.layers.Layer):
     @classmethod
     def from_config(cls, config):
         # Decoders saved before `deep_output` existed had the tanh readout.
-        return cls(**{"deep_output": "tanh", **config})
+        return super().from_config({"deep_output": "tanh", **config})

@@ -218,4 +218,4 @@ class Seq2Seq(keras.Model):
     @classmethod
     def from_config(cls, config):
         # Models saved before `deep_output` existed had the tanh readout.
-        return cls(**{"deep_output": "tanh", **config})
+        return super().from_config({"deep_output": "tanh", **config})

@@ -149,3 +149,16 @@ def test_bad_inputs_raise_value_error():
         model((source[0], target_in))
     with pytest.raises(ValueError, match="source_ids, target_in"):
         model(source)
+
+
+def test_configs_saved_before_deep_output_reload_with_the_tanh_readout():
+    """A `.keras` file from before `deep_output` existed has no such key: it reloads with
+    the tanh readout it was trained with (weights of the same shapes), new ones with maxout."""
+    config = make_model(attention="bahdanau").get_config()
+    assert config["deep_output"] == "maxout"
+    assert Seq2Seq.from_config(config).deep_output == "maxout"
+    del config["deep_output"]
+    old = Seq2Seq.from_config(config)
+    assert old.deep_output == "tanh"
+    old.build()
+    assert tuple(old.decoder.readout.kernel.shape)[-1] == old.decoder_units  # not 2x (maxout)
