@@ -17,34 +17,19 @@ with only `keras-attention-client` installed imports them from
 `serving.client`.
 """
 
-from __future__ import annotations
+import lazy_loader
 
-import importlib
-from typing import Any
-
-_EXPORTS = {
-    "ServingError": "serving.client.serving_error",
-    "Translation": "serving.client.translation",
-    "TranslationClient": "serving.client.translation_client",
-    "RestTranslationClient": "serving.client.rest_translation_client",
-    "ModelVersionStatus": "serving.client.model_version_status",
-    "ModelMetadata": "serving.client.model_metadata",
-    "ModelServer": "serving.server.model_server",
-    "ServerOptions": "serving.server.server_options",
-    "ServableManager": "serving.server.servable_manager",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'serving' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "client.serving_error": ["ServingError"],
+        "client.translation": ["Translation"],
+        "client.translation_client": ["TranslationClient"],
+        "client.rest_translation_client": ["RestTranslationClient"],
+        "client.model_version_status": ["ModelVersionStatus"],
+        "client.model_metadata": ["ModelMetadata"],
+        "server.model_server": ["ModelServer"],
+        "server.server_options": ["ServerOptions"],
+        "server.servable_manager": ["ServableManager"],
+    },
+)

@@ -5,7 +5,7 @@ import importlib
 import pytest
 from helpers.subprocesses import modules_loaded_by
 
-PACKAGES = ["keras_attention", "keras_attention.training", "export"]
+PACKAGES = ["keras_attention", "keras_attention.training", "export", "serving"]
 
 
 @pytest.mark.parametrize("package_name", PACKAGES)

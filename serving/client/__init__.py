@@ -12,7 +12,9 @@ distribution: grpcio, protobuf and NumPy only), or as part of the full package.
   compiled from `.proto` files in that folder (same bytes on the wire).
 - `keras-attention-client translate --server HOST:PORT TEXT...` (`cli`).
 
-Names are imported lazily, so `import serving.client` is cheap.
+Names are imported lazily, so `import serving.client` is cheap. (By hand, not with
+`lazy_loader` as the other packages: this distribution depends on grpcio, protobuf and
+NumPy only.)
 """
 
 from __future__ import annotations
