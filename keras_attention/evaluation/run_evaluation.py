@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+from collections.abc import Sequence
 
 from keras_attention.data import group_references, load_corpus
-from keras_attention.evaluation.bleu import bleu_by_length, score_translations
+from keras_attention.evaluation.bleu import DEFAULT_BUCKETS, bleu_by_length, score_translations
 from keras_attention.training import run_state
 from keras_attention.training.run_directory import RunDirectory
 from keras_attention.training.trainer import load_translator
@@ -22,6 +23,7 @@ def evaluate_run(
     batch_size: int = 64,
     max_sentences: int | None = None,
     progress: bool = False,
+    buckets: Sequence[tuple[int, int | None]] = DEFAULT_BUCKETS,
 ) -> dict:
     """Scores greedy and beam-search translations of the run's test split.
 
@@ -43,6 +45,8 @@ def evaluate_run(
         batch_size: sentences per batch.
         max_sentences: evaluate only the first N unique test sources.
         progress: show a progress bar.
+        buckets: source-length buckets of `bleu_by_length` (inclusive word
+            counts; `None` = no upper bound).
 
     Returns:
         The evaluation section written to metrics.json.
@@ -86,7 +90,7 @@ def evaluate_run(
             **dataclasses.asdict(scores),
             "beam_width": width,
             "length_penalty": length_penalty if width > 1 else None,
-            "bleu_by_length": bleu_by_length(sources, hypotheses, references),
+            "bleu_by_length": bleu_by_length(sources, hypotheses, references, buckets),
         }
         with open(run.path / f"translations.{name}.tsv", "w", encoding="utf-8") as f:
             for source, hypothesis in zip(sources, hypotheses, strict=True):
