@@ -55,6 +55,7 @@ class TrainConfig:
     learning_rate_schedule: str = "cosine"  # cosine decay over epochs x steps, or constant
     global_clipnorm: float = 5.0
     precision: str = "mixed_bfloat16"  # float32 | mixed_bfloat16 | mixed_float16
+    jit_compile: bool = False  # compile the training step with XLA
     max_pairs: int | None = None
     validation_fraction: float = 0.02
     test_fraction: float = 0.02

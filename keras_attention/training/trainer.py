@@ -111,6 +111,7 @@ def compile_model(model: Seq2Seq, config: TrainConfig, total_steps: int | None =
         ),
         loss=MaskedSparseCategoricalCrossentropy(),
         metrics=[MaskedAccuracy()],
+        jit_compile=config.jit_compile,
     )
 
 
