@@ -49,7 +49,7 @@ class TrainConfig:
     max_length: int = 30  # tokens per side; longer training pairs are dropped
     max_output_length: int = 50  # tokens a translation may have at inference
     batch_size: int = 64
-    epochs: int = 10
+    epochs: int = 6
     steps_per_epoch: int | None = 500  # None = one pass over the training split
     learning_rate: float = 2e-3
     learning_rate_schedule: str = "cosine"  # cosine decay over epochs x steps, or constant
