@@ -160,6 +160,8 @@ _RESTART_LEFTOVERS = (
     "config.json",
     "source_vocabulary.txt",
     "target_vocabulary.txt",
+    "source_subwords.model",
+    "target_subwords.model",
     "splits",
     "backup",
     "logs",

@@ -12,6 +12,7 @@ CHOICES = {
     "score": ("dot", "general", "concat", "scaled_dot", "cosine", "location"),
     "cell": ("gru", "lstm"),
     "precision": ("float32", "mixed_bfloat16", "mixed_float16"),
+    "tokenizer": ("words", "subwords"),
 }
 """The allowed values of the fields that take one of a few names.
 
@@ -29,6 +30,7 @@ class TrainConfig:
     """
 
     data: str | None = None  # TSV corpus path; None = the bundled fra-eng corpus
+    reverse: bool = False  # swap the corpus columns: train target -> source (fr -> en)
     out: str = "runs/fra-eng"
     attention: str = "luong"  # luong | bahdanau | none (luong learns fastest in the budget)
     score: str = "scaled_dot"  # Luong score: dot general concat scaled_dot cosine location
@@ -42,6 +44,7 @@ class TrainConfig:
     input_feeding: bool = True
     tie_embeddings: bool = True
     dropout: float = 0.1
+    tokenizer: str = "words"  # words (rule-based, word vocabulary) | subwords (SentencePiece)
     source_vocabulary_size: int = 12000
     target_vocabulary_size: int = 16000
     french_spacing: bool = True  # detokenize targets French-style ("Va !"); False for others
