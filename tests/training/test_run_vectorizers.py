@@ -1,0 +1,111 @@
+"""Runs with `--tokenizer subwords` and `--reverse`; the errors a run's vectorizers can raise."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from keras_attention.text import SubwordVectorizer, TextVectorizer
+from keras_attention.training.run_directory import RunDirectory
+from keras_attention.training.train_config import TrainConfig
+from keras_attention.training.trainer import load_translator, train
+
+
+def _quick(make_train_config, data, out, **overrides):
+    options = dict(epochs=1, steps_per_epoch=5, source_vocabulary_size=300)
+    options.update(target_vocabulary_size=300, **overrides)
+    return make_train_config(data, out, **options)
+
+
+@pytest.fixture(scope="module")
+def subword_run(digits_corpus, make_train_config, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "subwords"
+    train(_quick(make_train_config, digits_corpus, out, tokenizer="subwords"), verbose=0)
+    return out
+
+
+def test_subword_run_stores_its_models_and_translates_without_unk(subword_run):
+    run = RunDirectory(subword_run)
+    run.require_trained()
+    assert TrainConfig.load(run.path).tokenizer == "subwords"
+    assert run.source_subword_model.is_file() and run.target_subword_model.is_file()
+    assert not run.source_vocabulary.exists()
+    translator = load_translator(run.path)
+    assert isinstance(translator.source_vectorizer, SubwordVectorizer)
+    assert isinstance(translator.target_vectorizer, SubwordVectorizer)
+    assert translator.model.target_vocabulary_size == translator.target_vectorizer.vocabulary_size
+    results = translator.translate_all(["3 1 4", "1 5 9 2 6", "Ω 😀"], beam_width=2)
+    for result in results:
+        assert "[UNK]" not in result["translation"]
+        assert "[UNK]" not in result["tokens"]
+    assert results[0]["source_tokens"][0].startswith("▁")
+
+
+def test_subword_files_missing_is_a_clear_error(subword_run, tmp_path):
+    copy = shutil.copytree(subword_run, tmp_path / "run")
+    RunDirectory(copy).target_subword_model.unlink()
+    with pytest.raises(FileNotFoundError, match="target_subwords.model"):
+        load_translator(copy)
+
+
+def test_model_and_tokenizer_of_different_runs_is_a_clear_error(
+    subword_run, trained_digits_run, tmp_path
+):
+    """A words run's model in a subword run: the vocabulary sizes disagree."""
+    copy = shutil.copytree(subword_run, tmp_path / "run")
+    shutil.copy(RunDirectory(trained_digits_run).model, RunDirectory(copy).model)
+    with pytest.raises(ValueError, match="different runs"):
+        load_translator(copy)
+
+
+def test_word_runs_from_before_the_tokenizer_field_still_load(trained_digits_run, tmp_path):
+    copy = shutil.copytree(trained_digits_run, tmp_path / "run")
+    config = json.loads((copy / "config.json").read_text())
+    del config["tokenizer"], config["reverse"]
+    (copy / "config.json").write_text(json.dumps(config))
+    RunDirectory(copy).require_trained()
+    assert isinstance(load_translator(copy).target_vectorizer, TextVectorizer)
+
+
+def test_reverse_swaps_the_corpus_columns(digits_corpus, make_train_config, tmp_path):
+    out = tmp_path / "reverse"
+    train(_quick(make_train_config, digits_corpus, out, reverse=True, epochs=1), verbose=0)
+    run = RunDirectory(out)
+    assert TrainConfig.load(out).reverse is True
+    source, target = run.test_split.read_text().splitlines()[0].split("\t")
+    assert source.split()[0].isalpha() and target.split()[0].isdigit()
+    source_words = run.source_vocabulary.read_text().split()
+    assert "trois" in source_words and "3" not in source_words
+    translator = load_translator(out)
+    assert "3" in translator.target_vectorizer.vocabulary
+
+
+def test_vocabulary_too_small_names_the_side(digits_corpus, make_train_config, tmp_path):
+    config = _quick(make_train_config, digits_corpus, tmp_path / "r", tokenizer="subwords")
+    config.target_vocabulary_size = 270
+    with pytest.raises(ValueError, match=r"Target side \(--target-vocabulary-size\).*too small"):
+        train(config, verbose=0)
+
+
+def test_target_side_empty_after_filtering_is_a_clear_error(make_train_config, tmp_path):
+    """Every target only punctuation the length limit cannot hold, or invisible."""
+    from helpers.training_runs import write_tsv
+
+    corpus = write_tsv(tmp_path / "c.tsv", [(f"{i} {i}", ". " * 20) for i in range(200)])
+    config = _quick(make_train_config, corpus, tmp_path / "r", max_length=8)
+    with pytest.raises(ValueError, match="None of the .* pairs is left to train on"):
+        train(config, verbose=0)
+
+
+@pytest.mark.parametrize("tokenizer", ["words", "subwords"])
+def test_token_ids_agree_with_encode(tokenizer, subword_run, trained_digits_run):
+    run = subword_run if tokenizer == "subwords" else trained_digits_run
+    translator = load_translator(run)
+    texts = ["3 1 4", "1 5 9 2 6"]
+    import tensorflow as tf
+
+    ragged = translator.source_vectorizer.token_ids(tf.constant(texts)).to_list()
+    dense = translator.source_vectorizer.encode(tf.constant(texts)).numpy()
+    for row, ids in zip(dense, ragged, strict=True):
+        np.testing.assert_array_equal(row[: len(ids)], ids)
