@@ -47,7 +47,9 @@ TRAIN_HELP = {
     "tokens included",
     "target_vocabulary_size": "target vocabulary size (words or subword pieces), reserved "
     "tokens included",
-    "french_spacing": "write translations with French spacing before ! ? : ; (for French targets)",
+    "french_spacing": "override the target spacing measured on the training targets: French "
+    "(space before ! ? : ;, inside « ») or, with --no-french-spacing, none; --tokenizer words "
+    "only (default: measured)",
     "max_length": "tokens per side; longer training pairs are dropped, longer inputs truncated",
     "max_output_length": "most tokens a translation may have",
     "batch_size": "sentence pairs per batch",
@@ -112,7 +114,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                 default = "on" if field.default else "off"
             help_text += f" (default: {default})"
         help_text = help_text.replace("%", "%%")
-        if hint is bool:
+        if hint is bool or typing.get_args(hint) == (bool, type(None)):
             parser.add_argument(flag, action=_BooleanFlag, default=field.default, help=help_text)
             continue
         args = typing.get_args(hint)

@@ -1,6 +1,7 @@
 """In-graph text processing: tokenization, vocabularies, `TextVectorizer`, `SubwordVectorizer`."""
 
 from keras_attention.text.base_vectorizer import BaseVectorizer
+from keras_attention.text.spacing_rules import SPACED_MARKS, SpacingRules
 from keras_attention.text.subword_model import (
     check_subword_model,
     load_subword_model,
@@ -35,8 +36,10 @@ __all__ = [
     "PAD_ID",
     "PAD_TOKEN",
     "RESERVED_TOKENS",
+    "SPACED_MARKS",
     "START_ID",
     "START_TOKEN",
+    "SpacingRules",
     "SubwordVectorizer",
     "TextVectorizer",
     "UNK_ID",

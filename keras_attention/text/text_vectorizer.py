@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention.text.base_vectorizer import BaseVectorizer
+from keras_attention.text.spacing_rules import SpacingRules
 from keras_attention.text.tokenization import detokenize, tokenize
 from keras_attention.text.vocabulary import UNK_ID, load_vocabulary, validate_vocabulary
 
@@ -36,7 +37,7 @@ class TextVectorizer(BaseVectorizer):
 
     Decoding (`decode`): ids after the first `[END]` are dropped, as are
     padding and `[START]`; the rest become tokens (`[UNK]` stays visible as
-    the string `"[UNK]"`) and `detokenize` joins them.
+    the string `"[UNK]"`) and `detokenize` joins them with `spacing`.
 
     Args:
         vocabulary: list of tokens, the reserved tokens `["", "[UNK]",
@@ -47,9 +48,13 @@ class TextVectorizer(BaseVectorizer):
         pad_to_max_length: bool, whether to pad every batch to exactly
             `max_length` columns (a static shape) instead of to its longest
             sequence. Needs `max_length`.
-        french_spacing: bool, whether `decode` writes French typography (a
-            space before `! ? : ;` and inside `« »`). Use `True` for a
-            French target vocabulary.
+        french_spacing: bool, the spacing `decode` writes when `spacing`
+            is `None`: French typography (`Va !`, `« oui »`) or plain
+            (`Go!`). Kept for configs written before `spacing`.
+        spacing: a `SpacingRules` (or its config dict): the target
+            language's spacing around `! ? : ; %` and inside `« »`, e.g.
+            `SpacingRules.measure(training_targets)`. Overrides
+            `french_spacing`.
         **kwargs: base layer keyword arguments, such as `name`.
 
     Call arguments:
@@ -78,13 +83,22 @@ class TextVectorizer(BaseVectorizer):
         max_length=None,
         pad_to_max_length=False,
         french_spacing=False,
+        spacing=None,
         **kwargs,
     ):
         super().__init__(max_length=max_length, pad_to_max_length=pad_to_max_length, **kwargs)
         if isinstance(vocabulary, (str, os.PathLike)):
             vocabulary = load_vocabulary(vocabulary)
         self._vocabulary = tuple(validate_vocabulary(vocabulary))
-        self.french_spacing = bool(french_spacing)
+        if spacing is None:
+            spacing = SpacingRules.french() if french_spacing else SpacingRules.plain()
+        elif isinstance(spacing, dict):
+            spacing = SpacingRules.from_config(spacing)
+        elif not isinstance(spacing, SpacingRules):
+            raise TypeError(
+                f"`spacing` must be a SpacingRules, a dict or None. Received: {spacing!r}"
+            )
+        self.spacing = spacing
         with tf.init_scope():
             initializer = tf.lookup.KeyValueTensorInitializer(
                 tf.constant(self._vocabulary, dtype=tf.string),
@@ -147,14 +161,14 @@ class TextVectorizer(BaseVectorizer):
         return tf.gather(tf.constant(self._vocabulary, dtype=tf.string), ids)
 
     def _join(self, ids):
-        return detokenize(self.ids_to_tokens(ids), french_spacing=self.french_spacing)
+        return detokenize(self.ids_to_tokens(ids), spacing=self.spacing)
 
     def get_config(self):
         config = super().get_config()
         config.update(
             {
                 "vocabulary": list(self.vocabulary),
-                "french_spacing": self.french_spacing,
+                "spacing": self.spacing.get_config(),
             }
         )
         return config

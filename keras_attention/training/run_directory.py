@@ -17,6 +17,7 @@ class RunDirectory:
           config.json               the TrainConfig of the run
           source_vocabulary.txt     --tokenizer words: one token per line (see save_vocabulary)
           target_vocabulary.txt
+          target_spacing.json       --tokenizer words: the target side's measured spacing
           source_subwords.model     --tokenizer subwords: SentencePiece models
           target_subwords.model       (see keras_attention.text.subword_model)
           splits/validation.tsv     source<TAB>target pairs held out for validation
@@ -55,6 +56,10 @@ class RunDirectory:
     @property
     def target_subword_model(self) -> Path:
         return self.path / "target_subwords.model"
+
+    @property
+    def target_spacing(self) -> Path:
+        return self.path / "target_spacing.json"
 
     def tokenizer_files(self, tokenizer: str) -> tuple[Path, Path]:
         """The `(source, target)` files of the vectorizers for `TrainConfig.tokenizer`."""

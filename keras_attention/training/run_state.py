@@ -160,6 +160,7 @@ _RESTART_LEFTOVERS = (
     "config.json",
     "source_vocabulary.txt",
     "target_vocabulary.txt",
+    "target_spacing.json",
     "source_subwords.model",
     "target_subwords.model",
     "splits",

@@ -9,10 +9,14 @@
   `target_subwords.model`).
 
 The vocabulary sizes are `source_vocabulary_size` / `target_vocabulary_size`
-either way.
+either way. Word runs also measure the spacing of their training targets
+(`SpacingRules.measure`, saved as `target_spacing.json`), which their target
+`TextVectorizer` writes on decoding unless `french_spacing` overrides it.
 """
 
 from __future__ import annotations
+
+import json
 
 from keras_attention.text import (
     SubwordVectorizer,
@@ -24,6 +28,7 @@ from keras_attention.text import (
     save_vocabulary,
     train_subword_model,
 )
+from keras_attention.text.spacing_rules import SpacingRules
 from keras_attention.training.run_directory import RunDirectory
 from keras_attention.training.train_config import TrainConfig
 
@@ -47,9 +52,23 @@ def _learn(config: TrainConfig, splits) -> tuple[object, object]:
     return source, target
 
 
+def measure_spacing(splits) -> SpacingRules:
+    """The spacing conventions of the training targets (`SpacingRules.measure`)."""
+    return SpacingRules.measure(target for _, target in splits.train)
+
+
 def write_vocabularies(run: RunDirectory, config: TrainConfig, splits) -> None:
-    """Learns and saves the run's vocabularies, unless it has them (a resumed run keeps its ids)."""
+    """Learns and saves the run's vocabularies, unless it has them (a resumed run keeps its ids).
+
+    With `tokenizer="words"` the target side's spacing is measured too and
+    saved as `target_spacing.json`.
+    """
     files = run.tokenizer_files(config.tokenizer)
+    if config.tokenizer == "words" and not run.target_spacing.is_file():
+        spacing = measure_spacing(splits)
+        run.target_spacing.write_text(
+            json.dumps(spacing.get_config(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
     if all(path.is_file() for path in files):
         return
     source, target = _learn(config, splits)
@@ -58,8 +77,18 @@ def write_vocabularies(run: RunDirectory, config: TrainConfig, splits) -> None:
     save(target, files[1])
 
 
-def make_vectorizers(config: TrainConfig, source, target):
-    """`(source, target)` vectorizers of `config.tokenizer` from vocabularies or models."""
+def target_spacing(config: TrainConfig, measured: SpacingRules | None) -> SpacingRules:
+    """`--[no-]french-spacing` if given, else the measured rules (plain if none)."""
+    if config.french_spacing is not None:
+        return SpacingRules.french() if config.french_spacing else SpacingRules.plain()
+    return measured or SpacingRules.plain()
+
+
+def make_vectorizers(config: TrainConfig, source, target, spacing: SpacingRules | None = None):
+    """`(source, target)` vectorizers of `config.tokenizer` from vocabularies or models.
+
+    `spacing`: the measured target spacing (`--tokenizer words`).
+    """
     if config.tokenizer == "subwords":
         return (
             SubwordVectorizer(source, max_length=config.max_length),
@@ -67,8 +96,19 @@ def make_vectorizers(config: TrainConfig, source, target):
         )
     return (
         TextVectorizer(source, max_length=config.max_length),
-        TextVectorizer(target, max_length=config.max_length, french_spacing=config.french_spacing),
+        TextVectorizer(
+            target, max_length=config.max_length, spacing=target_spacing(config, spacing)
+        ),
     )
+
+
+def _read_spacing(run: RunDirectory) -> SpacingRules | None:
+    if not run.target_spacing.is_file():
+        return None  # a run from before the measurement: its config's french_spacing decides
+    try:
+        return SpacingRules.from_config(json.loads(run.target_spacing.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{str(run.target_spacing)!r} is not a spacing file: {error}") from None
 
 
 def load_vectorizers(run: RunDirectory, config: TrainConfig, splits=None):
@@ -79,7 +119,7 @@ def load_vectorizers(run: RunDirectory, config: TrainConfig, splits=None):
         ValueError: a file is not a vocabulary / subword model.
     """
     if splits is not None:
-        return make_vectorizers(config, *_learn(config, splits))
+        return make_vectorizers(config, *_learn(config, splits), measure_spacing(splits))
     files = run.tokenizer_files(config.tokenizer)
     missing = [path.name for path in files if not path.is_file()]
     if missing:
@@ -88,7 +128,7 @@ def load_vectorizers(run: RunDirectory, config: TrainConfig, splits=None):
             f"{', '.join(missing)}"
         )
     load = load_subword_model if config.tokenizer == "subwords" else load_vocabulary
-    return make_vectorizers(config, load(files[0]), load(files[1]))
+    return make_vectorizers(config, load(files[0]), load(files[1]), _read_spacing(run))
 
 
 def check_model_matches(model, source_vectorizer, target_vectorizer, where: str) -> None:

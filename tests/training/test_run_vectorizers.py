@@ -109,3 +109,39 @@ def test_token_ids_agree_with_encode(tokenizer, subword_run, trained_digits_run)
     dense = translator.source_vectorizer.encode(tf.constant(texts)).numpy()
     for row, ids in zip(dense, ragged, strict=True):
         np.testing.assert_array_equal(row[: len(ids)], ids)
+
+
+@pytest.mark.parametrize("tokenizer", ["words", "subwords"])
+@pytest.mark.parametrize("language", ["french", "spanish"])
+def test_translations_keep_the_target_languages_punctuation(
+    language, tokenizer, make_train_config, tmp_path
+):
+    """French writes "trois sept ?", Spanish "¿tres siete?": learned from the data, no flag."""
+    import re
+
+    from helpers.training_runs import punctuated_digits_pairs, write_tsv
+
+    corpus = write_tsv(tmp_path / "c.tsv", punctuated_digits_pairs(1500, language))
+    config = make_train_config(
+        corpus,
+        tmp_path / "run",
+        tokenizer=tokenizer,
+        epochs=1,
+        steps_per_epoch=120 if tokenizer == "words" else 200,
+        source_vocabulary_size=300,
+        target_vocabulary_size=400,  # whole words become pieces
+    )
+    train(config, verbose=0)
+    run = RunDirectory(config.out)
+    if tokenizer == "words":
+        measured = json.loads(run.target_spacing.read_text())
+        assert measured["space_before"] == ("!?:;%" if language == "french" else "")
+    sources = [line.split("\t")[0] for line in run.test_split.read_text().splitlines()][:40]
+    translations = [r["translation"] for r in load_translator(run.path).translate_all(sources)]
+    marks = [m for t in translations for m in re.findall(r"(.)[?!]", t)]
+    assert len(marks) >= 20, translations[:5]
+    spaced = sum(before == " " for before in marks)
+    if language == "french":
+        assert spaced == len(marks), translations[:5]
+    else:
+        assert spaced == 0, translations[:5]
