@@ -47,7 +47,7 @@ _EXPECTED_OUTPUTS = {
 }
 # Ops the graph must hold for each `TrainConfig.tokenizer` named in the manifest.
 _TOKENIZER_OPS = {
-    "words": frozenset({"RegexReplace", "StringSplitV2", "LookupTableFindV2"}),
+    "words": frozenset({"StringSplitV2", "LookupTableFindV2"}),
     "subwords": frozenset(
         {"SentencepieceOp", "SentencepieceTokenizeOp", "SentencepieceDetokenizeOp"}
     ),

@@ -9,7 +9,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_attention.text.base_vectorizer import BaseVectorizer
-from keras_attention.text.subword_model import check_subword_model, load_subword_model
+from keras_attention.text.subword_model import check_subword_model
 from keras_attention.text.tokenization import normalize
 from keras_attention.text.vocabulary import PAD_ID, UNK_ID
 
@@ -76,16 +76,17 @@ class SubwordVectorizer(BaseVectorizer):
     def __init__(self, model, max_length=None, pad_to_max_length=False, **kwargs):
         super().__init__(max_length=max_length, pad_to_max_length=pad_to_max_length, **kwargs)
         if isinstance(model, (str, os.PathLike)):
-            model = load_subword_model(model)
+            with open(model, "rb") as f:
+                model, name = f.read(), repr(os.fspath(model))
         elif isinstance(model, bytes):
-            check_subword_model(model)
+            name = "`model`"
         else:
             raise TypeError(
                 "`model` must be the bytes of a SentencePiece model or a path. "
                 f"Received: {type(model).__name__}"
             )
+        self._vocabulary_size = check_subword_model(model, name=name)
         self._model = model
-        self._vocabulary_size = check_subword_model(model)
         self._graph_tokenizers = weakref.WeakKeyDictionary()
         self.built = True
 

@@ -6,8 +6,9 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_attention.text import SubwordVectorizer, TextVectorizer
+from keras_attention.text import SpacingRules, SubwordVectorizer, TextVectorizer
 from keras_attention.training.run_directory import RunDirectory
+from keras_attention.training.run_vectorizers import load_vectorizers
 from keras_attention.training.train_config import TrainConfig
 from keras_attention.training.trainer import load_translator, train
 
@@ -60,12 +61,28 @@ def test_model_and_tokenizer_of_different_runs_is_a_clear_error(
 
 
 def test_word_runs_from_before_the_tokenizer_field_still_load(trained_digits_run, tmp_path):
+    """Such runs have no tokenizer, reverse or target_spacing.json, and french_spacing true."""
     copy = shutil.copytree(trained_digits_run, tmp_path / "run")
     config = json.loads((copy / "config.json").read_text())
     del config["tokenizer"], config["reverse"]
+    config["french_spacing"] = True
     (copy / "config.json").write_text(json.dumps(config))
+    RunDirectory(copy).target_spacing.unlink()
     RunDirectory(copy).require_trained()
-    assert isinstance(load_translator(copy).target_vectorizer, TextVectorizer)
+    target = load_translator(copy).target_vectorizer
+    assert isinstance(target, TextVectorizer) and target.spacing == SpacingRules.french()
+
+
+def test_french_spacing_overrides_the_measurement_for_words_only(trained_digits_run):
+    run = RunDirectory(trained_digits_run)
+    measured = SpacingRules.from_config(json.loads(run.target_spacing.read_text()))
+    assert measured == SpacingRules.plain()  # spelled digits: no punctuation at all
+    config = TrainConfig.load(run.path)
+    assert config.french_spacing is None
+    config.french_spacing = True
+    assert load_vectorizers(run, config)[1].spacing == SpacingRules.french()
+    with pytest.raises(ValueError, match="french_spacing.*subwords"):
+        TrainConfig(tokenizer="subwords", french_spacing=False)
 
 
 def test_reverse_swaps_the_corpus_columns(digits_corpus, make_train_config, tmp_path):
