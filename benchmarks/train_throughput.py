@@ -1,16 +1,24 @@
-"""Training throughput of Seq2Seq vs. the usual tutorial design, and greedy decode speed.
+"""Training throughput of Seq2Seq against the tutorial design and this machine's peak.
 
 The tutorial design (as in the classic TensorFlow NMT-with-attention
 tutorial): the decoder is called once per target step in a Python loop
 (unrolled inside `tf.function`); at every step the attention re-projects the
 encoder outputs (`W_k h`) and the output layer projects that step alone onto
 the vocabulary. Our `Seq2Seq` projects the keys once per sentence
-(`prepare_keys`), runs the recurrence in a `tf.while_loop`, and projects all
-steps onto the vocabulary in one matmul after the loop.
+(`prepare_keys`), runs only the recurrence in a `tf.while_loop`, and applies
+the output layers once to all steps after the loop.
 
-Both models have the same sizes and train with `model.fit` on the same
-synthetic batches, in this one process. Prints target tokens/second and the
-ratio, then greedy decoding sentences/second at batch 1 and 64.
+Every model has the same sizes and trains with `model.fit` on the same
+synthetic batches, in this one process; a row's figure is the median of the
+per-batch times. For each row the script prints the FLOPs per target token
+(counted from the layer shapes: matmuls of the forward pass times 3 for
+training), target tokens/s, achieved GFLOP/s and the ratio to the tutorial
+design in the same precision. It measures the bf16 and fp32 matmul peak
+(2048x2048) in the same run, reports the padding fraction of real training
+batches of the bundled corpus, greedy decoding speed, and ends with one line
+for the default training configuration (`TrainConfig()`):
+
+    default: X.XXx tutorial (bf16), Y.YYx tutorial (fp32), Z% of bf16 peak
 
     python benchmarks/train_throughput.py [--steps 30] [--batch-size 64]
 """
@@ -29,6 +37,7 @@ import tensorflow as tf  # noqa: E402
 
 from keras_attention.decoding import GreedySearch  # noqa: E402
 from keras_attention.models.seq2seq import Seq2Seq  # noqa: E402
+from keras_attention.training import TrainConfig  # noqa: E402
 from keras_attention.training.masked_loss import MaskedSparseCategoricalCrossentropy  # noqa: E402
 
 
@@ -88,12 +97,101 @@ def synthetic_batches(batch_size, source_length, target_length, source_size, tar
     return data.batch(batch_size, drop_remainder=True).cache().repeat()
 
 
-def tokens_per_second(model, data, steps, batch_size, target_length):
-    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=MaskedSparseCategoricalCrossentropy())
+def gru_flops(inputs, units):
+    """Forward matmul FLOPs of one GRU step: input and recurrent kernels."""
+    return 2 * (inputs * 3 * units + units * 3 * units)
+
+
+def training_flops_per_target_token(kind, sizes, vocabulary, source_length, target_length):
+    """Training FLOPs per target token from the layer shapes (3 x forward matmuls).
+
+    `kind`: `"tutorial"`, or a `Seq2Seq` attention type (`"luong"` with
+    scaled dot and input feeding, `"bahdanau"` with the maxout deep output),
+    tied output for `Seq2Seq`. Elementwise ops, softmax and the optimizer are
+    not counted.
+    """
+    e, u, d = sizes["embedding_dim"], sizes["encoder_units"], sizes["decoder_units"]
+    dv = 2 * u  # bidirectional annotations
+    per_source_token = 2 * gru_flops(e, u)  # both directions
+    per_target = 0
+    if kind == "luong":
+        per_target += gru_flops(e + d, d)  # input feeding: [e; h~]
+        per_target += 2 * 2 * source_length * dv  # scores and context
+        per_target += 2 * (dv + d) * d  # h~ = tanh(W_c [c; s])
+        per_target += 2 * d * e  # readout to the tied embedding size
+        per_target += 2 * e * vocabulary
+    else:
+        units = d  # attention units
+        per_target += 2 * d * units  # W_q s
+        per_target += 2 * source_length * units  # v . tanh(...)
+        per_target += 2 * source_length * dv  # context
+        per_target += gru_flops(e + dv, d)
+        if kind == "tutorial":
+            per_target += 2 * source_length * dv * units  # keys re-projected every step
+            per_target += 2 * (d + dv + e) * e + 2 * e * vocabulary
+        else:
+            per_source_token += 2 * dv * units  # keys projected once
+            per_target += 2 * (d + dv + e) * 2 * e + 2 * e * vocabulary  # maxout, tied
+    forward = per_target + per_source_token * source_length / target_length
+    return 3 * forward
+
+
+def median_step_seconds(model, data, steps, jit_compile=False):
+    """Median wall-clock seconds of one `model.fit` batch (after warm-up)."""
+    times = []
+
+    class StepTimer(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            self.started = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            times.append(time.perf_counter() - self.started)
+
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss=MaskedSparseCategoricalCrossentropy(),
+        jit_compile=jit_compile,
+    )
     model.fit(data, steps_per_epoch=3, epochs=1, verbose=0)  # trace and warm up
-    started = time.perf_counter()
-    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
-    return steps * batch_size * target_length / (time.perf_counter() - started)
+    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[StepTimer()])
+    return float(np.median(times))
+
+
+def matmul_peak_gflops(dtype, size=2048, repeats=10):
+    """Best GFLOP/s of a `size x size` matmul in `dtype` (this machine, now)."""
+    a = tf.random.normal((size, size), dtype=tf.float32)
+    a = tf.cast(a, dtype)
+    matmul = tf.function(lambda x: tf.matmul(x, x))
+    matmul(a).numpy()
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        matmul(a).numpy()
+        best = min(best, time.perf_counter() - started)
+    return 2 * size**3 / best / 1e9
+
+
+def padding_fraction(config, batches=200):
+    """Padding share of real training batches of the bundled corpus (source, target)."""
+    from keras_attention.data import load_corpus, make_dataset, split_corpus
+    from keras_attention.text import TextVectorizer, build_vocabulary
+
+    splits = split_corpus(load_corpus(None).pairs, seed=config.seed)
+    source = TextVectorizer(build_vocabulary((s for s, _ in splits.train), 12000))
+    target = TextVectorizer(build_vocabulary((t for _, t in splits.train), 16000))
+    data = make_dataset(
+        splits.train,
+        source,
+        target,
+        batch_size=config.batch_size,
+        max_length=config.max_length,
+        repeat=True,
+    )
+    counts = np.zeros((2, 2))  # (source, target) x (padding, all)
+    for (source_ids, _), target_out in data.take(batches):
+        for row, ids in enumerate((source_ids, target_out)):
+            counts[row] += (np.sum(ids.numpy() == 0), ids.numpy().size)
+    return counts[0, 0] / counts[0, 1], counts[1, 0] / counts[1, 1]
 
 
 def greedy_sentences_per_second(model, batch_size, source_length, max_length, repeats):
@@ -121,51 +219,90 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--source-length", type=int, default=10)
     parser.add_argument("--target-length", type=int, default=12)
-    parser.add_argument("--source-vocabulary", type=int, default=12000)
-    parser.add_argument("--target-vocabulary", type=int, default=16000)
     args = parser.parse_args(argv)
-    sizes = dict(embedding_dim=256, encoder_units=256, decoder_units=512)
+    default = TrainConfig()
+    sizes = dict(
+        embedding_dim=default.embedding_dim,
+        encoder_units=default.encoder_units,
+        decoder_units=default.decoder_units,
+    )
+    source_size, target_size = default.source_vocabulary_size, default.target_vocabulary_size
     data = synthetic_batches(
-        args.batch_size,
-        args.source_length,
-        args.target_length,
-        args.source_vocabulary,
-        args.target_vocabulary,
+        args.batch_size, args.source_length, args.target_length, source_size, target_size
+    )
+    peaks = {dtype: matmul_peak_gflops(dtype) for dtype in ("bfloat16", "float32")}
+    print(
+        f"matmul peak (2048x2048, this run): bf16 {peaks['bfloat16']:,.0f} GFLOP/s, "
+        f"fp32 {peaks['float32']:,.0f} GFLOP/s"
+    )
+    source_padding, target_padding = padding_fraction(default)
+    print(
+        f"padding in real training batches (bundled corpus, length buckets, batch "
+        f"{default.batch_size}): source {source_padding:.1%}, target {target_padding:.1%}"
     )
     print(
         f"batch {args.batch_size}, source {args.source_length} / target {args.target_length} "
-        f"tokens, vocabularies {args.source_vocabulary} / {args.target_vocabulary}, {sizes}"
+        f"tokens, vocabularies {source_size} / {target_size}, {sizes}"
     )
-    print(f"{'model':<44} {'params':>10} {'target tokens/s':>16} {'vs tutorial':>12}")
+    print(
+        f"{'model':<46} {'params':>11} {'MFLOP/token':>11} {'tokens/s':>9} "
+        f"{'GFLOP/s':>8} {'% peak':>7} {'vs tutorial':>11}"
+    )
+    default_model = dict(attention=default.attention, score=default.score, tie_embeddings=True)
     rows = [
-        ("tutorial design (per-step keys and output)", "float32", None),
-        ("Seq2Seq bahdanau, untied output", "float32", dict(tie_embeddings=False)),
-        ("Seq2Seq bahdanau, tied output", "float32", dict(tie_embeddings=True)),
-        ("Seq2Seq bahdanau, tied, mixed_bfloat16", "mixed_bfloat16", dict(tie_embeddings=True)),
+        # (name, kind, dtype policy, Seq2Seq options or None for the tutorial, jit)
+        ("tutorial design, float32", "tutorial", "float32", None, False),
+        ("tutorial design, mixed_bfloat16", "tutorial", "mixed_bfloat16", None, False),
+        ("default (luong scaled_dot, tied), float32", "luong", "float32", default_model, False),
+        ("default, mixed_bfloat16", "luong", "mixed_bfloat16", default_model, False),
+        ("default, mixed_bfloat16, jit_compile", "luong", "mixed_bfloat16", default_model, True),
+        ("default, float32, jit_compile", "luong", "float32", default_model, True),
+        (
+            "bahdanau (maxout, tied), mixed_bfloat16",
+            "bahdanau",
+            "mixed_bfloat16",
+            dict(attention="bahdanau", tie_embeddings=True),
+            False,
+        ),
     ]
-    baseline = None
-    for name, dtype, options in rows:
+    tutorial = {}
+    results = {}
+    for name, kind, policy, options, jit in rows:
         keras.utils.set_random_seed(0)
         if options is None:
-            model = TutorialSeq2Seq(args.source_vocabulary, args.target_vocabulary, **sizes)
+            keras.config.set_dtype_policy(policy)
+            model = TutorialSeq2Seq(source_size, target_size, **sizes)
+            keras.config.set_dtype_policy("float32")
         else:
-            model = Seq2Seq(
-                args.source_vocabulary, args.target_vocabulary, dtype=dtype, **sizes, **options
-            )
-        speed = tokens_per_second(model, data, args.steps, args.batch_size, args.target_length)
-        baseline = baseline or speed
-        print(f"{name:<44} {model.count_params():>10,} {speed:>16,.0f} {speed / baseline:>11.2f}x")
+            model = Seq2Seq(source_size, target_size, dtype=policy, **sizes, **options)
+        seconds = median_step_seconds(model, data, args.steps, jit_compile=jit)
+        tokens = args.batch_size * args.target_length / seconds
+        flops = training_flops_per_target_token(
+            kind, sizes, target_size, args.source_length, args.target_length
+        )
+        gflops = tokens * flops / 1e9
+        peak = peaks["float32" if policy == "float32" else "bfloat16"]
+        if options is None:
+            tutorial[policy] = tokens
+        ratio = tokens / tutorial[policy if policy in tutorial else "float32"]
+        results[(kind, policy, jit)] = (tokens, gflops / peak, ratio)
+        print(
+            f"{name:<46} {model.count_params():>11,} {flops / 1e6:>11.1f} {tokens:>9,.0f} "
+            f"{gflops:>8.1f} {gflops / peak:>7.1%} {ratio:>10.2f}x"
+        )
 
-    model = Seq2Seq(
-        args.source_vocabulary,
-        args.target_vocabulary,
-        dtype="mixed_bfloat16",
-        tie_embeddings=True,
-        **sizes,
-    )
+    model = Seq2Seq(source_size, target_size, dtype="mixed_bfloat16", **sizes, **default_model)
     for batch_size, repeats in ((1, 20), (64, 5)):
         speed = greedy_sentences_per_second(model, batch_size, args.source_length, 20, repeats)
         print(f"greedy decode (20 steps), batch {batch_size:>2}: {speed:8.1f} sentences/s")
+
+    jit = False  # TrainConfig trains without XLA; see the jit_compile rows
+    _, bf16_share, bf16_ratio = results[("luong", "mixed_bfloat16", jit)]
+    _, _, fp32_ratio = results[("luong", "float32", jit)]
+    print(
+        f"default: {bf16_ratio:.2f}x tutorial (bf16), {fp32_ratio:.2f}x tutorial (fp32), "
+        f"{bf16_share:.0%} of bf16 peak"
+    )
 
 
 if __name__ == "__main__":

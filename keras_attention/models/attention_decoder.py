@@ -200,45 +200,56 @@ class AttentionDecoder(keras.layers.Layer):
             before the vocabulary projection, the next state, and the attention
             weights `(batch_size, Ts)` in float32.
         """
+        recurrent_output, new_state, weights = self.recurrent_step(embedded, state, training)
+        return self.output_features(recurrent_output, embedded), new_state, weights
+
+    def recurrent_step(self, embedded, state, training=False):
+        """The part of `step` inside the recurrence.
+
+        Returns `(recurrent_output, new_state, attention)`, where
+        `recurrent_output` is what `output_features` needs besides the
+        embedding: `[s_t; c_t]` for `"bahdanau"` and `"none"`, `h~_t` for
+        `"luong"`. Teacher-forced training runs only this in its loop and
+        `output_features` once on all steps after it.
+        """
         rnn_state = state["rnn"]
         new_state = dict(state)
-        if self.attention == "bahdanau":
-            context, weights = self._attend(rnn_state[0], state)
-            cell_output, rnn_state = self._cell(
-                keras.ops.concatenate([embedded, context], axis=-1), rnn_state, training
-            )
-            output = self._deep_output(
-                keras.ops.concatenate([cell_output, context, embedded], axis=-1)
-            )
-        elif self.attention == "luong":
+        if self.attention == "luong":
             cell_input = embedded
             if self.input_feeding:
                 cell_input = keras.ops.concatenate([embedded, state["feed"]], axis=-1)
             cell_output, rnn_state = self._cell(cell_input, rnn_state, training)
             context, weights = self._attend(cell_output, state)
-            output = self.combine(keras.ops.concatenate([context, cell_output], axis=-1))
+            recurrent_output = self.combine(keras.ops.concatenate([context, cell_output], axis=-1))
             if self.input_feeding:
-                new_state["feed"] = output
-            if self.readout is not None:
-                output = self.readout(output)
+                new_state["feed"] = recurrent_output
         else:
-            context = state["summary"]
+            if self.attention == "bahdanau":
+                context, weights = self._attend(rnn_state[0], state)
+            else:
+                context = state["summary"]
+                weights = keras.ops.zeros(keras.ops.shape(state["mask"]), dtype="float32")
             cell_output, rnn_state = self._cell(
                 keras.ops.concatenate([embedded, context], axis=-1), rnn_state, training
             )
-            output = self._deep_output(
-                keras.ops.concatenate([cell_output, context, embedded], axis=-1)
-            )
-            weights = keras.ops.zeros(keras.ops.shape(state["mask"]), dtype="float32")
+            recurrent_output = keras.ops.concatenate([cell_output, context], axis=-1)
         new_state["rnn"] = rnn_state
-        return output, new_state, keras.ops.cast(weights, "float32")
+        return recurrent_output, new_state, keras.ops.cast(weights, "float32")
+
+    def output_features(self, recurrent_output, embedded):
+        """`o_t` from `recurrent_step`'s output and the embedding, for any
+        leading shape (one step or all steps at once)."""
+        if self.attention == "luong":
+            return recurrent_output if self.readout is None else self.readout(recurrent_output)
+        return self._deep_output(keras.ops.concatenate([recurrent_output, embedded], axis=-1))
 
     def _deep_output(self, features):
         """`o_t` of the Bahdanau and no-attention decoders from `[s_t; c_t; e]`."""
         output = self.readout(features)
         if self.deep_output == "maxout":
-            # (batch, 2 * d) -> (batch, d, 2) -> max over each pair of units.
-            pairs = keras.ops.reshape(output, (keras.ops.shape(output)[0], -1, 2))
+            # (..., 2 * d) -> (..., d, 2) -> max over each pair of units.
+            shape = keras.ops.shape(output)
+            pairs = keras.ops.reshape(output, (*shape[:-1], -1, 2))
             output = keras.ops.max(pairs, axis=-1)
         return output
 
@@ -250,13 +261,25 @@ class AttentionDecoder(keras.layers.Layer):
         return output, list(new_state) if isinstance(new_state, (list, tuple)) else [new_state]
 
     def logits(self, outputs, training=False):
-        """Projects step outputs `(..., output_dim)` to float32 vocabulary logits."""
+        """Projects step outputs `(..., output_dim)` to float32 vocabulary logits.
+
+        One 2-D matmul with its bias over all leading positions (which the
+        CPU runs as one fused kernel), in the compute dtype, then a single
+        cast to float32 for the loss and the softmax.
+        """
         outputs = self.dropout_layer(outputs, training=training)
-        if self.tie_embeddings:
-            matrix = keras.ops.cast(self.embedding.embeddings, outputs.dtype)
-            logits = keras.ops.matmul(outputs, keras.ops.transpose(matrix))
-            return keras.ops.cast(logits, "float32") + keras.ops.cast(self.output_bias, "float32")
-        return keras.ops.cast(self.output_layer(outputs), "float32")
+        if not self.tie_embeddings:
+            return keras.ops.cast(self.output_layer(outputs), "float32")
+        shape = keras.ops.shape(outputs)
+        flat = keras.ops.reshape(outputs, (-1, shape[-1]))
+        matrix = keras.ops.cast(self.embedding.embeddings, flat.dtype)
+        logits = tf.nn.bias_add(
+            tf.matmul(flat, matrix, transpose_b=True),
+            keras.ops.cast(self.output_bias, flat.dtype),
+        )
+        return keras.ops.reshape(
+            keras.ops.cast(logits, "float32"), (*shape[:-1], self.vocabulary_size)
+        )
 
     def embed(self, token_ids, training=False):
         return self.dropout_layer(self.embedding(token_ids), training=training)
@@ -282,13 +305,17 @@ class AttentionDecoder(keras.layers.Layer):
         recurrent = {k: state[k] for k in ("rnn", "feed") if k in state}
         memory = {k: v for k, v in state.items() if k not in recurrent}
         steps = tf.shape(target_in)[1]
-        embedded_by_step = tf.transpose(embedded, [1, 0, 2])
+        # A TensorArray of the steps' embeddings, not `embedded[t]`: the
+        # gradient of a slice is a full-size tensor per step.
+        embedded_by_step = tf.TensorArray(embedded.dtype, size=steps).unstack(
+            tf.transpose(embedded, [1, 0, 2])
+        )
         outputs = tf.TensorArray(self.compute_dtype, size=steps)
         weights = tf.TensorArray(tf.float32, size=steps)
 
         def body(t, recurrent, outputs, weights):
-            output, new_state, attention = self.step(
-                embedded_by_step[t], {**memory, **recurrent}, training=training
+            output, new_state, attention = self.recurrent_step(
+                embedded_by_step.read(t), {**memory, **recurrent}, training=training
             )
             recurrent = {k: new_state[k] for k in recurrent}
             return t + 1, recurrent, outputs.write(t, output), weights.write(t, attention)
@@ -299,7 +326,8 @@ class AttentionDecoder(keras.layers.Layer):
             (tf.constant(0), recurrent, outputs, weights),
             maximum_iterations=steps,
         )
-        outputs = tf.transpose(outputs.stack(), [1, 0, 2])
+        # Everything after the recurrence runs once on all steps.
+        outputs = self.output_features(tf.transpose(outputs.stack(), [1, 0, 2]), embedded)
         attention = tf.transpose(weights.stack(), [1, 0, 2])
         return self.logits(outputs, training=training), attention
 

@@ -13,6 +13,7 @@ CHOICES = {
     "cell": ("gru", "lstm"),
     "precision": ("float32", "mixed_bfloat16", "mixed_float16"),
     "tokenizer": ("words", "subwords"),
+    "learning_rate_schedule": ("cosine", "constant"),
 }
 """The allowed values of the fields that take one of a few names.
 
@@ -53,11 +54,13 @@ class TrainConfig:
     max_length: int = 30  # tokens per side; longer training pairs are dropped
     max_output_length: int = 50  # tokens a translation may have at inference
     batch_size: int = 64
-    epochs: int = 12
+    epochs: int = 10
     steps_per_epoch: int | None = 500  # None = one pass over the training split
     learning_rate: float = 2e-3
+    learning_rate_schedule: str = "cosine"  # cosine decay over epochs x steps, or constant
     global_clipnorm: float = 5.0
     precision: str = "mixed_bfloat16"  # float32 | mixed_bfloat16 | mixed_float16
+    jit_compile: bool = False  # compile the training step with XLA
     max_pairs: int | None = None
     validation_fraction: float = 0.02
     test_fraction: float = 0.02
@@ -118,6 +121,8 @@ class TrainConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"Unknown training config keys: {unknown}")
+        # Runs saved before the schedule existed trained at a constant rate.
+        values.setdefault("learning_rate_schedule", "constant")
         return cls(**values)
 
     def save(self, run_dir: str | os.PathLike) -> Path:

@@ -53,8 +53,14 @@ class TimeBudget(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-def build_model(config: TrainConfig, source_size: int, target_size: int) -> Seq2Seq:
-    """The `Seq2Seq` described by `config`, compiled for training."""
+def build_model(
+    config: TrainConfig, source_size: int, target_size: int, total_steps: int | None = None
+) -> Seq2Seq:
+    """The `Seq2Seq` described by `config`, compiled for training.
+
+    `total_steps` is the length of the learning-rate schedule (default:
+    `config.epochs * config.steps_per_epoch`).
+    """
     model = Seq2Seq(
         source_size,
         target_size,
@@ -73,17 +79,43 @@ def build_model(config: TrainConfig, source_size: int, target_size: int) -> Seq2
         max_source_length=config.max_length,
         dtype=config.precision,
     )
-    compile_model(model, config)
+    compile_model(model, config, total_steps)
     return model
 
 
-def compile_model(model: Seq2Seq, config: TrainConfig) -> None:
+def learning_rate(config: TrainConfig, total_steps: int | None = None):
+    """The learning rate, or schedule, of `config`.
+
+    `"cosine"`: `keras.optimizers.schedules.CosineDecay` from
+    `config.learning_rate` down to `COSINE_FLOOR` times it over `total_steps`
+    (the planned steps, `epochs * steps_per_epoch`). It follows the
+    optimizer's step count, which the run's backup keeps, so a resumed run
+    continues the same curve. A time budget that ends training early stops
+    it at whatever rate the curve has reached by then.
+    """
+    if config.learning_rate_schedule == "constant":
+        return config.learning_rate
+    if total_steps is None:
+        if config.steps_per_epoch is None:
+            raise ValueError("`total_steps` is needed when `steps_per_epoch` is None")
+        total_steps = config.epochs * config.steps_per_epoch
+    return keras.optimizers.schedules.CosineDecay(
+        config.learning_rate, decay_steps=total_steps, alpha=COSINE_FLOOR
+    )
+
+
+COSINE_FLOOR = 0.02
+
+
+def compile_model(model: Seq2Seq, config: TrainConfig, total_steps: int | None = None) -> None:
     model.compile(
         optimizer=keras.optimizers.Adam(
-            learning_rate=config.learning_rate, global_clipnorm=config.global_clipnorm
+            learning_rate=learning_rate(config, total_steps),
+            global_clipnorm=config.global_clipnorm,
         ),
         loss=MaskedSparseCategoricalCrossentropy(),
         metrics=[MaskedAccuracy()],
+        jit_compile=config.jit_compile,
     )
 
 
@@ -290,7 +322,10 @@ def _fit(
 
     with distribution.strategy.scope():
         model = build_model(
-            config, source_vectorizer.vocabulary_size, target_vectorizer.vocabulary_size
+            config,
+            source_vectorizer.vocabulary_size,
+            target_vectorizer.vocabulary_size,
+            total_steps=config.epochs * steps_per_epoch,
         )
         model.build()
     dist.apply_keras_fixes(distribution, model)
