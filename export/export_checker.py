@@ -45,6 +45,13 @@ _EXPECTED_OUTPUTS = {
     BEAM_SEARCH: TRANSLATION_OUTPUTS,
     SCORE_TRANSLATION: SCORE_OUTPUTS,
 }
+# Ops the graph must hold for each `TrainConfig.tokenizer` named in the manifest.
+_TOKENIZER_OPS = {
+    "words": frozenset({"StringSplitV2", "LookupTableFindV2"}),
+    "subwords": frozenset(
+        {"SentencepieceOp", "SentencepieceTokenizeOp", "SentencepieceDetokenizeOp"}
+    ),
+}
 _EXPECTED_INPUTS = {SCORE_TRANSLATION: (INPUT_KEY, TRANSLATION_KEY)}
 _NUMPY_DTYPES = {
     "DT_STRING": np.object_,
@@ -66,7 +73,9 @@ class ExportChecker:
        the documented dense outputs with the documented dtypes.
     3. Every op of the graph and of its function library is core TensorFlow
        or tensorflow-text (`AllowedOps`); anything else (e.g. TF Addons'
-       `Addons>GatherTree`) would fail to load in the model server.
+       `Addons>GatherTree`) would fail to load in the model server. The
+       graph holds the text ops of the tokenizer the manifest names (word
+       lookups, or SentencePiece ops for `subwords`).
     4. The export loads with `tf.compat.v1.saved_model.loader.load` in a
        `tf.compat.v1.Session` with tag `serve` (`ServingSession`), after
        `tensorflow_text` is imported, as in the model server.
@@ -127,6 +136,7 @@ class ExportChecker:
         report.signatures = describe_signatures(meta_graph)
         self._check_signatures(report, manifest)
         self._check_ops(meta_graph, report)
+        self._check_tokenizer(meta_graph, report, manifest)
         if any(origin == NOT_ALLOWED for origin in report.ops.values()):
             report.errors.append(
                 "Not loaded: the model server cannot load a graph with ops it does not link"
@@ -241,6 +251,26 @@ class ExportChecker:
             report.warnings.append(
                 f"{len(compiled)} function(s) must be compiled with XLA (jit_compile): TF Serving "
                 "on CPU runs them only with --xla_cpu_compilation_enabled=true"
+            )
+
+    def _check_tokenizer(self, meta_graph, report: CheckReport, manifest) -> None:
+        """The graph's text ops must be those of the manifest's tokenizer."""
+        if manifest is None:
+            return
+        tokenizer = manifest.vocabulary.get("tokenizer", "words")
+        ops = set(graph_ops(meta_graph))
+        expected = _TOKENIZER_OPS.get(tokenizer)
+        if expected is None:
+            report.errors.append(
+                f"The manifest names an unknown tokenizer {tokenizer!r} "
+                f"(expected one of {sorted(_TOKENIZER_OPS)})"
+            )
+            return
+        missing = sorted(expected - ops)
+        if missing:
+            report.errors.append(
+                f"The manifest says the run was trained with tokenizer {tokenizer!r}, but the "
+                f"graph lacks its ops {missing}: the model and its tokenizer do not match"
             )
 
     def _replay_warmup(

@@ -32,7 +32,9 @@ class ExportManifest:
         run_dir: the training run the model came from (`None` if unknown).
         train_config: that run's `TrainConfig` as a dict (`{}` if unknown).
         model_config: the `Seq2Seq`'s `get_config()`.
-        vocabulary: `{"source_size": int, "target_size": int}`.
+        vocabulary: `{"tokenizer": "words" | "subwords", "source_size": int,
+            "target_size": int}` (`tokenizer` is absent from manifests written
+            before it existed: words).
         max_source_length: source tokens kept; longer inputs are truncated.
         max_output_length: most tokens of a translation (decoding steps,
             counting the end token).
@@ -53,7 +55,7 @@ class ExportManifest:
     run_dir: str | None
     train_config: dict[str, Any]
     model_config: dict[str, Any]
-    vocabulary: dict[str, int]
+    vocabulary: dict[str, Any]
     max_source_length: int | None
     max_output_length: int
     decoding: dict[str, dict[str, Any]]

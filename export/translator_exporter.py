@@ -64,11 +64,12 @@ class TranslatorExporter:
     """Writes a `Translator` as a SavedModel that TensorFlow Serving runs.
 
     The export needs no Python and no op outside core TensorFlow and
-    tensorflow-text: text processing, vocabulary lookups and the whole
+    tensorflow-text: text processing, vocabulary lookups (or SentencePiece
+    models, for a run trained with `--tokenizer subwords`) and the whole
     decoding loop (`tf.while_loop`) are in the graph.
 
     1. `keras.export.ExportArchive` tracks the model and both vectorizers
-       (weights and lookup tables) and adds one endpoint per signature (see
+       (weights, lookup tables, SentencePiece model resources) and adds one endpoint per signature (see
        `TranslationSignatures`): `serving_default` (greedy), `beam_search`
        (`beam_width`, `length_penalty`) and, unless disabled,
        `score_translation`. `ExportArchive` rather than
@@ -265,6 +266,7 @@ class TranslatorExporter:
             train_config=self.train_config,
             model_config=_jsonable(translator.model.get_config()),
             vocabulary={
+                "tokenizer": translator.target_vectorizer.tokenizer,
                 "source_size": translator.source_vectorizer.vocabulary_size,
                 "target_size": translator.target_vectorizer.vocabulary_size,
             },

@@ -25,6 +25,8 @@ VERBOSE_HELP = (
 
 TRAIN_HELP = {
     "data": "parallel corpus, source<TAB>target lines, plain or .gz (default: the bundled fra-eng corpus)",
+    "reverse": "swap the corpus columns: translate its second column into its first "
+    "(the bundled corpus: French to English)",
     "out": "run directory (config, vocabularies, model, logs, metrics); re-run to resume",
     "attention": "attention mechanism; none = the plain encoder-decoder baseline",
     "score": "Luong score function (dot, scaled_dot and cosine need decoder units = 2 x encoder units)",
@@ -38,9 +40,16 @@ TRAIN_HELP = {
     "input_feeding": "Luong input feeding",
     "tie_embeddings": "tie the output projection to the target embeddings",
     "dropout": "dropout rate",
-    "source_vocabulary_size": "source vocabulary size, reserved tokens included",
-    "target_vocabulary_size": "target vocabulary size, reserved tokens included",
-    "french_spacing": "write translations with French spacing before ! ? : ; (for French targets)",
+    "tokenizer": "words: rule-based word tokens (tuned for English and French) and word "
+    "vocabularies; subwords: SentencePiece models learned from the training split, any "
+    "language, no [UNK]",
+    "source_vocabulary_size": "source vocabulary size (words or subword pieces), reserved "
+    "tokens included",
+    "target_vocabulary_size": "target vocabulary size (words or subword pieces), reserved "
+    "tokens included",
+    "french_spacing": "override the target spacing measured on the training targets: French "
+    "(space before ! ? : ;, inside « ») or, with --no-french-spacing, none; --tokenizer words "
+    "only (default: measured)",
     "max_length": "tokens per side; longer training pairs are dropped, longer inputs truncated",
     "max_output_length": "most tokens a translation may have",
     "batch_size": "sentence pairs per batch",
@@ -107,7 +116,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                 default = "on" if field.default else "off"
             help_text += f" (default: {default})"
         help_text = help_text.replace("%", "%%")
-        if hint is bool:
+        if hint is bool or typing.get_args(hint) == (bool, type(None)):
             parser.add_argument(flag, action=_BooleanFlag, default=field.default, help=help_text)
             continue
         args = typing.get_args(hint)

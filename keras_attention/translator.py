@@ -8,7 +8,7 @@ import random
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch, RandomSampling
-from keras_attention.text import TextVectorizer, tokenize
+from keras_attention.text import BaseVectorizer
 
 OUTPUT_KEYS = ("translation", "score", "length", "tokens", "source_tokens", "attention")
 
@@ -22,17 +22,20 @@ class Translator:
 
     Args:
         model: a `Seq2Seq`.
-        source_vectorizer: `TextVectorizer` for the source language. Its
-            `max_length` truncates long inputs.
-        target_vectorizer: `TextVectorizer` for the target language.
+        source_vectorizer: `TextVectorizer` or `SubwordVectorizer` for the
+            source language. Its `max_length` truncates long inputs.
+        target_vectorizer: the vectorizer of the target language. The ids
+            of its `forbidden_output_ids` (`[UNK]` for subwords) are never
+            emitted: their logits are set to the dtype's lowest value at every
+            search step.
         max_output_length: int, the most tokens a translation may have.
     """
 
     def __init__(
         self,
         model,
-        source_vectorizer: TextVectorizer,
-        target_vectorizer: TextVectorizer,
+        source_vectorizer: BaseVectorizer,
+        target_vectorizer: BaseVectorizer,
         max_output_length: int = 50,
     ):
         if max_output_length < 1:
@@ -85,11 +88,25 @@ class Translator:
         source_ids = self.source_vectorizer(texts)
         width = tf.maximum(tf.shape(source_ids)[1], 1)
         source_ids = tf.pad(source_ids, [[0, 0], [0, width - tf.shape(source_ids)[1]]])
-        source_tokens = tokenize(texts)[:, :width].to_tensor(default_value="")
+        source_tokens = self.source_vectorizer.tokenize(texts)[:, :width]
+        source_tokens = source_tokens.to_tensor(default_value="")
         source_tokens = tf.pad(
             source_tokens, [[0, 0], [0, width - tf.shape(source_tokens)[1]]], constant_values=""
         )
         return source_ids, source_tokens
+
+    def next_logits(self, step, token_ids, state):
+        """The model's `next_logits`, the target's forbidden ids at the lowest logit."""
+        logits, state, attention = self.model.next_logits(step, token_ids, state)
+        forbidden = list(self.target_vectorizer.forbidden_output_ids)
+        if forbidden:
+            size = tf.shape(logits)[-1]
+            banned = tf.reduce_any(
+                tf.equal(tf.range(size)[:, tf.newaxis], tf.constant(forbidden, tf.int32)), axis=1
+            )
+            lowest = tf.constant(logits.dtype.min, logits.dtype)  # finite: no inf - inf in a beam
+            logits = tf.where(banned, lowest, logits)
+        return logits, state, attention
 
     def translate(self, texts, strategy) -> dict[str, tf.Tensor]:
         """Translates a batch of strings.
@@ -116,7 +133,7 @@ class Translator:
         batch_size = tf.shape(texts)[0]
         start_ids = tf.fill([batch_size], tf.constant(self.target_vectorizer.start_id, tf.int32))
         state = self.model.initial_decode_state(source_ids)
-        result = strategy(self.model.next_logits, state, start_ids)
+        result = strategy(self.next_logits, state, start_ids)
 
         lengths = tf.where(has_tokens, result.lengths, 0)
         steps = tf.shape(result.tokens)[1]

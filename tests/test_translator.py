@@ -57,3 +57,42 @@ def test_sampled_results_have_the_usual_fields(translator):
 def test_bad_sampling_arguments(translator, kwargs, match):
     with pytest.raises(ValueError, match=match):
         translator.translate_all(TEXTS, **kwargs)
+
+
+class _UnkLovingModel:
+    """Scripted next-step logits: `[UNK]` first, then the last id, then `[END]` from step 2."""
+
+    def __init__(self, size):
+        self.size = size
+
+    def initial_decode_state(self, source_ids):
+        import tensorflow as tf
+
+        return tf.zeros([tf.shape(source_ids)[0], 1])
+
+    def next_logits(self, step, token_ids, state):
+        import tensorflow as tf
+
+        size = self.size
+        logits = 10.0 * tf.one_hot(1, size) + 5.0 * tf.one_hot(size - 1, size)
+        logits = tf.where(step >= 2, 20.0 * tf.one_hot(3, size), logits)
+        batch = tf.shape(token_ids)[0]
+        return tf.tile(logits[tf.newaxis], [batch, 1]), state, tf.zeros([batch, 1])
+
+
+@pytest.mark.parametrize("beam_width", [1, 3])
+def test_subword_targets_never_emit_unk_even_when_the_model_prefers_it(beam_width):
+    from keras_attention.text import SubwordVectorizer, TextVectorizer, train_subword_model
+    from keras_attention.translator import Translator
+
+    texts = ["le chat dort .", "le chien dort !"] * 10
+    source = TextVectorizer(["", "[UNK]", "[START]", "[END]", "a"])
+    subwords = SubwordVectorizer(train_subword_model(texts, 320))
+    size = subwords.vocabulary_size
+    words = TextVectorizer(["", "[UNK]", "[START]", "[END]"] + [f"w{i}" for i in range(size - 4)])
+    model = _UnkLovingModel(size)
+    with_words = Translator(model, source, words).translate_all(["a"], beam_width=beam_width)
+    assert with_words[0]["tokens"][0] == "[UNK]", "the scripted model does prefer [UNK]"
+    result = Translator(model, source, subwords).translate_all(["a"], beam_width=beam_width)[0]
+    assert result["tokens"] == [subwords.ids_to_tokens(size - 1).numpy().decode()] * 2
+    assert "[UNK]" not in result["translation"]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from keras_attention.text import END_ID, START_ID, TextVectorizer, tokenize
+from keras_attention.text import END_ID, START_ID, BaseVectorizer
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +24,8 @@ def _positive_int_or_none(name: str, value) -> None:
 
 def make_dataset(
     pairs: Sequence[tuple[str, str]],
-    source_vectorizer: TextVectorizer,
-    target_vectorizer: TextVectorizer,
+    source_vectorizer: BaseVectorizer,
+    target_vectorizer: BaseVectorizer,
     batch_size: int,
     shuffle: bool = True,
     seed: int = 0,
@@ -40,8 +40,8 @@ def make_dataset(
 
     The computation:
 
-    1. Both sides are vectorized in large batches (`tokenize` and the
-       vectorizers' lookup tables) into ragged int32 ids; the result is
+    1. Both sides are vectorized in large batches (each vectorizer's
+       `token_ids`: words or subwords) into ragged int32 ids; the result is
        cached in memory (`cache=True`), so later epochs skip tokenization.
     2. Pairs with an empty side are dropped. Pairs longer than the limits
        are dropped (`long_pairs="drop"`, the default: a cut sentence would
@@ -71,8 +71,9 @@ def make_dataset(
 
     Args:
         pairs: `(source, target)` string pairs (e.g. `split_corpus(...).train`).
-        source_vectorizer: `TextVectorizer` of the source language.
-        target_vectorizer: `TextVectorizer` of the target language.
+        source_vectorizer: the source language's vectorizer (`TextVectorizer`
+            or `SubwordVectorizer`).
+        target_vectorizer: the target language's vectorizer.
         batch_size: int, sentences per batch (with `tokens_per_batch`, the
             most sentences per batch).
         shuffle: bool, whether to shuffle (use `False` for evaluation).
@@ -90,6 +91,10 @@ def make_dataset(
         cache: bool, whether to cache the vectorized pairs in memory.
         repeat: bool, whether to make an endless, deterministic stream of
             passes (see step 3); batches may then span two passes.
+
+    Raises:
+        ValueError: bad arguments, or (with `repeat`) no pair left after
+            step 2.
 
     Returns:
         A `tf.data.Dataset` of `((source_ids, target_in), target_out)`, int32
@@ -145,10 +150,7 @@ def make_dataset(
     targets = [target for _, target in pairs]
 
     def vectorize(source, target):
-        return (
-            source_vectorizer.lookup(tokenize(source)),
-            target_vectorizer.lookup(tokenize(target)),
-        )
+        return source_vectorizer.token_ids(source), target_vectorizer.token_ids(target)
 
     def within_limits(source_ids, target_ids):
         source_length, target_length = tf.size(source_ids), tf.size(target_ids)
@@ -186,7 +188,15 @@ def make_dataset(
         # A permutation per pass from a stateless function of (seed, pass), not
         # a seed generator per dataset: `shuffle(...).repeat()` starts every
         # new iterator at a different permutation.
-        sources_ids, targets_ids = next(iter(dataset.ragged_batch(len(pairs))))
+        kept = next(iter(dataset.ragged_batch(len(pairs))), None)
+        if kept is None:
+            raise ValueError(
+                f"None of the {len(pairs)} pairs is left to train on: each has a side with no "
+                "token or is longer than the length limits (source "
+                f"{source_limit}, target {target_limit} with [END]). Check the corpus columns "
+                "or raise --max-length."
+            )
+        sources_ids, targets_ids = kept
         count = sources_ids.nrows()
 
         def one_pass(index):

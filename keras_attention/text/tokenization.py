@@ -33,16 +33,18 @@ French (the Tatoeba corpus shipped with the package):
   `"9/11"`) and dotted abbreviations stay whole (`"I.D."`, `"p.m."`).
 
 The detokenizer joins tokens with spaces and then removes the spaces the
-tokenizer introduced (before `. , ) ] } %`, after `( [ {`, after an elided
+tokenizer introduced (before `. , ) ] }`, after `( [ { ¿ ¡`, after an elided
 word, around glued hyphen pieces and clitics, inside pairs of straight
-quotes, between a currency sign and its number). With `french_spacing=True`
-it writes French typography: a space before `! ? : ;` and inside `« »`
-(sacreBLEU's 13a tokenizer splits those marks anyway, so BLEU does not
-depend on the choice).
+quotes, between a currency sign and its number). The conventions that differ
+between languages (a space before `! ? : ; %`, spaces inside `« »`) follow a
+`SpacingRules`, measured on the target language's text: French typography
+(`Va !`) for French, none of those spaces for English, Spanish or German.
 """
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+
+from keras_attention.text.spacing_rules import SPACED_MARKS, SpacingRules
 
 # A letter, combining mark or digit: the characters words are made of.
 _ALNUM = r"\p{L}\p{M}\p{N}"
@@ -161,15 +163,26 @@ _DETOKENIZE_COMMON = [
     (rf" (-[{_ALNUM}])", r"\1"),
     (r" ('(?i:s|re|ve|ll|d|m)\b|(?i:n't))", r"\1"),
     # No space before closing punctuation, none after opening brackets.
-    (r" ([.,)\]}%])", r"\1"),
+    (r" ([.,)\]}])", r"\1"),
     (r"([(\[{¿¡]) ", r"\1"),
     # A currency sign sticks to the number it precedes: "$ 5" -> "$5".
     (r"([$£€¥]) (\p{N})", r"\1\2"),
 ]
-_DETOKENIZE_ENGLISH = [(r" ([!?:;»])", r"\1"), (r"« ", "«")]
 
 
-def detokenize(tokens, french_spacing=False):
+def _spacing_rules(spacing: SpacingRules) -> list[tuple[str, str]]:
+    """The `RegexReplace` rules that write `spacing`'s conventions."""
+    rules = []
+    tight = [mark for mark in SPACED_MARKS if mark not in spacing.space_before]
+    if tight:
+        rules.append((rf" ([{''.join(tight)}])", r"\1"))
+    if not spacing.space_inside_guillemets:
+        # Pairs, either way round: «sí» (Spanish, Swiss) and »ja« (German).
+        rules += [(r"(^| )« (.*?) »", r"\1«\2»"), (r"(^| )» (.*?) «", r"\1»\2«")]
+    return rules
+
+
+def detokenize(tokens, french_spacing=False, spacing=None):
     """Joins tokens back into sentences; the inverse of `tokenize`.
 
     The computation:
@@ -178,10 +191,14 @@ def detokenize(tokens, french_spacing=False):
        tokens (padding) are dropped.
     2. The spaces that `tokenize` introduced are removed by a few
        `RegexReplace` rules (see the module docstring).
-    3. With `french_spacing=False` (English and most languages) there is no
-       space before `! ? : ;` and none inside `« »`; with
-       `french_spacing=True` those keep a space before them (French
-       typography, the form of the French side of the bundled corpus).
+    3. The spacing conventions that differ between languages follow
+       `spacing` (a `SpacingRules`, usually measured on the target side of
+       the training data): a space before the marks of
+       `spacing.space_before` (of `! ? : ; %`) or not, spaces inside
+       `« »` or not. Without `spacing`, `french_spacing=True` is
+       `SpacingRules.french()` (`Va !`, `« oui »`, the form of the French
+       side of the bundled corpus) and `False` is `SpacingRules.plain()`
+       (`Go!`, `50%`).
 
     `detokenize(tokenize(s))` gives back `normalize(s)` for the large majority
     of sentences of the bundled corpus (see the package README for the
@@ -193,8 +210,9 @@ def detokenize(tokens, french_spacing=False):
         tokens: string `tf.RaggedTensor` `(batch_size, None)` or dense string
             tensor `(batch_size, T)` padded with `""`. A single sequence
             `(T,)` gives a scalar.
-        french_spacing: bool, whether to write French spacing around
-            `! ? : ;` and `« »`.
+        french_spacing: bool, the spacing when `spacing` is `None`: French
+            (`True`) or plain (`False`).
+        spacing: a `SpacingRules` (or its config dict), or `None`.
 
     Returns:
         A string tensor `(batch_size,)`.
@@ -211,7 +229,11 @@ def detokenize(tokens, french_spacing=False):
     texts = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
     texts = tf.strings.regex_replace(texts, " {2,}", " ")
     texts = tf.strings.regex_replace(texts, r"^ | $", "")
-    rules = _DETOKENIZE_COMMON if french_spacing else _DETOKENIZE_COMMON + _DETOKENIZE_ENGLISH
+    if spacing is None:
+        spacing = SpacingRules.french() if french_spacing else SpacingRules.plain()
+    elif isinstance(spacing, dict):
+        spacing = SpacingRules.from_config(spacing)
+    rules = _DETOKENIZE_COMMON + _spacing_rules(spacing)
     for pattern, rewrite in rules:
         texts = tf.strings.regex_replace(texts, pattern, rewrite)
     return texts

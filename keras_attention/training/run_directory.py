@@ -15,8 +15,11 @@ class RunDirectory:
 
         RUN_DIR/
           config.json               the TrainConfig of the run
-          source_vocabulary.txt     one token per line (see save_vocabulary)
+          source_vocabulary.txt     --tokenizer words: one token per line (see save_vocabulary)
           target_vocabulary.txt
+          target_spacing.json       --tokenizer words: the target side's measured spacing
+          source_subwords.model     --tokenizer subwords: SentencePiece models
+          target_subwords.model       (see keras_attention.text.subword_model)
           splits/validation.tsv     source<TAB>target pairs held out for validation
           splits/test.tsv           source<TAB>target pairs held out for evaluation
           model.keras               the best model (lowest validation loss)
@@ -45,6 +48,32 @@ class RunDirectory:
     @property
     def target_vocabulary(self) -> Path:
         return self.path / "target_vocabulary.txt"
+
+    @property
+    def source_subword_model(self) -> Path:
+        return self.path / "source_subwords.model"
+
+    @property
+    def target_subword_model(self) -> Path:
+        return self.path / "target_subwords.model"
+
+    @property
+    def target_spacing(self) -> Path:
+        return self.path / "target_spacing.json"
+
+    def tokenizer_files(self, tokenizer: str) -> tuple[Path, Path]:
+        """The `(source, target)` files of the vectorizers for `TrainConfig.tokenizer`."""
+        if tokenizer == "subwords":
+            return self.source_subword_model, self.target_subword_model
+        if tokenizer == "words":
+            return self.source_vocabulary, self.target_vocabulary
+        raise ValueError(f"Unknown tokenizer {tokenizer!r}: expected 'words' or 'subwords'")
+
+    def tokenizer(self) -> str:
+        """The `tokenizer` of config.json (`"words"` for runs from before the field)."""
+        if not self.config.is_file():
+            return "words"
+        return json.loads(self.config.read_text(encoding="utf-8")).get("tokenizer", "words")
 
     @property
     def validation_split(self) -> Path:
@@ -88,7 +117,7 @@ class RunDirectory:
             raise FileNotFoundError(f"Run directory {str(self.path)!r} does not exist")
         missing = [
             p.name
-            for p in (self.config, self.model, self.source_vocabulary, self.target_vocabulary)
+            for p in (self.config, self.model, *self.tokenizer_files(self.tokenizer()))
             if not p.is_file()
         ]
         if missing:

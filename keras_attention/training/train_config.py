@@ -12,6 +12,7 @@ CHOICES = {
     "score": ("dot", "general", "concat", "scaled_dot", "cosine", "location"),
     "cell": ("gru", "lstm"),
     "precision": ("float32", "mixed_bfloat16", "mixed_float16"),
+    "tokenizer": ("words", "subwords"),
     "learning_rate_schedule": ("cosine", "constant"),
 }
 """The allowed values of the fields that take one of a few names.
@@ -30,6 +31,7 @@ class TrainConfig:
     """
 
     data: str | None = None  # TSV corpus path; None = the bundled fra-eng corpus
+    reverse: bool = False  # swap the corpus columns: train target -> source (fr -> en)
     out: str = "runs/fra-eng"
     attention: str = "luong"  # luong | bahdanau | none (luong learns fastest in the budget)
     score: str = "scaled_dot"  # Luong score: dot general concat scaled_dot cosine location
@@ -43,9 +45,12 @@ class TrainConfig:
     input_feeding: bool = True
     tie_embeddings: bool = True
     dropout: float = 0.1
+    tokenizer: str = "words"  # words (rule-based, word vocabulary) | subwords (SentencePiece)
     source_vocabulary_size: int = 12000
     target_vocabulary_size: int = 16000
-    french_spacing: bool = True  # detokenize targets French-style ("Va !"); False for others
+    # None: the target side's spacing (e.g. "Va !" or "Go!") is measured on the training
+    # targets; True/False forces French/plain spacing (--tokenizer words only).
+    french_spacing: bool | None = None
     max_length: int = 30  # tokens per side; longer training pairs are dropped
     max_output_length: int = 50  # tokens a translation may have at inference
     batch_size: int = 64
@@ -82,6 +87,12 @@ class TrainConfig:
                 "encoder's annotations directly, so `decoder_units` must be twice "
                 f"`encoder_units`. Received: encoder_units={self.encoder_units}, "
                 f"decoder_units={self.decoder_units} (or use --score general)"
+            )
+        if self.tokenizer == "subwords" and self.french_spacing is not None:
+            raise ValueError(
+                "`french_spacing` applies to tokenizer='words'; subword pieces keep the "
+                "spacing of the training text. Received: "
+                f"french_spacing={self.french_spacing!r}, tokenizer='subwords'"
             )
         if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
             raise ValueError(

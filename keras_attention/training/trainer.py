@@ -12,13 +12,17 @@ import tensorflow as tf
 
 from keras_attention.data import load_corpus, make_dataset, split_corpus
 from keras_attention.models.seq2seq import Seq2Seq
-from keras_attention.text import TextVectorizer, build_vocabulary, load_vocabulary, save_vocabulary
 from keras_attention.training import distribution as dist
 from keras_attention.training import run_state
 from keras_attention.training.interrupt_on_signal import InterruptOnSignal, TrainingInterrupted
 from keras_attention.training.masked_accuracy import MaskedAccuracy
 from keras_attention.training.masked_loss import MaskedSparseCategoricalCrossentropy
 from keras_attention.training.run_directory import RunDirectory
+from keras_attention.training.run_vectorizers import (
+    check_model_matches,
+    load_vectorizers,
+    write_vocabularies,
+)
 from keras_attention.training.shared_backup import SharedBackupAndRestore, backed_up_epoch
 from keras_attention.training.train_config import TrainConfig
 from keras_attention.translator import Translator
@@ -118,8 +122,11 @@ def compile_model(model: Seq2Seq, config: TrainConfig, total_steps: int | None =
 def read_splits(config: TrainConfig):
     """Reads and splits the corpus; raises before anything is written if it cannot work."""
     corpus = load_corpus(config.data)
+    pairs = (
+        [(target, source) for source, target in corpus.pairs] if config.reverse else corpus.pairs
+    )
     splits = split_corpus(
-        corpus.pairs,
+        pairs,
         validation_fraction=config.validation_fraction,
         test_fraction=config.test_fraction,
         seed=config.seed,
@@ -146,41 +153,12 @@ def claim_run(config: TrainConfig) -> RunDirectory:
 def write_run_files(run: RunDirectory, config: TrainConfig, splits) -> None:
     """Writes the validation and test splits, and the vocabularies of a new run.
 
-    A resumed run keeps its saved vocabularies, so it continues with
-    identical token ids.
+    A resumed run keeps its saved vocabularies (or subword models), so it
+    continues with identical token ids.
     """
     run.write_pairs(run.validation_split, splits.validation)
     run.write_pairs(run.test_split, splits.test)
-    if not run.source_vocabulary.is_file() or not run.target_vocabulary.is_file():
-        save_vocabulary(
-            build_vocabulary((s for s, _ in splits.train), config.source_vocabulary_size),
-            run.source_vocabulary,
-        )
-        save_vocabulary(
-            build_vocabulary((t for _, t in splits.train), config.target_vocabulary_size),
-            run.target_vocabulary,
-        )
-
-
-def load_vectorizers(run: RunDirectory, config: TrainConfig, splits=None):
-    """The run's vectorizers; from `splits` (built in memory, as the chief did) if given."""
-    if splits is None:
-        source_vocabulary = load_vocabulary(run.source_vocabulary)
-        target_vocabulary = load_vocabulary(run.target_vocabulary)
-    else:
-        source_vocabulary = build_vocabulary(
-            (s for s, _ in splits.train), config.source_vocabulary_size
-        )
-        target_vocabulary = build_vocabulary(
-            (t for _, t in splits.train), config.target_vocabulary_size
-        )
-    source = TextVectorizer(source_vocabulary, max_length=config.max_length)
-    target = TextVectorizer(
-        target_vocabulary,
-        max_length=config.max_length,
-        french_spacing=config.french_spacing,
-    )
-    return source, target
+    write_vocabularies(run, config, splits)
 
 
 def best_validation_loss(run: RunDirectory) -> float | None:
@@ -426,6 +404,7 @@ def load_translator(run_dir, max_output_length: int | None = None) -> Translator
     config = TrainConfig.load(run.path)
     source_vectorizer, target_vectorizer = load_vectorizers(run, config)
     model = keras.saving.load_model(run.model, compile=False)
+    check_model_matches(model, source_vectorizer, target_vectorizer, repr(str(run.path)))
     return Translator(
         model,
         source_vectorizer,

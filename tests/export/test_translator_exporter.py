@@ -276,6 +276,7 @@ def test_manifest_describes_the_export(exporter, exported, run_dir):
     assert manifest.train_config == dataclasses.asdict(TrainConfig.load(run_dir))
     translator = exporter.translator
     assert manifest.vocabulary == {
+        "tokenizer": "words",
         "source_size": len(translator.source_vectorizer.vocabulary),
         "target_size": len(translator.target_vectorizer.vocabulary),
     }

@@ -51,3 +51,26 @@ def tiny_train_config(data, out, **overrides):
     )
     options.update(overrides)
     return TrainConfig(**options)
+
+
+SPANISH_DIGITS = ["cero", "uno", "dos", "tres", "cuatro", "cinco", "seis", "siete", "ocho", "nueve"]
+
+
+def punctuated_digits_pairs(count: int, language: str, seed: int = 0):
+    """Spelled digits ending in `?` or `!`, with the target language's typography.
+
+    `"3 7 ?"` -> `"trois sept ?"` (French) or `"¿tres siete?"` (Spanish).
+    """
+    rng = random.Random(seed)
+    words = {"french": FRENCH_DIGITS, "spanish": SPANISH_DIGITS}[language]
+    pairs = []
+    for _ in range(count):
+        digits = [rng.randrange(10) for _ in range(rng.randint(2, 5))]
+        mark = rng.choice("?!")
+        spelled = " ".join(words[d] for d in digits)
+        if language == "french":
+            target = f"{spelled} {mark}"
+        else:
+            target = f"{'¿' if mark == '?' else '¡'}{spelled}{mark}"
+        pairs.append((" ".join(map(str, digits)) + f" {mark}", target))
+    return pairs

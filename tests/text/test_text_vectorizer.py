@@ -177,10 +177,10 @@ def test_get_config_round_trip():
     )
     config = vectorizer.get_config()
     assert config["vocabulary"] == VOCABULARY
-    assert (config["max_length"], config["pad_to_max_length"], config["french_spacing"]) == (
+    assert (config["max_length"], config["pad_to_max_length"], config["spacing"]) == (
         7,
         True,
-        True,
+        {"space_before": "!?:;", "space_inside_guillemets": True},
     )
     clone = TextVectorizer.from_config(config)
     assert clone.get_config() == config
