@@ -117,6 +117,7 @@ def train_and_evaluate(name: str, variant: dict, args: argparse.Namespace) -> di
     run_dir = Path(args.out) / name.replace(" ", "-")
     config = TrainConfig(
         out=str(run_dir),
+        tokenizer="words",  # the table of 2026-11-30 was measured on words
         embedding_dim=args.embedding_dim,
         encoder_units=args.encoder_units,
         decoder_units=args.decoder_units,

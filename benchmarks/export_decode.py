@@ -48,7 +48,7 @@ from keras_attention.training.trainer import load_translator, train  # noqa: E40
 SIZES = {
     # embedding, encoder units, decoder units, source and target vocabulary
     "small": (64, 64, 128, 2000, 3000),
-    "default": (256, 256, 512, 12000, 16000),  # TrainConfig's defaults
+    "default": (256, 256, 512, 12000, 16000),  # TrainConfig's sizes, word vocabularies
 }
 
 
@@ -56,6 +56,7 @@ def train_small_run(directory: Path, steps: int, size: str = "small") -> Path:
     embedding, encoder, decoder, source_size, target_size = SIZES[size]
     config = TrainConfig(
         out=str(directory / "run"),
+        tokenizer="words",
         embedding_dim=embedding,
         encoder_units=encoder,
         decoder_units=decoder,

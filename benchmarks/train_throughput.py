@@ -172,13 +172,14 @@ def matmul_peak_gflops(dtype, size=2048, repeats=10):
 
 
 def padding_fraction(config, batches=200):
-    """Padding share of real training batches of the bundled corpus (source, target)."""
+    """Padding share of real training batches of the bundled corpus (source, target),
+    with `config`'s tokenizer and vocabularies learned from its training split."""
     from keras_attention.data import load_corpus, make_dataset, split_corpus
-    from keras_attention.text import TextVectorizer, build_vocabulary
+    from keras_attention.training.run_directory import RunDirectory
+    from keras_attention.training.run_vectorizers import load_vectorizers
 
     splits = split_corpus(load_corpus(None).pairs, seed=config.seed)
-    source = TextVectorizer(build_vocabulary((s for s, _ in splits.train), 12000))
-    target = TextVectorizer(build_vocabulary((t for _, t in splits.train), 16000))
+    source, target = load_vectorizers(RunDirectory(config.out), config, splits=splits)
     data = make_dataset(
         splits.train,
         source,
@@ -237,8 +238,9 @@ def main(argv=None):
     )
     source_padding, target_padding = padding_fraction(default)
     print(
-        f"padding in real training batches (bundled corpus, length buckets, batch "
-        f"{default.batch_size}): source {source_padding:.1%}, target {target_padding:.1%}"
+        f"padding in real training batches (bundled corpus, {default.tokenizer}, length "
+        f"buckets, batch {default.batch_size}): source {source_padding:.1%}, "
+        f"target {target_padding:.1%}"
     )
     print(
         f"batch {args.batch_size}, source {args.source_length} / target {args.target_length} "

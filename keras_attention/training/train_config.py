@@ -22,6 +22,11 @@ them against the models' own lists (`ATTENTION_TYPES`, `SCORES`, `RNN_CELLS`).
 """
 
 
+VOCABULARY_SIZES = {"subwords": (8000, 8000), "words": (12000, 16000)}
+"""Default (source, target) vocabulary sizes per tokenizer: the measured recipe
+(benchmarks/RESULTS.md); word vocabularies need more entries to cover a corpus."""
+
+
 @dataclasses.dataclass
 class TrainConfig:
     """Everything that defines a training run.
@@ -45,9 +50,10 @@ class TrainConfig:
     input_feeding: bool = True
     tie_embeddings: bool = True
     dropout: float = 0.1
-    tokenizer: str = "words"  # words (rule-based, word vocabulary) | subwords (SentencePiece)
-    source_vocabulary_size: int = 12000
-    target_vocabulary_size: int = 16000
+    tokenizer: str = "subwords"  # subwords (SentencePiece) | words (rule-based, word vocabulary)
+    # None: the tokenizer's default size (VOCABULARY_SIZES), written into config.json.
+    source_vocabulary_size: int | None = None
+    target_vocabulary_size: int | None = None
     # None: the target side's spacing (e.g. "Va !" or "Go!") is measured on the training
     # targets; True/False forces French/plain spacing (--tokenizer words only).
     french_spacing: bool | None = None
@@ -73,6 +79,11 @@ class TrainConfig:
             value = getattr(self, name)
             if value not in choices:
                 raise ValueError(f"`{name}` must be one of {choices}. Received: {name}={value!r}")
+        default_sizes = VOCABULARY_SIZES[self.tokenizer]
+        if self.source_vocabulary_size is None:
+            self.source_vocabulary_size = default_sizes[0]
+        if self.target_vocabulary_size is None:
+            self.target_vocabulary_size = default_sizes[1]
         for name in ("batch_size", "epochs", "max_length", "max_output_length"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -121,8 +132,9 @@ class TrainConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"Unknown training config keys: {unknown}")
-        # Runs saved before the schedule existed trained at a constant rate.
+        # Runs saved before these fields existed trained at a constant rate, on words.
         values.setdefault("learning_rate_schedule", "constant")
+        values.setdefault("tokenizer", "words")
         return cls(**values)
 
     def save(self, run_dir: str | os.PathLike) -> Path:

@@ -24,6 +24,7 @@ def run_dir(tmp_path_factory) -> Path:
         embedding_dim=16,
         encoder_units=16,
         decoder_units=32,
+        tokenizer="words",
         source_vocabulary_size=200,
         target_vocabulary_size=200,
         max_length=12,

@@ -35,6 +35,7 @@ def tiny_train_config(data, out, **overrides):
         embedding_dim=32,
         encoder_units=32,
         decoder_units=64,
+        tokenizer="words",
         source_vocabulary_size=100,
         target_vocabulary_size=100,
         max_length=12,

@@ -37,6 +37,7 @@ def tiny_options(data, out, **overrides):
         embedding_dim=8,
         encoder_units=8,
         decoder_units=16,
+        tokenizer="words",
         source_vocabulary_size=30,
         target_vocabulary_size=30,
         max_length=10,

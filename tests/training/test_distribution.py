@@ -138,7 +138,8 @@ def test_workers_with_different_configs_fail_fast(digits_corpus, tmp_path):
     common = [
         "--data", str(digits_corpus), "--out", str(tmp_path / "run"), "--embedding-dim", "8",
         "--encoder-units", "8", "--decoder-units", "16", "--score", "general",
-        "--source-vocabulary-size", "30", "--target-vocabulary-size", "30", "--epochs", "1",
+        "--tokenizer", "words", "--source-vocabulary-size", "30", "--target-vocabulary-size", "30",
+        "--epochs", "1",
         "--steps-per-epoch", "2", "--distribute", "multi-worker", "--worker-hosts", hosts,
     ]  # fmt: skip
     with Workers(tmp_path / "logs") as group:

@@ -82,7 +82,7 @@ def test_killed_run_resumes_from_last_epoch(digits_corpus, tmp_path):
         sys.executable, "-m", "keras_attention.cli", "train",
         "--data", str(digits_corpus), "--out", str(out), "--epochs", "4",
         "--steps-per-epoch", "40", "--embedding-dim", "16", "--encoder-units", "16",
-        "--decoder-units", "32", "--source-vocabulary-size", "100",
+        "--decoder-units", "32", "--tokenizer", "words", "--source-vocabulary-size", "100",
         "--target-vocabulary-size", "100", "--precision", "float32",
         "--time-budget-minutes", "none",
     ]  # fmt: skip
