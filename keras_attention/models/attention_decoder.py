@@ -66,7 +66,7 @@ class AttentionDecoder(keras.layers.Layer):
         vocabulary_size,
         embedding_dim=256,
         units=512,
-        attention="luong",
+        attention="bahdanau",
         score="scaled_dot",
         attention_units=None,
         cell="gru",

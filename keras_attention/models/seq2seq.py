@@ -60,7 +60,7 @@ class Seq2Seq(keras.Model):
         encoder_layers=1,
         cell="gru",
         bidirectional=True,
-        attention="luong",
+        attention="bahdanau",
         score="scaled_dot",
         attention_units=None,
         input_feeding=True,

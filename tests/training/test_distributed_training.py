@@ -33,6 +33,7 @@ def tiny_options(data, out, **overrides):
     options = dict(
         data=str(data),
         out=str(out),
+        attention="luong",
         score="general",
         embedding_dim=8,
         encoder_units=8,

@@ -137,7 +137,7 @@ def test_workers_with_different_configs_fail_fast(digits_corpus, tmp_path):
     hosts = ",".join(f"127.0.0.1:{p}" for p in free_ports(2))
     common = [
         "--data", str(digits_corpus), "--out", str(tmp_path / "run"), "--embedding-dim", "8",
-        "--encoder-units", "8", "--decoder-units", "16", "--score", "general",
+        "--encoder-units", "8", "--decoder-units", "16", "--attention", "luong", "--score", "general",
         "--tokenizer", "words", "--source-vocabulary-size", "30", "--target-vocabulary-size", "30",
         "--epochs", "1",
         "--steps-per-epoch", "2", "--distribute", "multi-worker", "--worker-hosts", hosts,

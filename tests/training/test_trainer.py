@@ -117,7 +117,7 @@ def test_killed_run_resumes_from_last_epoch(digits_corpus, tmp_path):
 
 def test_config_refuses_dot_scores_with_mismatched_sizes():
     with pytest.raises(ValueError, match="decoder_units` must be twice"):
-        TrainConfig(score="scaled_dot", encoder_units=256, decoder_units=256)
+        TrainConfig(attention="luong", score="scaled_dot", encoder_units=256, decoder_units=256)
     TrainConfig(score="general", encoder_units=256, decoder_units=256)  # any sizes
 
 
