@@ -144,7 +144,11 @@ def test_bad_sampling_values_give_a_clear_error(trained_digits_run, capsys):
         (["evaluate", "/nonexistent/run"], "does not exist"),
         (["translate", "/nonexistent/run", "hi"], "does not exist"),
         (["translate"], "RUN_DIR"),
-        (["train", "--score", "dot", "--decoder-units", "7", "--out", "/tmp/x"], "twice"),
+        (
+            ["train", "--attention", "luong", "--score", "dot", "--decoder-units", "7"]
+            + ["--out", "/tmp/x"],
+            "twice",
+        ),
         (["train", "--data", "/nonexistent.tsv", "--out", "/tmp/ka-missing"], "nonexistent"),
     ],
 )
