@@ -12,7 +12,7 @@ CHOICES = {
     "score": ("dot", "general", "concat", "scaled_dot", "cosine", "location"),
     "cell": ("gru", "lstm"),
     "precision": ("float32", "mixed_bfloat16", "mixed_float16"),
-    "tokenizer": ("words", "subwords"),
+    "tokenizer": ("subwords", "words"),
     "learning_rate_schedule": ("cosine", "constant"),
 }
 """The allowed values of the fields that take one of a few names.
