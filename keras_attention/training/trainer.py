@@ -83,6 +83,9 @@ def build_model(
     return model
 
 
+COSINE_FLOOR = 0.02  # the cosine schedule's last rate, as a share of the peak
+
+
 def learning_rate(config: TrainConfig, total_steps: int | None = None):
     """The learning rate, or schedule, of `config`.
 
@@ -103,8 +106,6 @@ def learning_rate(config: TrainConfig, total_steps: int | None = None):
         config.learning_rate, decay_steps=total_steps, alpha=COSINE_FLOOR
     )
 
-
-COSINE_FLOOR = 0.02
 
 
 def compile_model(model: Seq2Seq, config: TrainConfig, total_steps: int | None = None) -> None:
