@@ -5,41 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers.export_testing import write_corpus
+from helpers.export_testing import train_export_run
 
 
 @pytest.fixture(scope="session")
 def run_dir(tmp_path_factory) -> Path:
     """A tiny trained run directory (about 20 s on 2 CPU cores)."""
-    from keras_attention.training.train_config import TrainConfig
-    from keras_attention.training.trainer import train
-
-    root = tmp_path_factory.mktemp("export_run")
-    config = TrainConfig(
-        data=str(write_corpus(root / "corpus.tsv")),
-        out=str(root / "run"),
-        # Its outputs must differ between sentences for the parity tests to mean
-        # anything: Bahdanau attention learns that in these steps.
-        attention="bahdanau",
-        embedding_dim=16,
-        encoder_units=16,
-        decoder_units=32,
-        tokenizer="words",
-        source_vocabulary_size=200,
-        target_vocabulary_size=200,
-        max_length=12,
-        max_output_length=10,
-        epochs=1,
-        steps_per_epoch=45,
-        learning_rate=0.03,
-        batch_size=16,
-        validation_fraction=0.1,
-        test_fraction=0.1,
-        precision="float32",
-        time_budget_minutes=None,
-    )
-    train(config, verbose=0)
-    return Path(config.out)
+    return train_export_run(tmp_path_factory.mktemp("export_run"))
 
 
 @pytest.fixture(scope="session")

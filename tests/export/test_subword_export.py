@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.export_testing import SENTENCES, write_corpus
+from helpers.export_testing import SENTENCES, train_export_run
 
 from export import ExportChecker, ExportManifest, ServingSession
 from export.cli import main
@@ -18,33 +18,15 @@ UNSEEN = ["Ωμέγα 😀 ŧ", "", "the dog"]
 
 @pytest.fixture(scope="module")
 def subword_run(tmp_path_factory) -> Path:
-    from keras_attention.training.train_config import TrainConfig
-    from keras_attention.training.trainer import train
-
-    root = tmp_path_factory.mktemp("subword_run")
-    config = TrainConfig(
-        data=str(write_corpus(root / "corpus.tsv")),
-        out=str(root / "run"),
+    return train_export_run(
+        tmp_path_factory.mktemp("subword_run"),
         tokenizer="subwords",
-        attention="bahdanau",
-        embedding_dim=16,
-        encoder_units=16,
-        decoder_units=32,
         source_vocabulary_size=300,
         target_vocabulary_size=300,
         max_length=24,
         max_output_length=12,
-        epochs=1,
         steps_per_epoch=20,
-        learning_rate=0.03,
-        batch_size=16,
-        validation_fraction=0.1,
-        test_fraction=0.1,
-        precision="float32",
-        time_budget_minutes=None,
     )
-    train(config, verbose=0)
-    return Path(config.out)
 
 
 @pytest.fixture(scope="module")

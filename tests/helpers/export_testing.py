@@ -33,3 +33,40 @@ def write_corpus(path: Path, pairs: int = 400, seed: int = 0) -> Path:
             target = " ".join(_FRENCH[w] for w in words)
             f.write(f"{source} .\t{target} .\n")
     return path
+
+
+def train_export_run(root: Path, **overrides) -> Path:
+    """Trains the export tests' tiny run on `write_corpus` data under `root`.
+
+    Bahdanau attention: its outputs differ between sentences after these few
+    steps, which the parity tests need to mean anything. `overrides` replace
+    `TrainConfig` fields (e.g. the tokenizer and vocabulary sizes).
+    """
+    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.training.trainer import train
+
+    options = dict(
+        data=str(write_corpus(root / "corpus.tsv")),
+        out=str(root / "run"),
+        attention="bahdanau",
+        embedding_dim=16,
+        encoder_units=16,
+        decoder_units=32,
+        tokenizer="words",
+        source_vocabulary_size=200,
+        target_vocabulary_size=200,
+        max_length=12,
+        max_output_length=10,
+        epochs=1,
+        steps_per_epoch=45,
+        learning_rate=0.03,
+        batch_size=16,
+        validation_fraction=0.1,
+        test_fraction=0.1,
+        precision="float32",
+        time_budget_minutes=None,
+    )
+    options.update(overrides)
+    config = TrainConfig(**options)
+    train(config, verbose=0)
+    return Path(config.out)
