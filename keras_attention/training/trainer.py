@@ -107,7 +107,6 @@ def learning_rate(config: TrainConfig, total_steps: int | None = None):
     )
 
 
-
 def compile_model(model: Seq2Seq, config: TrainConfig, total_steps: int | None = None) -> None:
     model.compile(
         optimizer=keras.optimizers.Adam(
