@@ -57,8 +57,12 @@ class LuongAttention(BaseAttention):
     `units` defaulting to `dq`; `"location"` depends on the query only and needs `max_length`
     (`Tv <= max_length`). With `scale=True` every score is multiplied by a
     learned scalar `g` (initialised to 1), as in TF-Addons
-    `LuongAttention(scale=True)`; for `"cosine"` it is the key strength of
-    content-based addressing, which a cosine in `[-1, 1]` usually needs.
+    `LuongAttention(scale=True)`. For `"cosine"` it is the key strength of
+    content-based addressing (Graves et al., 2014) and on by default: a cosine
+    in `[-1, 1]` cannot make the softmax sharp (over 10 positions the largest
+    weight is at most 0.45), and without it a translation decoder's cosine
+    attention aligned 76 % of the words of the reversed-digits task after 2,000
+    steps, against 99.7 % with it (benchmarks/RESULTS.md).
 
     The computation follows the steps:
 
@@ -77,7 +81,7 @@ class LuongAttention(BaseAttention):
         max_length: Positive integer, the longest `Tv` of the `"location"` score
             (required for it, not accepted for the others).
         scale: Boolean, multiply the scores by a learned scalar. Defaults to
-            `False`.
+            `None`: `True` for `"cosine"`, `False` for the others.
         scale_by_dimension: Boolean, divide the `"dot"` and `"general"` scores
             by `sqrt(d)` (see above). Defaults to `True`; `False` is the
             unscaled score of Luong et al. (2015). Not accepted by the other
@@ -130,7 +134,7 @@ class LuongAttention(BaseAttention):
         score="scaled_dot",
         units=None,
         max_length=None,
-        scale=False,
+        scale=None,
         scale_by_dimension=True,
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
@@ -159,6 +163,8 @@ class LuongAttention(BaseAttention):
                     f"`{name}` is only used by score={needed_by!r}. "
                     f"Received: {name}={value}, score={score!r}"
                 )
+        if scale is None:
+            scale = score == "cosine"
         if not isinstance(scale, bool):
             raise ValueError(f"`scale` must be a boolean. Received: scale={scale}")
         if not isinstance(scale_by_dimension, bool):

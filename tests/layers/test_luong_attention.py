@@ -46,7 +46,6 @@ def test_matches_numpy(variant, one_step, masked):
     [
         ("dot", {}, {}),
         ("scaled_dot", {}, {}),
-        ("cosine", {}, {}),
         ("general", {}, {"kernel": (3, 4)}),
         ("location", {"max_length": 9}, {"kernel": (3, 9)}),
         (
@@ -64,6 +63,19 @@ def test_weights(score, extra, weights):
     scaled = LuongAttention(score=score, scale=True, **extra)
     scaled.build((None, dq), (None, None, 4))
     assert {w.name: tuple(w.shape) for w in scaled.weights} == {**weights, "score_scale": ()}
+
+
+def test_cosine_learns_its_key_strength_by_default():
+    """The cosine score has the learned scale unless told not to; the others do not."""
+    for scale, weights in ((None, {"score_scale": ()}), (True, {"score_scale": ()}), (False, {})):
+        layer = LuongAttention(score="cosine", scale=scale)
+        layer.build((None, 4), (None, None, 4))
+        assert {w.name: tuple(w.shape) for w in layer.weights} == weights
+        assert layer.get_config()["scale"] is bool(weights)
+    assert LuongAttention(score="dot").scale is False
+    # Layers saved with an explicit scale load as saved.
+    old = LuongAttention.from_config({**LuongAttention(score="cosine").get_config(), "scale": False})
+    assert old.scale is False
 
 
 def test_location_cuts_scores_to_tv():
