@@ -74,7 +74,9 @@ def test_cosine_learns_its_key_strength_by_default():
         assert layer.get_config()["scale"] is bool(weights)
     assert LuongAttention(score="dot").scale is False
     # Layers saved with an explicit scale load as saved.
-    old = LuongAttention.from_config({**LuongAttention(score="cosine").get_config(), "scale": False})
+    old = LuongAttention.from_config(
+        {**LuongAttention(score="cosine").get_config(), "scale": False}
+    )
     assert old.scale is False
 
 
@@ -209,7 +211,9 @@ def test_concat_is_the_bahdanau_score():
         target = next(w for w in bahdanau.weights if w.name == name)
         target.assign(np.random.default_rng(len(name)).normal(size=source.shape))
         source.assign(target)
-    for a, b in zip(concat(query, values, mask=mask), bahdanau(query, values, mask=mask), strict=True):
+    for a, b in zip(
+        concat(query, values, mask=mask), bahdanau(query, values, mask=mask), strict=True
+    ):
         np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
 
 
