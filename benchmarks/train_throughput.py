@@ -97,43 +97,146 @@ def synthetic_batches(batch_size, source_length, target_length, source_size, tar
     return data.batch(batch_size, drop_remainder=True).cache().repeat()
 
 
-def gru_flops(inputs, units):
-    """Forward matmul FLOPs of one GRU step: input and recurrent kernels."""
-    return 2 * (inputs * 3 * units + units * 3 * units)
+def forward_matmuls(kind, sizes, vocabulary, batch, source_length, target_length):
+    """The matmuls of one training batch's forward pass, from the layer shapes.
 
-
-def training_flops_per_target_token(kind, sizes, vocabulary, source_length, target_length):
-    """Training FLOPs per target token from the layer shapes (3 x forward matmuls).
-
-    `kind`: `"tutorial"`, or a `Seq2Seq` attention type (`"luong"` with
-    scaled dot and input feeding, `"bahdanau"` with the maxout deep output),
-    tied output for `Seq2Seq`. Elementwise ops, softmax and the optimizer are
-    not counted.
+    Returns `(name, b, m, k, n, count)` rows: `count` matmuls of a `(b, m, k) x (b, k, n)`
+    batch each (`b = 1` for a plain matmul). Work that does not depend on the
+    recurrence is written as one matmul over all steps (the encoder's input
+    projections too, which Keras runs per step), so the shapes are the most
+    favourable the math allows. `kind`: `"tutorial"`, or a `Seq2Seq` attention type
+    (`"luong"` with scaled dot and input feeding, `"bahdanau"` with the maxout deep
+    output), tied output for `Seq2Seq`. Elementwise ops, softmax and the optimizer are
+    not matmuls and are not counted.
     """
     e, u, d = sizes["embedding_dim"], sizes["encoder_units"], sizes["decoder_units"]
+    B, Ts, Tt = batch, source_length, target_length  # noqa: N806 (the papers' names)
     dv = 2 * u  # bidirectional annotations
-    per_source_token = 2 * gru_flops(e, u)  # both directions
-    per_target = 0
+    rows = [
+        ("encoder input kernels (2 directions)", 1, B * Ts, e, 3 * u, 2),
+        ("encoder recurrent kernels", 1, B, u, 3 * u, 2 * Ts),
+    ]
     if kind == "luong":
-        per_target += gru_flops(e + d, d)  # input feeding: [e; h~]
-        per_target += 2 * 2 * source_length * dv  # scores and context
-        per_target += 2 * (dv + d) * d  # h~ = tanh(W_c [c; s])
-        per_target += 2 * d * e  # readout to the tied embedding size
-        per_target += 2 * e * vocabulary
-    else:
-        units = d  # attention units
-        per_target += 2 * d * units  # W_q s
-        per_target += 2 * source_length * units  # v . tanh(...)
-        per_target += 2 * source_length * dv  # context
-        per_target += gru_flops(e + dv, d)
-        if kind == "tutorial":
-            per_target += 2 * source_length * dv * units  # keys re-projected every step
-            per_target += 2 * (d + dv + e) * e + 2 * e * vocabulary
-        else:
-            per_source_token += 2 * dv * units  # keys projected once
-            per_target += 2 * (d + dv + e) * 2 * e + 2 * e * vocabulary  # maxout, tied
-    forward = per_target + per_source_token * source_length / target_length
-    return 3 * forward
+        rows += [
+            ("decoder GRU input [e; h~]", 1, B, e + d, 3 * d, Tt),
+            ("decoder GRU recurrent", 1, B, d, 3 * d, Tt),
+            ("scores s . h_i", B, 1, dv, Ts, Tt),
+            ("context", B, 1, Ts, dv, Tt),
+            ("h~ = tanh(W_c [c; s])", 1, B, dv + d, d, Tt),
+            ("readout to the embedding size", 1, B * Tt, d, e, 1),
+            ("vocabulary projection", 1, B * Tt, e, vocabulary, 1),
+        ]
+        return rows
+    units = d  # attention units
+    rows += [
+        ("query W_q s", 1, B, d, units, Tt),
+        ("scores v . tanh(...)", 1, B * Ts, units, 1, Tt),
+        ("context", B, 1, Ts, dv, Tt),
+        ("decoder GRU input [e; c]", 1, B, e + dv, 3 * d, Tt),
+        ("decoder GRU recurrent", 1, B, d, 3 * d, Tt),
+    ]
+    if kind == "tutorial":
+        return rows + [
+            ("keys W_k h, every step", 1, B * Ts, dv, units, Tt),
+            ("readout tanh(W [s; c; e])", 1, B, d + dv + e, e, Tt),
+            ("vocabulary projection, every step", 1, B, e, vocabulary, Tt),
+        ]
+    return rows + [
+        ("keys W_k h, once", 1, B * Ts, dv, units, 1),
+        ("deep output (maxout)", 1, B * Tt, d + dv + e, 2 * e, 1),
+        ("vocabulary projection (tied)", 1, B * Tt, e, vocabulary, 1),
+    ]
+
+
+def training_matmuls(rows):
+    """The forward matmuls with the two backward matmuls of each (dX = dY W^T,
+    dW = X^T dY): `(b, m, k, n, count)`, three per forward row."""
+    shapes = []
+    for _, b, m, k, n, count in rows:
+        shapes += [(b, m, k, n, count), (b, m, n, k, count), (b, k, m, n, count)]
+    return shapes
+
+
+def training_flops_per_target_token(kind, sizes, vocabulary, batch, source_length, target_length):
+    """Training FLOPs per target token: 3 x the forward matmuls of `forward_matmuls`."""
+    rows = forward_matmuls(kind, sizes, vocabulary, batch, source_length, target_length)
+    forward = sum(2 * b * m * k * n * count for _, b, m, k, n, count in rows)
+    return 3 * forward / (batch * target_length)
+
+
+def matmul_seconds(b, m, k, n, dtype, repeats=50):
+    """Seconds of one `(b, m, k) x (b, k, n)` matmul in `dtype`, alone: the median of
+    `repeats` matmuls run back to back in one `tf.while_loop` (no call overhead)."""
+    x = tf.cast(tf.random.normal((b, m, k)), dtype)
+    w = tf.cast(tf.random.normal((b, k, n)), dtype)
+
+    @tf.function
+    def run(x, w):
+        def body(i, total):
+            # Scaling by the counter keeps the matmul from being hoisted out of the loop.
+            y = tf.matmul(x * tf.cast(i, dtype), w)
+            return i + 1, total + tf.cast(y[0, 0, 0], tf.float32)
+
+        return tf.while_loop(lambda i, _: i < repeats, body, (1, 0.0))[1]
+
+    run(x, w).numpy()
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        run(x, w).numpy()
+        times.append((time.perf_counter() - started) / repeats)
+    return float(np.median(times))
+
+
+def matmul_ceiling(rows, dtype):
+    """`(name, seconds, flops)` per forward row of one training batch, its forward and
+    backward matmuls each timed alone in `dtype`: summed, the step time if everything
+    but the matmuls were free (so a ceiling on the share of the peak)."""
+    timed = {}
+    ceiling = []
+    for row in rows:
+        seconds = flops = 0.0
+        for b, m, k, n, count in training_matmuls([row]):
+            if (b, m, k, n) not in timed:
+                timed[(b, m, k, n)] = matmul_seconds(b, m, k, n, dtype)
+            seconds += timed[(b, m, k, n)] * count
+            flops += 2 * b * m * k * n * count
+        ceiling.append((row[0], seconds, flops))
+    return ceiling
+
+
+def output_layer_seconds(tokens, embedding_dim, vocabulary, policy, repeats=10):
+    """Median seconds of the forward and backward pass of the tied vocabulary projection
+    and the float32 softmax cross-entropy for `tokens` target tokens in one batch: work
+    the tutorial design does as well (it projects step by step, the same FLOPs)."""
+    compute = "bfloat16" if policy == "mixed_bfloat16" else "float32"
+    rng = np.random.default_rng(0)
+    features = tf.Variable(rng.normal(size=(tokens, embedding_dim)).astype("float32"))
+    embeddings = tf.Variable(rng.normal(size=(vocabulary, embedding_dim)).astype("float32"))
+    bias = tf.Variable(np.zeros(vocabulary, "float32"))
+    labels = tf.constant(rng.integers(4, vocabulary, tokens), tf.int32)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            logits = tf.nn.bias_add(
+                tf.matmul(
+                    tf.cast(features, compute), tf.cast(embeddings, compute), transpose_b=True
+                ),
+                tf.cast(bias, compute),
+            )
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels, tf.cast(logits, tf.float32))
+            )
+        return tape.gradient(loss, [features, embeddings, bias])
+
+    step()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        [g.numpy() for g in step()]
+        times.append(time.perf_counter() - started)
+    return float(np.median(times))
 
 
 def median_step_seconds(model, data, steps, jit_compile=False):
@@ -214,6 +317,29 @@ def greedy_sentences_per_second(model, batch_size, source_length, max_length, re
     return repeats * batch_size / (time.perf_counter() - started)
 
 
+def print_ceilings(rows, peak, step, tutorial_step, output_layer):
+    """What the default model could reach on this machine if only its matmuls took time,
+    and how far any design can get from the tutorial's step while it keeps the output
+    layer both share (bf16)."""
+    ceiling = matmul_ceiling(rows, "bfloat16")
+    seconds = sum(row[1] for row in ceiling)
+    gflops = sum(row[2] for row in ceiling) / seconds / 1e9
+    print(
+        f"ceiling: the default's training matmuls, each timed alone (bf16), take "
+        f"{seconds * 1e3:.1f} ms per batch (the measured step: {step * 1e3:.1f} ms), "
+        f"{gflops:.0f} GFLOP/s = {gflops / peak:.0%} of bf16 peak at best"
+    )
+    for name, row_seconds, flops in ceiling:
+        share = flops / row_seconds / 1e9 / peak
+        print(f"  {name:<40} {row_seconds * 1e3:7.2f} ms {share:7.1%} of peak")
+    print(
+        f"output layer + loss alone (tied projection in bf16, float32 softmax cross-entropy, "
+        f"forward and backward): {output_layer * 1e3:.1f} ms per batch; the tutorial's step "
+        f"{tutorial_step * 1e3:.1f} ms, so a design that keeps this output layer is at most "
+        f"{tutorial_step / output_layer:.2f}x the tutorial (bf16)"
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30, help="timed training steps per model")
@@ -271,6 +397,7 @@ def main(argv=None):
     ]
     tutorial = {}
     results = {}
+    step_seconds = {}
     for name, row_kind, policy, options, jit in rows:
         keras.utils.set_random_seed(0)
         if options is None:
@@ -282,7 +409,7 @@ def main(argv=None):
         seconds = median_step_seconds(model, data, args.steps, jit_compile=jit)
         tokens = args.batch_size * args.target_length / seconds
         flops = training_flops_per_target_token(
-            row_kind, sizes, target_size, args.source_length, args.target_length
+            row_kind, sizes, target_size, args.batch_size, args.source_length, args.target_length
         )
         gflops = tokens * flops / 1e9
         peak = peaks["float32" if policy == "float32" else "bfloat16"]
@@ -290,6 +417,7 @@ def main(argv=None):
             tutorial[policy] = tokens
         ratio = tokens / tutorial[policy if policy in tutorial else "float32"]
         results[(row_kind, policy, jit)] = (tokens, gflops / peak, ratio)
+        step_seconds[(row_kind, policy, jit)] = seconds
         print(
             f"{name:<46} {model.count_params():>11,} {flops / 1e6:>11.1f} {tokens:>9,.0f} "
             f"{gflops:>8.1f} {gflops / peak:>7.1%} {ratio:>10.2f}x"
@@ -301,6 +429,20 @@ def main(argv=None):
         print(f"greedy decode (20 steps), batch {batch_size:>2}: {speed:8.1f} sentences/s")
 
     jit = False  # TrainConfig trains without XLA; see the jit_compile rows
+    print_ceilings(
+        forward_matmuls(
+            kind, sizes, target_size, args.batch_size, args.source_length, args.target_length
+        ),
+        peaks["bfloat16"],
+        step_seconds[(kind, "mixed_bfloat16", jit)],
+        step_seconds[("tutorial", "mixed_bfloat16", False)],
+        output_layer_seconds(
+            args.batch_size * args.target_length,
+            sizes["embedding_dim"],
+            target_size,
+            "mixed_bfloat16",
+        ),
+    )
     _, bf16_share, bf16_ratio = results[(kind, "mixed_bfloat16", jit)]
     _, _, fp32_ratio = results[(kind, "float32", jit)]
     print(

@@ -35,22 +35,24 @@ class LuongAttention(BaseAttention):
 
     | `score`        | `score(s, h_i)`                  | keys (`prepare_keys`)   |
     | -------------- | -------------------------------- | ----------------------- |
-    | `"dot"`        | `s . h_i / sqrt(d)`              | `h`                     |
+    | `"dot"`        | `s . h_i`                        | `h`                     |
     | `"scaled_dot"` | `s . h_i / sqrt(d)`              | `h`                     |
     | `"general"`    | `s . (W_a h_i) / sqrt(dq)`, `W_a` `(dq, dv)` | `h @ W_a^T` |
     | `"concat"`     | `v . tanh(W_q s + W_k h_i)`      | `h @ W_k`               |
     | `"cosine"`     | `s . h_i / (norm(s) norm(h_i))`  | `h / norm(h)`           |
     | `"location"`   | `(s @ W_a)_i`, `W_a` `(dq, max_length)`, cut to `Tv` | `h` |
 
-    The inner-product scores `"dot"` and `"general"` are divided by the square
-    root of the inner product's size, as Vaswani et al. (2017) do for the same
-    reason: with `d` in the hundreds the raw products have a standard deviation
-    of several units already at initialization, the softmax starts (nearly)
-    one-hot and the score's gradients vanish; trained with Adam the raw
-    `"general"` score saturated and stalled a translation model
-    (benchmarks/RESULTS.md). `scale_by_dimension=False` gives the paper's raw
-    scores `s . h_i` and `s . W_a h_i`. (`"scaled_dot"` is `"dot"` with the
-    scaling always on.)
+    `"general"` is divided by the square root of the inner product's size by
+    default, as Vaswani et al. (2017) do for the same reason: trained with
+    Adam, the raw `s . W_a h_i` saturated (near one-hot weights, vanishing
+    score gradients) and stalled a translation model (benchmarks/RESULTS.md);
+    `scale_by_dimension=False` gives the paper's raw score. `"dot"` is the
+    paper's raw `s . h_i` by default: decoder and encoder states start small,
+    so its softmax starts near uniform, and the scaled product learned slower
+    (a translation decoder's attention was still uniform after 600 steps,
+    where the raw dot's had sharpened; benchmarks/RESULTS.md).
+    `scale_by_dimension=True` scales it (then it equals `"scaled_dot"`, which
+    is always scaled).
 
     `"dot"`, `"scaled_dot"` and `"cosine"` need `dq == dv`; `"concat"` is
     Bahdanau's additive score (the same code as `BahdanauAttention`), with
@@ -83,9 +85,9 @@ class LuongAttention(BaseAttention):
         scale: Boolean, multiply the scores by a learned scalar. Defaults to
             `None`: `True` for `"cosine"`, `False` for the others.
         scale_by_dimension: Boolean, divide the `"dot"` and `"general"` scores
-            by `sqrt(d)` (see above). Defaults to `True`; `False` is the
-            unscaled score of Luong et al. (2015). Not accepted by the other
-            scores.
+            by `sqrt(d)` (see above). Defaults to `None`: `True` for
+            `"general"`, `False` (the score of Luong et al., 2015) for
+            `"dot"`. Not accepted by the other scores.
         kernel_initializer: Initializer of the kernels. Defaults to
             `"glorot_uniform"`.
         kernel_regularizer: Optional regularizer of the kernels.
@@ -135,7 +137,7 @@ class LuongAttention(BaseAttention):
         units=None,
         max_length=None,
         scale=None,
-        scale_by_dimension=True,
+        scale_by_dimension=None,
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
         hard=False,
@@ -167,6 +169,8 @@ class LuongAttention(BaseAttention):
             scale = score == "cosine"
         if not isinstance(scale, bool):
             raise ValueError(f"`scale` must be a boolean. Received: scale={scale}")
+        if scale_by_dimension is None:
+            scale_by_dimension = score != "dot"
         if not isinstance(scale_by_dimension, bool):
             raise ValueError(
                 "`scale_by_dimension` must be a boolean. "

@@ -27,8 +27,9 @@ class AttentionDecoder(keras.layers.Layer):
       2. `s_t = cell([e; c_t], s_{t-1})`
       3. `o_t = maxout(W_g [s_t; c_t; e] + b)`, the paper's deep output: a max
          over pairs of the `2 x output_dim` linear units
-    - `"luong"` (query = current state, input feeding):
-      1. `s_t = cell([e; h~_{t-1}], s_{t-1})` (`[e]` alone without input feeding)
+    - `"luong"` (query = current state):
+      1. `s_t = cell(e, s_{t-1})`; with input feeding
+         `s_t = cell([e; h~_{t-1}], s_{t-1})`
       2. `c_t, a_t = attention(s_t, H)`
       3. `o_t = h~_t = tanh(W_c [c_t; s_t])`
     - `"none"` (the plain encoder-decoder): `c` = the encoder summary vector,
@@ -47,7 +48,8 @@ class AttentionDecoder(keras.layers.Layer):
         attention_units: int or None, units of the additive/concat score
             (defaults to `units`).
         cell: `"gru"` or `"lstm"`.
-        input_feeding: bool, Luong input feeding.
+        input_feeding: bool, Luong input feeding (off by default: it slowed
+            the start of training of every Luong score, benchmarks/RESULTS.md).
         tie_embeddings: bool, score outputs against the target embedding
             matrix (`o_t` is then of size `embedding_dim`).
         dropout: float, dropout on embeddings and on `o_t`.
@@ -70,7 +72,7 @@ class AttentionDecoder(keras.layers.Layer):
         score="scaled_dot",
         attention_units=None,
         cell="gru",
-        input_feeding=True,
+        input_feeding=False,
         tie_embeddings=False,
         dropout=0.0,
         max_source_length=None,

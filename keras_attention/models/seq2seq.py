@@ -31,7 +31,9 @@ class Seq2Seq(keras.Model):
         score: the Luong score function (`"dot"`, `"general"`, `"concat"`,
             `"scaled_dot"`, `"cosine"`, `"location"`).
         attention_units: int or None, units of the additive/concat score.
-        input_feeding: bool, Luong input feeding.
+        input_feeding: bool, Luong input feeding (feed `h~_{t-1}` to the
+            cell). Defaults to `False`: measured, it slowed the start of
+            training of every Luong score (benchmarks/RESULTS.md).
         tie_embeddings: bool, tie the output projection to the target
             embedding matrix.
         dropout: float, dropout rate.
@@ -63,7 +65,7 @@ class Seq2Seq(keras.Model):
         attention="bahdanau",
         score="scaled_dot",
         attention_units=None,
-        input_feeding=True,
+        input_feeding=False,
         tie_embeddings=False,
         dropout=0.0,
         max_source_length=None,

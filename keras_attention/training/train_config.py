@@ -47,7 +47,7 @@ class TrainConfig:
     encoder_layers: int = 1
     attention_units: int | None = None
     normalize: bool = False  # weight-normalized Bahdanau score
-    input_feeding: bool = True
+    input_feeding: bool = False  # Luong input feeding; slowed training (RESULTS.md)
     tie_embeddings: bool = True
     dropout: float = 0.1
     tokenizer: str = "subwords"  # subwords (SentencePiece) | words (rule-based, word vocabulary)

@@ -19,12 +19,12 @@ VARIANTS = {
     "cosine": (LuongAttention, {"score": "cosine", "scale": True}),
     "location": (LuongAttention, {"score": "location", "max_length": MAX_LENGTH}),
     "general_scaled": (LuongAttention, {"score": "general", "scale": True}),
-    # The papers' unscaled inner products.
-    "dot_raw": (LuongAttention, {"score": "dot", "scale_by_dimension": False}),
+    # The other setting of `scale_by_dimension` (dot: raw by default; general: scaled).
+    "dot_scaled": (LuongAttention, {"score": "dot", "scale_by_dimension": True}),
     "general_raw": (LuongAttention, {"score": "general", "scale_by_dimension": False}),
 }
 # Variants whose score needs dq == dv.
-SAME_DIM_VARIANTS = {"dot", "scaled_dot", "cosine", "dot_raw"}
+SAME_DIM_VARIANTS = {"dot", "scaled_dot", "cosine", "dot_scaled"}
 
 
 def make_layer(variant, **overrides):
@@ -87,7 +87,12 @@ def numpy_scores(layer, query, values):
                 elif kind == "scaled_dot":
                     e = s @ hi / np.sqrt(len(hi))
                 elif kind == "general":
-                    e = s @ w["kernel"] @ hi / (np.sqrt(len(s)) if layer.scale_by_dimension else 1.0)
+                    e = (
+                        s
+                        @ w["kernel"]
+                        @ hi
+                        / (np.sqrt(len(s)) if layer.scale_by_dimension else 1.0)
+                    )
                 elif kind == "cosine":
                     e = _unit(s) @ _unit(hi)
                 elif kind == "location":

@@ -23,7 +23,7 @@ LUONG_VARIANTS = [
     "cosine",
     "location",
     "general_scaled",
-    "dot_raw",
+    "dot_scaled",
     "general_raw",
 ]
 
@@ -217,12 +217,16 @@ def test_concat_is_the_bahdanau_score():
         np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
 
 
-@pytest.mark.parametrize("score", ["dot", "general"])
-def test_layers_saved_before_scale_by_dimension_keep_the_raw_score(score):
-    """A config without the key (a file saved by an earlier version) reloads with the raw
-    score it was trained with; new configs round-trip the scaled default."""
+@pytest.mark.parametrize("score, default", [("dot", False), ("general", True)])
+def test_layers_saved_before_scale_by_dimension_keep_the_raw_score(score, default):
+    """`dot` is the paper's raw score by default, `general` scaled; new configs round-trip
+    the setting, and a config without the key (a file saved by an earlier version)
+    reloads with the raw score it was trained with."""
     config = LuongAttention(score=score).get_config()
-    assert config["scale_by_dimension"] is True
-    assert LuongAttention.from_config(config).scale_by_dimension is True
+    assert config["scale_by_dimension"] is default
+    assert LuongAttention.from_config(config).scale_by_dimension is default
+    for setting in (True, False):
+        config = LuongAttention(score=score, scale_by_dimension=setting).get_config()
+        assert LuongAttention.from_config(config).scale_by_dimension is setting
     del config["scale_by_dimension"]
     assert LuongAttention.from_config(config).scale_by_dimension is False

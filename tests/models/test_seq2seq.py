@@ -10,7 +10,7 @@ from keras_attention.models.seq2seq import Seq2Seq
 VARIANTS = [
     dict(attention="bahdanau"),
     dict(attention="bahdanau", cell="lstm", tie_embeddings=True),
-    dict(attention="luong", score="general"),
+    dict(attention="luong", score="general", input_feeding=True),
     dict(attention="luong", score="dot", input_feeding=False),
     dict(attention="luong", score="concat", tie_embeddings=True),
     dict(attention="luong", score="scaled_dot"),
