@@ -25,7 +25,7 @@ from keras_attention.training.run_directory import RunDirectory
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
     "--embedding-dim", "16", "--encoder-units", "16", "--decoder-units", "32",
-    "--attention", "luong", "--score", "general", "--tokenizer", "words", "--source-vocabulary-size", "100", "--target-vocabulary-size", "100",
+    "--attention", "luong", "--score", "general", "--input-feeding", "--tokenizer", "words", "--source-vocabulary-size", "100", "--target-vocabulary-size", "100",
     "--max-length", "12", "--max-output-length", "12", "--batch-size", "32",
     "--validation-fraction", "0.05", "--test-fraction", "0.05", "--precision", "float32",
     "--time-budget-minutes", "none",

@@ -31,8 +31,10 @@ def tiny_train_config(data, out, **overrides):
     options = dict(
         data=str(data),
         out=str(out),
-        attention="luong",  # the attention and score this tiny setup was tuned with
+        # The attention, score and input feeding this tiny setup was tuned with.
+        attention="luong",
         score="general",
+        input_feeding=True,
         embedding_dim=32,
         encoder_units=32,
         decoder_units=64,
