@@ -17,8 +17,11 @@ class AttentionDecoder(keras.layers.Layer):
 
     One recurrence, `step`, serves both teacher-forced training (`call` runs it
     in a `tf.while_loop` over the target) and inference (samplers call it
-    through `Seq2Seq.next_logits`). The output projection over the vocabulary
-    is applied once to all steps after the loop, not inside it.
+    through `Seq2Seq.next_logits`). In training only what depends on the
+    previous step runs in the loop (`recurrent_step`); the rest
+    (`output_features`: the deep output or readout, and Luong's attention when
+    it does not feed the cell) and the projection over the vocabulary run once
+    on all steps after it.
 
     At output step t, with `e = Embedding(y_{t-1})`, encoder annotations `H`:
 
@@ -203,7 +206,17 @@ class AttentionDecoder(keras.layers.Layer):
             weights `(batch_size, Ts)` in float32.
         """
         recurrent_output, new_state, weights = self.recurrent_step(embedded, state, training)
-        return self.output_features(recurrent_output, embedded), new_state, weights
+        output, output_weights = self.output_features(recurrent_output, embedded, state)
+        weights = weights if output_weights is None else output_weights
+        return output, new_state, keras.ops.cast(weights, "float32")
+
+    @property
+    def attends_in_recurrence(self):
+        """Whether the attention is part of the recurrence: Bahdanau's context feeds
+        the cell, Luong's only with input feeding. Luong's attention without it
+        depends on the current state alone, so training runs it once on all steps
+        after the loop."""
+        return self.attention == "bahdanau" or (self.attention == "luong" and self.input_feeding)
 
     def recurrent_step(self, embedded, state, training=False):
         """The part of `step` inside the recurrence.
@@ -211,7 +224,9 @@ class AttentionDecoder(keras.layers.Layer):
         Returns `(recurrent_output, new_state, attention)`, where
         `recurrent_output` is what `output_features` needs besides the
         embedding: `[s_t; c_t]` for `"bahdanau"` and `"none"`, `h~_t` for
-        `"luong"`. Teacher-forced training runs only this in its loop and
+        `"luong"` with input feeding and `s_t` without it. `attention` is
+        `None` when `attends_in_recurrence` is False (`output_features`
+        computes it). Teacher-forced training runs only this in its loop and
         `output_features` once on all steps after it.
         """
         rnn_state = state["rnn"]
@@ -220,10 +235,10 @@ class AttentionDecoder(keras.layers.Layer):
             cell_input = embedded
             if self.input_feeding:
                 cell_input = keras.ops.concatenate([embedded, state["feed"]], axis=-1)
-            cell_output, rnn_state = self._cell(cell_input, rnn_state, training)
-            context, weights = self._attend(cell_output, state)
-            recurrent_output = self.combine(keras.ops.concatenate([context, cell_output], axis=-1))
+            recurrent_output, rnn_state = self._cell(cell_input, rnn_state, training)
+            weights = None
             if self.input_feeding:
+                recurrent_output, weights = self._luong_output(recurrent_output, state)
                 new_state["feed"] = recurrent_output
         else:
             if self.attention == "bahdanau":
@@ -236,14 +251,27 @@ class AttentionDecoder(keras.layers.Layer):
             )
             recurrent_output = keras.ops.concatenate([cell_output, context], axis=-1)
         new_state["rnn"] = rnn_state
-        return recurrent_output, new_state, keras.ops.cast(weights, "float32")
+        return recurrent_output, new_state, weights
 
-    def output_features(self, recurrent_output, embedded):
-        """`o_t` from `recurrent_step`'s output and the embedding, for any
-        leading shape (one step or all steps at once)."""
-        if self.attention == "luong":
-            return recurrent_output if self.readout is None else self.readout(recurrent_output)
-        return self._deep_output(keras.ops.concatenate([recurrent_output, embedded], axis=-1))
+    def output_features(self, recurrent_output, embedded, memory):
+        """`(o_t, attention)` from `recurrent_step`'s output, the embedding and the
+        encoder memory (`initial_state`'s `values`, `keys`, `mask`), for one step
+        `(batch_size, ...)` or all steps at once `(batch_size, Tt, ...)`.
+        `attention` is None unless computed here (Luong without input feeding)."""
+        if self.attention != "luong":
+            features = keras.ops.concatenate([recurrent_output, embedded], axis=-1)
+            return self._deep_output(features), None
+        weights = None
+        if not self.input_feeding:
+            recurrent_output, weights = self._luong_output(recurrent_output, memory)
+        if self.readout is not None:
+            recurrent_output = self.readout(recurrent_output)
+        return recurrent_output, weights
+
+    def _luong_output(self, cell_output, memory):
+        """`(h~_t = tanh(W_c [c_t; s_t]), a_t)` with `c_t, a_t = attention(s_t, H)`."""
+        context, weights = self._attend(cell_output, memory)
+        return self.combine(keras.ops.concatenate([context, cell_output], axis=-1)), weights
 
     def _deep_output(self, features):
         """`o_t` of the Bahdanau and no-attention decoders from `[s_t; c_t; e]`."""
@@ -320,7 +348,9 @@ class AttentionDecoder(keras.layers.Layer):
                 embedded_by_step.read(t), {**memory, **recurrent}, training=training
             )
             recurrent = {k: new_state[k] for k in recurrent}
-            return t + 1, recurrent, outputs.write(t, output), weights.write(t, attention)
+            if attention is not None:
+                weights = weights.write(t, keras.ops.cast(attention, "float32"))
+            return t + 1, recurrent, outputs.write(t, output), weights
 
         _, _, outputs, weights = tf.while_loop(
             lambda t, *_: t < steps,
@@ -329,9 +359,12 @@ class AttentionDecoder(keras.layers.Layer):
             maximum_iterations=steps,
         )
         # Everything after the recurrence runs once on all steps.
-        outputs = self.output_features(tf.transpose(outputs.stack(), [1, 0, 2]), embedded)
-        attention = tf.transpose(weights.stack(), [1, 0, 2])
-        return self.logits(outputs, training=training), attention
+        outputs, attention = self.output_features(
+            tf.transpose(outputs.stack(), [1, 0, 2]), embedded, memory
+        )
+        if attention is None:
+            attention = tf.transpose(weights.stack(), [1, 0, 2])
+        return self.logits(outputs, training=training), keras.ops.cast(attention, "float32")
 
     def compute_mask(self, *args, **kwargs):
         return None
