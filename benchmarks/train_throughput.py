@@ -105,7 +105,7 @@ def forward_matmuls(kind, sizes, vocabulary, batch, source_length, target_length
     recurrence is written as one matmul over all steps (the encoder's input
     projections too, which Keras runs per step), so the shapes are the most
     favourable the math allows. `kind`: `"tutorial"`, or a `Seq2Seq` attention type
-    (`"luong"` with scaled dot and input feeding, `"bahdanau"` with the maxout deep
+    (`"luong"` with a dot score and no input feeding, `"bahdanau"` with the maxout deep
     output), tied output for `Seq2Seq`. Elementwise ops, softmax and the optimizer are
     not matmuls and are not counted.
     """
@@ -116,13 +116,13 @@ def forward_matmuls(kind, sizes, vocabulary, batch, source_length, target_length
         ("encoder input kernels (2 directions)", 1, B * Ts, e, 3 * u, 2),
         ("encoder recurrent kernels", 1, B, u, 3 * u, 2 * Ts),
     ]
-    if kind == "luong":
+    if kind == "luong":  # without input feeding: the attention runs after the loop
         rows += [
-            ("decoder GRU input [e; h~]", 1, B, e + d, 3 * d, Tt),
+            ("decoder GRU input e", 1, B, e, 3 * d, Tt),
             ("decoder GRU recurrent", 1, B, d, 3 * d, Tt),
-            ("scores s . h_i", B, 1, dv, Ts, Tt),
-            ("context", B, 1, Ts, dv, Tt),
-            ("h~ = tanh(W_c [c; s])", 1, B, dv + d, d, Tt),
+            ("scores s . h_i, all steps", B, Tt, dv, Ts, 1),
+            ("context, all steps", B, Tt, Ts, dv, 1),
+            ("h~ = tanh(W_c [c; s])", 1, B * Tt, dv + d, d, 1),
             ("readout to the embedding size", 1, B * Tt, d, e, 1),
             ("vocabulary projection", 1, B * Tt, e, vocabulary, 1),
         ]
@@ -377,7 +377,7 @@ def main(argv=None):
         f"{'GFLOP/s':>8} {'% peak':>7} {'vs tutorial':>11}"
     )
     default_model = dict(attention=default.attention, score=default.score, tie_embeddings=True)
-    kind = default.attention  # "bahdanau" (maxout deep output) or "luong" (scaled dot)
+    kind = default.attention  # "bahdanau" (maxout deep output) or "luong"
     other = "luong" if kind == "bahdanau" else "bahdanau"
     rows = [
         # (name, kind, dtype policy, Seq2Seq options or None for the tutorial, jit)
@@ -388,10 +388,10 @@ def main(argv=None):
         ("default, mixed_bfloat16, jit_compile", kind, "mixed_bfloat16", default_model, True),
         ("default, float32, jit_compile", kind, "float32", default_model, True),
         (
-            f"{other} (tied), mixed_bfloat16",
+            f"{other}{' ' + default.score if other == 'luong' else ''} (tied), mixed_bfloat16",
             other,
             "mixed_bfloat16",
-            dict(attention=other, score="scaled_dot", tie_embeddings=True),
+            dict(attention=other, score=default.score, tie_embeddings=True),
             False,
         ),
     ]
