@@ -210,14 +210,6 @@ class AttentionDecoder(keras.layers.Layer):
         weights = weights if output_weights is None else output_weights
         return output, new_state, keras.ops.cast(weights, "float32")
 
-    @property
-    def attends_in_recurrence(self):
-        """Whether the attention is part of the recurrence: Bahdanau's context feeds
-        the cell, Luong's only with input feeding. Luong's attention without it
-        depends on the current state alone, so training runs it once on all steps
-        after the loop."""
-        return self.attention == "bahdanau" or (self.attention == "luong" and self.input_feeding)
-
     def recurrent_step(self, embedded, state, training=False):
         """The part of `step` inside the recurrence.
 
@@ -225,9 +217,10 @@ class AttentionDecoder(keras.layers.Layer):
         `recurrent_output` is what `output_features` needs besides the
         embedding: `[s_t; c_t]` for `"bahdanau"` and `"none"`, `h~_t` for
         `"luong"` with input feeding and `s_t` without it. `attention` is
-        `None` when `attends_in_recurrence` is False (`output_features`
-        computes it). Teacher-forced training runs only this in its loop and
-        `output_features` once on all steps after it.
+        `None` for `"luong"` without input feeding: its attention depends on
+        `s_t` alone, not on earlier steps, so `output_features` computes it
+        (in training once for all steps). Teacher-forced training runs only
+        this in its loop and `output_features` once on all steps after it.
         """
         rnn_state = state["rnn"]
         new_state = dict(state)
