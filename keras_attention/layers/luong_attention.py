@@ -76,8 +76,8 @@ class LuongAttention(BaseAttention):
 
     Args:
         score: One of `"dot"`, `"general"`, `"concat"`, `"scaled_dot"`,
-            `"cosine"`, `"location"`. Defaults to `"scaled_dot"` (the best of
-            the measured translation models; use `"general"` when `dq != dv`).
+            `"cosine"`, `"location"`. Defaults to `"dot"` (the best of the
+            measured translation models; use `"general"` when `dq != dv`).
         units: Positive integer, the hidden size of the `"concat"` score
             (defaults to the query size `dq`; not accepted by the others).
         max_length: Positive integer, the longest `Tv` of the `"location"` score
@@ -133,7 +133,7 @@ class LuongAttention(BaseAttention):
 
     def __init__(
         self,
-        score="scaled_dot",
+        score="dot",
         units=None,
         max_length=None,
         scale=None,

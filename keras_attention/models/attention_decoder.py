@@ -46,7 +46,7 @@ class AttentionDecoder(keras.layers.Layer):
         vocabulary_size: int, number of target token ids.
         embedding_dim: int, size of the target embeddings.
         units: int, decoder RNN units.
-        attention: `"bahdanau"`, `"luong"` or `"none"`.
+        attention: `"luong"` (default), `"bahdanau"` or `"none"`.
         score: Luong score function (see `LuongAttention`); ignored otherwise.
         attention_units: int or None, units of the additive/concat score
             (defaults to `units`).
@@ -71,8 +71,8 @@ class AttentionDecoder(keras.layers.Layer):
         vocabulary_size,
         embedding_dim=256,
         units=512,
-        attention="bahdanau",
-        score="scaled_dot",
+        attention="luong",
+        score="dot",
         attention_units=None,
         cell="gru",
         input_feeding=False,

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 CHOICES = {
-    "attention": ("bahdanau", "luong", "none"),
+    "attention": ("luong", "bahdanau", "none"),
     "score": ("dot", "general", "concat", "scaled_dot", "cosine", "location"),
     "cell": ("gru", "lstm"),
     "precision": ("float32", "mixed_bfloat16", "mixed_float16"),
@@ -38,8 +38,8 @@ class TrainConfig:
     data: str | None = None  # TSV corpus path; None = the bundled fra-eng corpus
     reverse: bool = False  # swap the corpus columns: train target -> source (fr -> en)
     out: str = "runs/fra-eng"
-    attention: str = "bahdanau"  # bahdanau | luong | none (bahdanau measured best, RESULTS.md)
-    score: str = "scaled_dot"  # Luong score: dot general concat scaled_dot cosine location
+    attention: str = "luong"  # luong | bahdanau | none (luong dot measured best, RESULTS.md)
+    score: str = "dot"  # Luong score: dot general concat scaled_dot cosine location
     cell: str = "gru"
     embedding_dim: int = 256
     encoder_units: int = 256
