@@ -210,6 +210,13 @@ class AttentionDecoder(keras.layers.Layer):
         weights = weights if output_weights is None else output_weights
         return output, new_state, keras.ops.cast(weights, "float32")
 
+    @property
+    def _attention_after_loop(self):
+        """Luong's attention without input feeding depends on `s_t` alone, not on
+        earlier steps: `output_features` computes it, in training once for all
+        steps after the loop."""
+        return self.attention == "luong" and not self.input_feeding
+
     def recurrent_step(self, embedded, state, training=False):
         """The part of `step` inside the recurrence.
 
@@ -334,15 +341,17 @@ class AttentionDecoder(keras.layers.Layer):
             tf.transpose(embedded, [1, 0, 2])
         )
         outputs = tf.TensorArray(self.compute_dtype, size=steps)
-        weights = tf.TensorArray(tf.float32, size=steps)
+        # The attention weights come out of the loop unless `output_features`
+        # computes them (Luong without input feeding): an unwritten TensorArray
+        # in the loop would break its XLA gradient.
+        weights = [] if self._attention_after_loop else [tf.TensorArray(tf.float32, size=steps)]
 
         def body(t, recurrent, outputs, weights):
             output, new_state, attention = self.recurrent_step(
                 embedded_by_step.read(t), {**memory, **recurrent}, training=training
             )
             recurrent = {k: new_state[k] for k in recurrent}
-            if attention is not None:
-                weights = weights.write(t, keras.ops.cast(attention, "float32"))
+            weights = [w.write(t, keras.ops.cast(attention, "float32")) for w in weights]
             return t + 1, recurrent, outputs.write(t, output), weights
 
         _, _, outputs, weights = tf.while_loop(
@@ -356,7 +365,7 @@ class AttentionDecoder(keras.layers.Layer):
             tf.transpose(outputs.stack(), [1, 0, 2]), embedded, memory
         )
         if attention is None:
-            attention = tf.transpose(weights.stack(), [1, 0, 2])
+            attention = tf.transpose(weights[0].stack(), [1, 0, 2])
         return self.logits(outputs, training=training), keras.ops.cast(attention, "float32")
 
     def compute_mask(self, *args, **kwargs):

@@ -91,6 +91,29 @@ def test_keras_save_and_load_reproduce_outputs(tmp_path, variant):
     np.testing.assert_array_equal(restored((source, target_in)), expected)
 
 
+@pytest.mark.parametrize("variant", VARIANTS[:4] + VARIANTS[-2:-1], ids=variant_id)
+def test_xla_compiled_training_matches_the_graph_run(variant):
+    """`jit_compile=True` (TrainConfig's `--jit-compile`) compiles every decoder's training
+    step, the attention in the loop or after it: two steps give the losses of the same
+    two steps without XLA (the second one checks the first update, i.e. the gradients)."""
+    from keras_attention.training import MaskedSparseCategoricalCrossentropy
+
+    source, target_in = batch()
+    target_out = np.roll(target_in, -1, axis=1)
+    losses = {}
+    for jit in (False, True):
+        keras.utils.set_random_seed(0)
+        model = make_model(**variant)
+        model.compile(
+            optimizer=keras.optimizers.SGD(0.5),
+            loss=MaskedSparseCategoricalCrossentropy(),
+            jit_compile=jit,
+        )
+        losses[jit] = [model.train_on_batch((source, target_in), target_out) for _ in range(2)]
+    np.testing.assert_allclose(losses[True], losses[False], rtol=1e-4)
+    assert losses[False][1] < losses[False][0]
+
+
 def test_config_round_trip():
     model = make_model(attention="luong", score="concat", dropout=0.2, tie_embeddings=True)
     clone = Seq2Seq.from_config(model.get_config())
