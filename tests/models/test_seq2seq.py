@@ -185,3 +185,22 @@ def test_configs_saved_before_deep_output_reload_with_the_tanh_readout():
     assert old.deep_output == "tanh"
     old.build()
     assert tuple(old.decoder.readout.kernel.shape)[-1] == old.decoder_units  # not 2x (maxout)
+
+
+def test_library_defaults_are_the_measured_recipe():
+    """Luong attention, the raw dot score, no input feeding (benchmarks/RESULTS.md, r6/r7):
+    the same in `TrainConfig`, `Seq2Seq`, `AttentionDecoder` and `LuongAttention`."""
+    import inspect
+
+    from keras_attention.layers import LuongAttention
+    from keras_attention.models.attention_decoder import AttentionDecoder
+    from keras_attention.training.train_config import TrainConfig
+
+    expected = {"attention": "luong", "score": "dot", "input_feeding": False}
+    config = TrainConfig()
+    assert {name: getattr(config, name) for name in expected} == expected
+    for cls in (Seq2Seq, AttentionDecoder):
+        parameters = inspect.signature(cls.__init__).parameters
+        assert {name: parameters[name].default for name in expected} == expected
+    layer = LuongAttention()
+    assert (layer.score, layer.scale_by_dimension, layer.scale) == ("dot", False, False)
