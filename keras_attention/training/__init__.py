@@ -1,4 +1,4 @@
-"""Training runs: config, run directory and state, masked loss and accuracy, `train`.
+"""Training runs: config, run directory and state, masked loss and accuracy, fused Adam, `train`.
 
 Names are imported lazily (through `lazy_loader`), so reading a `TrainConfig`
 does not load TensorFlow.
@@ -12,6 +12,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "train_config": ["TrainConfig"],
         "run_directory": ["RunDirectory"],
         "masked_loss": ["MaskedSparseCategoricalCrossentropy"],
+        "fused_adam": ["FusedAdam"],
         "masked_accuracy": ["MaskedAccuracy"],
         "trainer": ["train", "load_translator"],
         "distribution": ["Distribution", "DistributedTrainingError", "make_distribution"],

@@ -14,6 +14,7 @@ from keras_attention.data import load_corpus, make_dataset, split_corpus
 from keras_attention.models.seq2seq import Seq2Seq
 from keras_attention.training import distribution as dist
 from keras_attention.training import run_state
+from keras_attention.training.fused_adam import FusedAdam
 from keras_attention.training.interrupt_on_signal import InterruptOnSignal, TrainingInterrupted
 from keras_attention.training.masked_accuracy import MaskedAccuracy
 from keras_attention.training.masked_loss import MaskedSparseCategoricalCrossentropy
@@ -109,7 +110,7 @@ def learning_rate(config: TrainConfig, total_steps: int | None = None):
 
 def compile_model(model: Seq2Seq, config: TrainConfig, total_steps: int | None = None) -> None:
     model.compile(
-        optimizer=keras.optimizers.Adam(
+        optimizer=FusedAdam(
             learning_rate=learning_rate(config, total_steps),
             global_clipnorm=config.global_clipnorm,
         ),

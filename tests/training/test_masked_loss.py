@@ -2,9 +2,14 @@
 
 import keras
 import numpy as np
+import pytest
+import tensorflow as tf
 
 from keras_attention.training.masked_accuracy import MaskedAccuracy
-from keras_attention.training.masked_loss import MaskedSparseCategoricalCrossentropy
+from keras_attention.training.masked_loss import (
+    MaskedSparseCategoricalCrossentropy,
+    sparse_cross_entropy,
+)
 
 
 def numpy_masked_ce(labels, logits):
@@ -63,3 +68,52 @@ def test_loss_and_metric_serialize():
     assert loss.pad_id == 5
     metric = MaskedAccuracy.from_config(MaskedAccuracy(pad_id=2).get_config())
     assert metric.pad_id == 2
+
+
+def numpy_masked_ce_gradient(labels, logits):
+    """d loss / d logits = (softmax(z) - onehot(y)) * mask / tokens, by hand."""
+    exp = np.exp(logits - logits.max(-1, keepdims=True))
+    softmax = exp / exp.sum(-1, keepdims=True)
+    onehot = np.eye(logits.shape[-1])[labels]
+    mask = (labels != 0)[..., None]
+    return (softmax - onehot) * mask / mask.sum()
+
+
+def masked_loss_gradient(labels, logits, jit_compile=False):
+    loss_fn = MaskedSparseCategoricalCrossentropy()
+    logits = tf.Variable(logits)
+
+    @tf.function(jit_compile=jit_compile)
+    def gradient():
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, logits)
+        return loss, tape.gradient(loss, logits)
+
+    return gradient()
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_loss_gradient_matches_the_hand_written_derivative(jit_compile):
+    labels, logits = example()
+    loss, grad = masked_loss_gradient(labels, logits, jit_compile)
+    np.testing.assert_allclose(loss, numpy_masked_ce(labels, logits), rtol=1e-5)
+    np.testing.assert_allclose(grad, numpy_masked_ce_gradient(labels, logits), atol=1e-7)
+
+
+def test_loss_gradient_matches_tensorflows_cross_entropy_on_large_logits():
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 300, (6, 9))
+    logits = (30 * rng.normal(size=(6, 9, 300))).astype("float32")
+    loss, grad = masked_loss_gradient(labels, logits)
+    ref_logits = tf.Variable(logits)
+    mask = tf.constant(labels != 0, tf.float32)
+    with tf.GradientTape() as tape:
+        per_token = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, ref_logits)
+        ref_loss = tf.reduce_sum(per_token * mask) / tf.reduce_sum(mask)
+    np.testing.assert_allclose(loss, ref_loss, rtol=1e-5)
+    np.testing.assert_allclose(grad, tape.gradient(ref_loss, ref_logits), atol=1e-7)
+
+
+def test_sparse_cross_entropy_rejects_a_label_outside_the_vocabulary():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="7"):
+        sparse_cross_entropy(tf.constant([[1, 7]]), tf.zeros((1, 2, 7)))
