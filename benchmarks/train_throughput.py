@@ -10,7 +10,13 @@ the output layers once to all steps after the loop.
 
 Every model has the same sizes and trains with `model.fit` on the same
 synthetic batches, in this one process; a row's figure is the median of the
-per-batch times. For each row the script prints the FLOPs per target token
+per-batch times. Each design trains as it is written: the tutorial with
+Keras' Adam and its masked cross-entropy and accuracy, `Seq2Seq` as
+`keras-attention train` compiles it (`trainer.compile_model`: `FusedAdam`
+with global clipping and the cosine schedule, the masked cross-entropy with
+its hand-written gradient, masked accuracy). One more row gives the
+tutorial design the library's training step, to show how much of the ratio
+is the model and how much the step. For each row the script prints the FLOPs per target token
 (counted from the layer shapes: matmuls of the forward pass times 3 for
 training), target tokens/s, achieved GFLOP/s and the ratio to the tutorial
 design in the same precision. It measures the bf16 and fp32 matmul peak
@@ -38,7 +44,8 @@ import tensorflow as tf  # noqa: E402
 from keras_attention.decoding import GreedySearch  # noqa: E402
 from keras_attention.models.seq2seq import Seq2Seq  # noqa: E402
 from keras_attention.training import TrainConfig  # noqa: E402
-from keras_attention.training.masked_loss import MaskedSparseCategoricalCrossentropy  # noqa: E402
+from keras_attention.training.masked_loss import sparse_cross_entropy  # noqa: E402
+from keras_attention.training.trainer import compile_model  # noqa: E402
 
 
 class TutorialAttention(keras.layers.Layer):
@@ -54,6 +61,38 @@ class TutorialAttention(keras.layers.Layer):
         scores = self.v(tf.tanh(self.w_query(query)[:, None, :] + self.w_keys(values)))
         weights = tf.nn.softmax(scores, axis=1)
         return tf.reduce_sum(weights * values, axis=1), weights
+
+
+def tutorial_masked_loss(y_true, y_pred):
+    """The tutorial's loss: Keras' cross-entropy per token, averaged over real tokens."""
+    losses = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")(
+        y_true, y_pred
+    )
+    mask = tf.cast(y_true != 0, losses.dtype)
+    return tf.reduce_sum(losses * mask) / tf.reduce_sum(mask)
+
+
+def tutorial_masked_accuracy(y_true, y_pred):
+    """The tutorial's accuracy over real tokens."""
+    y_true = tf.cast(y_true, tf.int64)
+    match = tf.cast(tf.argmax(y_pred, axis=-1) == y_true, tf.float32)
+    mask = tf.cast(y_true != 0, tf.float32)
+    return tf.reduce_sum(match * mask) / tf.reduce_sum(mask)
+
+
+def compile_tutorial(model, jit_compile=False):
+    """The tutorial's training step: Keras' Adam, its masked loss and accuracy."""
+    model.compile(
+        optimizer=keras.optimizers.Adam(),
+        loss=tutorial_masked_loss,
+        metrics=[tutorial_masked_accuracy],
+        jit_compile=jit_compile,
+    )
+
+
+def compile_library(model, jit_compile=False):
+    """The library's training step, as `keras-attention train` compiles it."""
+    compile_model(model, TrainConfig(jit_compile=jit_compile))
 
 
 class TutorialSeq2Seq(keras.Model):
@@ -225,9 +264,7 @@ def output_layer_seconds(tokens, embedding_dim, vocabulary, policy, repeats=10):
                 ),
                 tf.cast(bias, compute),
             )
-            loss = tf.reduce_mean(
-                tf.nn.sparse_softmax_cross_entropy_with_logits(labels, tf.cast(logits, tf.float32))
-            )
+            loss = tf.reduce_mean(sparse_cross_entropy(labels, tf.cast(logits, tf.float32)))
         return tape.gradient(loss, [features, embeddings, bias])
 
     step()
@@ -239,8 +276,9 @@ def output_layer_seconds(tokens, embedding_dim, vocabulary, policy, repeats=10):
     return float(np.median(times))
 
 
-def median_step_seconds(model, data, steps, jit_compile=False):
-    """Median wall-clock seconds of one `model.fit` batch (after warm-up)."""
+def median_step_seconds(model, data, steps, compile_step, jit_compile=False):
+    """Median wall-clock seconds of one `model.fit` batch (after warm-up), the model
+    compiled by `compile_step(model, jit_compile)`."""
     times = []
 
     class StepTimer(keras.callbacks.Callback):
@@ -250,11 +288,7 @@ def median_step_seconds(model, data, steps, jit_compile=False):
         def on_train_batch_end(self, batch, logs=None):
             times.append(time.perf_counter() - self.started)
 
-    model.compile(
-        optimizer=keras.optimizers.Adam(1e-3),
-        loss=MaskedSparseCategoricalCrossentropy(),
-        jit_compile=jit_compile,
-    )
+    compile_step(model, jit_compile)
     model.fit(data, steps_per_epoch=3, epochs=1, verbose=0)  # trace and warm up
     model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[StepTimer()])
     return float(np.median(times))
@@ -380,25 +414,56 @@ def main(argv=None):
     kind = default.attention  # "bahdanau" (maxout deep output) or "luong"
     other = "luong" if kind == "bahdanau" else "bahdanau"
     rows = [
-        # (name, kind, dtype policy, Seq2Seq options or None for the tutorial, jit)
-        ("tutorial design, float32", "tutorial", "float32", None, False),
-        ("tutorial design, mixed_bfloat16", "tutorial", "mixed_bfloat16", None, False),
-        (f"default ({kind}, tied), float32", kind, "float32", default_model, False),
-        ("default, mixed_bfloat16", kind, "mixed_bfloat16", default_model, False),
-        ("default, mixed_bfloat16, jit_compile", kind, "mixed_bfloat16", default_model, True),
-        ("default, float32, jit_compile", kind, "float32", default_model, True),
+        # (name, kind, dtype policy, Seq2Seq options or None for the tutorial, jit,
+        #  training step)
+        ("tutorial design, float32", "tutorial", "float32", None, False, compile_tutorial),
+        (
+            "tutorial design, mixed_bfloat16",
+            "tutorial",
+            "mixed_bfloat16",
+            None,
+            False,
+            compile_tutorial,
+        ),
+        (
+            "tutorial design, bf16, library's step",
+            "tutorial",
+            "mixed_bfloat16",
+            None,
+            False,
+            compile_library,
+        ),
+        (
+            f"default ({kind}, tied), float32",
+            kind,
+            "float32",
+            default_model,
+            False,
+            compile_library,
+        ),
+        ("default, mixed_bfloat16", kind, "mixed_bfloat16", default_model, False, compile_library),
+        (
+            "default, mixed_bfloat16, jit_compile",
+            kind,
+            "mixed_bfloat16",
+            default_model,
+            True,
+            compile_library,
+        ),
+        ("default, float32, jit_compile", kind, "float32", default_model, True, compile_library),
         (
             f"{other}{' ' + default.score if other == 'luong' else ''} (tied), mixed_bfloat16",
             other,
             "mixed_bfloat16",
             dict(attention=other, score=default.score, tie_embeddings=True),
             False,
+            compile_library,
         ),
     ]
     tutorial = {}
     results = {}
     step_seconds = {}
-    for name, row_kind, policy, options, jit in rows:
+    for name, row_kind, policy, options, jit, compile_step in rows:
         keras.utils.set_random_seed(0)
         if options is None:
             keras.config.set_dtype_policy(policy)
@@ -406,18 +471,19 @@ def main(argv=None):
             keras.config.set_dtype_policy("float32")
         else:
             model = Seq2Seq(source_size, target_size, dtype=policy, **sizes, **options)
-        seconds = median_step_seconds(model, data, args.steps, jit_compile=jit)
+        seconds = median_step_seconds(model, data, args.steps, compile_step, jit_compile=jit)
         tokens = args.batch_size * args.target_length / seconds
         flops = training_flops_per_target_token(
             row_kind, sizes, target_size, args.batch_size, args.source_length, args.target_length
         )
         gflops = tokens * flops / 1e9
         peak = peaks["float32" if policy == "float32" else "bfloat16"]
-        if options is None:
+        if options is None and compile_step is compile_tutorial:
             tutorial[policy] = tokens
         ratio = tokens / tutorial[policy if policy in tutorial else "float32"]
-        results[(row_kind, policy, jit)] = (tokens, gflops / peak, ratio)
-        step_seconds[(row_kind, policy, jit)] = seconds
+        key = (row_kind, policy, jit, compile_step.__name__)
+        results[key] = (tokens, gflops / peak, ratio)
+        step_seconds[key] = seconds
         print(
             f"{name:<46} {model.count_params():>11,} {flops / 1e6:>11.1f} {tokens:>9,.0f} "
             f"{gflops:>8.1f} {gflops / peak:>7.1%} {ratio:>10.2f}x"
@@ -434,8 +500,8 @@ def main(argv=None):
             kind, sizes, target_size, args.batch_size, args.source_length, args.target_length
         ),
         peaks["bfloat16"],
-        step_seconds[(kind, "mixed_bfloat16", jit)],
-        step_seconds[("tutorial", "mixed_bfloat16", False)],
+        step_seconds[(kind, "mixed_bfloat16", jit, "compile_library")],
+        step_seconds[("tutorial", "mixed_bfloat16", False, "compile_tutorial")],
         output_layer_seconds(
             args.batch_size * args.target_length,
             sizes["embedding_dim"],
@@ -443,8 +509,8 @@ def main(argv=None):
             "mixed_bfloat16",
         ),
     )
-    _, bf16_share, bf16_ratio = results[(kind, "mixed_bfloat16", jit)]
-    _, _, fp32_ratio = results[(kind, "float32", jit)]
+    _, bf16_share, bf16_ratio = results[(kind, "mixed_bfloat16", jit, "compile_library")]
+    _, _, fp32_ratio = results[(kind, "float32", jit, "compile_library")]
     print(
         f"default: {bf16_ratio:.2f}x tutorial (bf16), {fp32_ratio:.2f}x tutorial (fp32), "
         f"{bf16_share:.0%} of bf16 peak"

@@ -138,6 +138,7 @@ class LuongAttention(BaseAttention):
         max_length=None,
         scale=None,
         scale_by_dimension=None,
+        scale_initializer=None,
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
         hard=False,
@@ -187,6 +188,9 @@ class LuongAttention(BaseAttention):
         self.max_length = max_length
         self.scale = scale
         self.scale_by_dimension = scale_by_dimension
+        self.scale_initializer = (
+            None if scale_initializer is None else keras.initializers.get(scale_initializer)
+        )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.kernel = None  # "general": W_a (dq, dv); "location": W_a (dq, max_length)
@@ -239,7 +243,16 @@ class LuongAttention(BaseAttention):
             self.query_kernel = self._kernel_weight("query_kernel", (dq, self._concat_units))
             self.score_kernel = self._kernel_weight("score_kernel", (self._concat_units,))
         if self.scale:
-            self.score_scale = self.add_weight(name="score_scale", shape=(), initializer="ones")
+            initializer = self.scale_initializer
+            if initializer is None:
+                initializer = (
+                    keras.initializers.Constant(float(dv) ** 0.5)
+                    if self.score == "cosine"
+                    else "ones"
+                )
+            self.score_scale = self.add_weight(
+                name="score_scale", shape=(), initializer=initializer
+            )
 
     def _prepare_keys(self, values):
         if self.score == "general":
@@ -298,6 +311,11 @@ class LuongAttention(BaseAttention):
                 "max_length": self.max_length,
                 "scale": self.scale,
                 "scale_by_dimension": self.scale_by_dimension,
+                "scale_initializer": (
+                    None
+                    if self.scale_initializer is None
+                    else keras.initializers.serialize(self.scale_initializer)
+                ),
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
             }

@@ -155,7 +155,7 @@ class AttentionDecoder(keras.layers.Layer):
             self.output_layer = None
         else:
             self.output_layer = keras.layers.Dense(vocabulary_size, dtype=policy, name="logits")
-        self.dropout_layer = keras.layers.Dropout(dropout)
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=policy)
 
     def build(self, target_in_shape, annotations_shape):
         if self.attention_layer is not None:
@@ -205,7 +205,10 @@ class AttentionDecoder(keras.layers.Layer):
             before the vocabulary projection, the next state, and the attention
             weights `(batch_size, Ts)` in float32.
         """
-        recurrent_output, new_state, weights = self.recurrent_step(embedded, state, training)
+        weights = self._cell_weights(state)
+        recurrent_output, new_state, weights = self.recurrent_step(
+            self._project_embedding(embedded, weights), state, weights
+        )
         output, output_weights = self.output_features(recurrent_output, embedded, state)
         weights = weights if output_weights is None else output_weights
         return output, new_state, keras.ops.cast(weights, "float32")
@@ -217,8 +220,12 @@ class AttentionDecoder(keras.layers.Layer):
         steps after the loop."""
         return self.attention == "luong" and not self.input_feeding
 
-    def recurrent_step(self, embedded, state, training=False):
+    def recurrent_step(self, projected, state, cell_weights):
         """The part of `step` inside the recurrence.
+
+        `projected` is `_project_embedding`'s `e W_e + b` for this step (in
+        training computed for all steps at once before the loop), and
+        `cell_weights` is `_cell_weights(state)`.
 
         Returns `(recurrent_output, new_state, attention)`, where
         `recurrent_output` is what `output_features` needs besides the
@@ -232,10 +239,8 @@ class AttentionDecoder(keras.layers.Layer):
         rnn_state = state["rnn"]
         new_state = dict(state)
         if self.attention == "luong":
-            cell_input = embedded
-            if self.input_feeding:
-                cell_input = keras.ops.concatenate([embedded, state["feed"]], axis=-1)
-            recurrent_output, rnn_state = self._cell(cell_input, rnn_state, training)
+            feed = state["feed"] if self.input_feeding else None
+            recurrent_output, rnn_state = self._cell(projected, feed, rnn_state, cell_weights)
             weights = None
             if self.input_feeding:
                 recurrent_output, weights = self._luong_output(recurrent_output, state)
@@ -246,9 +251,7 @@ class AttentionDecoder(keras.layers.Layer):
             else:
                 context = state["summary"]
                 weights = keras.ops.zeros(keras.ops.shape(state["mask"]), dtype="float32")
-            cell_output, rnn_state = self._cell(
-                keras.ops.concatenate([embedded, context], axis=-1), rnn_state, training
-            )
+            cell_output, rnn_state = self._cell(projected, context, rnn_state, cell_weights)
             recurrent_output = keras.ops.concatenate([cell_output, context], axis=-1)
         new_state["rnn"] = rnn_state
         return recurrent_output, new_state, weights
@@ -286,9 +289,79 @@ class AttentionDecoder(keras.layers.Layer):
     def _attend(self, query, state):
         return self.attention_layer(query, state["values"], mask=state["mask"], keys=state["keys"])
 
-    def _cell(self, inputs, rnn_state, training):
-        output, new_state = self.rnn_cell(inputs, rnn_state, training=training)
-        return output, list(new_state) if isinstance(new_state, (list, tuple)) else [new_state]
+    # ------------------------------------------------------------ the cell
+    #
+    # The cell is Keras' `GRUCell` or `LSTMCell` (its weights, saved as
+    # before), stepped here so that the embedding's part of its input
+    # projection, `e W_e + b`, can run once for all steps before the training
+    # loop: the cell's input is `[e; x]` with `x` the context (Bahdanau,
+    # none), the fed-back `h~` (Luong with input feeding) or nothing, so
+    # `[e; x] W = e W_e + x W_x`. The same math as the cell's `call`
+    # (`implementation=2`, `reset_after=True` for the GRU); the weights are
+    # cast to the compute dtype inside the step, as Keras' autocasting does,
+    # so the gradients of a loop's steps add up in float32.
+
+    def _extra_input_dim(self, state):
+        """Size of the cell's input besides the embedding."""
+        if self.attention == "luong":
+            return self.units if self.input_feeding else 0
+        if self.attention == "bahdanau":
+            return state["values"].shape[-1]
+        return state["summary"].shape[-1]
+
+    def _cell_weights(self, state):
+        """The cell's float32 weights, split for `_project_embedding` and `_cell`:
+        `(W_e, W_x or None, U, input bias, recurrent bias or None)`."""
+        cell = self.rnn_cell
+        extra = self._extra_input_dim(state)
+        if not cell.built:
+            cell.build((None, self.embedding_dim + extra))
+        kernel = keras.ops.convert_to_tensor(cell.kernel)
+        extra_kernel = kernel[self.embedding_dim :] if extra else None
+        bias = keras.ops.convert_to_tensor(cell.bias)
+        # The GRU's bias is (2, 3 units): input and recurrent (reset_after).
+        input_bias, recurrent_bias = (bias[0], bias[1]) if self.cell == "gru" else (bias, None)
+        return (
+            kernel[: self.embedding_dim],
+            extra_kernel,
+            keras.ops.convert_to_tensor(cell.recurrent_kernel),
+            input_bias,
+            recurrent_bias,
+        )
+
+    def _project_embedding(self, embedded, cell_weights):
+        """`e W_e + b`, for `(batch_size, E)` or all steps `(batch_size, Tt, E)`."""
+        embedding_kernel, _, _, input_bias, _ = cell_weights
+        dtype = self.compute_dtype
+        return keras.ops.add(
+            keras.ops.matmul(embedded, keras.ops.cast(embedding_kernel, dtype)),
+            keras.ops.cast(input_bias, dtype),
+        )
+
+    def _cell(self, projected, extra_input, rnn_state, cell_weights):
+        """One cell step: `(output, [new states])`."""
+        _, extra_kernel, recurrent_kernel, _, recurrent_bias = cell_weights
+        cell = self.rnn_cell
+        dtype = self.compute_dtype
+        inputs = projected
+        if extra_input is not None:
+            inputs = inputs + keras.ops.matmul(extra_input, keras.ops.cast(extra_kernel, dtype))
+        inner = keras.ops.matmul(rnn_state[0], keras.ops.cast(recurrent_kernel, dtype))
+        if self.cell == "gru":
+            inner = inner + keras.ops.cast(recurrent_bias, dtype)
+            x_z, x_r, x_h = keras.ops.split(inputs, 3, axis=-1)
+            r_z, r_r, r_h = keras.ops.split(inner, 3, axis=-1)
+            z = cell.recurrent_activation(x_z + r_z)
+            r = cell.recurrent_activation(x_r + r_r)
+            candidate = cell.activation(x_h + r * r_h)
+            h = z * rnn_state[0] + (1 - z) * candidate
+            return h, [h]
+        z_i, z_f, z_c, z_o = keras.ops.split(inputs + inner, 4, axis=-1)
+        c = cell.recurrent_activation(z_f) * rnn_state[1] + cell.recurrent_activation(
+            z_i
+        ) * cell.activation(z_c)
+        h = cell.recurrent_activation(z_o) * cell.activation(c)
+        return h, [h, c]
 
     def logits(self, outputs, training=False):
         """Projects step outputs `(..., output_dim)` to float32 vocabulary logits.
@@ -335,10 +408,13 @@ class AttentionDecoder(keras.layers.Layer):
         recurrent = {k: state[k] for k in ("rnn", "feed") if k in state}
         memory = {k: v for k, v in state.items() if k not in recurrent}
         steps = tf.shape(target_in)[1]
-        # A TensorArray of the steps' embeddings, not `embedded[t]`: the
-        # gradient of a slice is a full-size tensor per step.
-        embedded_by_step = tf.TensorArray(embedded.dtype, size=steps).unstack(
-            tf.transpose(embedded, [1, 0, 2])
+        cell_weights = self._cell_weights(state)
+        # The embeddings' part of the cell's input projection for all steps
+        # at once, read step by step from a TensorArray (not `projected[t]`:
+        # the gradient of a slice is a full-size tensor per step).
+        projected = self._project_embedding(embedded, cell_weights)
+        projected_by_step = tf.TensorArray(projected.dtype, size=steps).unstack(
+            tf.transpose(projected, [1, 0, 2])
         )
         outputs = tf.TensorArray(self.compute_dtype, size=steps)
         # The attention weights come out of the loop unless `output_features`
@@ -348,7 +424,7 @@ class AttentionDecoder(keras.layers.Layer):
 
         def body(t, recurrent, outputs, weights):
             output, new_state, attention = self.recurrent_step(
-                embedded_by_step.read(t), {**memory, **recurrent}, training=training
+                projected_by_step.read(t), {**memory, **recurrent}, cell_weights
             )
             recurrent = {k: new_state[k] for k in recurrent}
             weights = [w.write(t, keras.ops.cast(attention, "float32")) for w in weights]

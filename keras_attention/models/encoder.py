@@ -82,7 +82,7 @@ class Encoder(keras.layers.Layer):
                     rnn, merge_mode="concat", dtype=self.dtype_policy, name=f"bidirectional_{i}"
                 )
             self.rnns.append(rnn)
-        self.dropout_layer = keras.layers.Dropout(dropout)
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
 
     @property
     def output_dim(self):

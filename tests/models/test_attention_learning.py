@@ -72,8 +72,10 @@ def test_bahdanau_learns_reordered_alignments_and_beats_the_baseline():
             attention=attention,
             tie_embeddings=True,
         )
-        final[attention] = fit(model, data, steps=160, batch_size=32)[-1]
+        # 240 steps: at 160 the alignment was found or not by chance (seeds 0-4:
+        # 0.84-0.98); at 240 seeds 0-4 all reach 0.99-1.0 with a loss of 0.003-0.05.
+        final[attention] = fit(model, data, steps=240, batch_size=32)[-1]
         if attention == "bahdanau":
             _, weights = model.call_with_attention((test.source_ids, test.target_in))
-            assert alignment_accuracy(weights, test) > 0.9  # measured 0.99
-    assert final["bahdanau"] < 0.5 * final["none"], final  # measured 0.09 vs 1.37
+            assert alignment_accuracy(weights, test) > 0.9  # measured 1.0
+    assert final["bahdanau"] < 0.5 * final["none"], final

@@ -63,6 +63,56 @@ def test_teacher_forcing_equals_step_by_step_decoding(variant):
         np.testing.assert_allclose(step_attention, attention[:, t], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "variant",
+    [
+        dict(attention="bahdanau"),
+        dict(attention="bahdanau", cell="lstm"),
+        dict(attention="luong", input_feeding=True, cell="lstm"),
+        dict(attention="luong"),
+        dict(attention="none"),
+    ],
+    ids=variant_id,
+)
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_decoder_cell_step_equals_the_keras_cell(variant, policy):
+    """The decoder steps Keras' GRUCell/LSTMCell weights itself (to project the
+    embeddings before the loop): the same outputs and states as the cell's call."""
+    model = make_model(dtype=policy, **variant)
+    source, target_in = batch()
+    model((source, target_in))  # builds everything
+    decoder = model.decoder
+    state = model.initial_decode_state(source)
+    rng = np.random.default_rng(1)
+    embedded = keras.ops.cast(rng.normal(size=(3, 8)), decoder.compute_dtype)
+    extra_dim = decoder._extra_input_dim(state)
+    extra = keras.ops.cast(rng.normal(size=(3, extra_dim)), decoder.compute_dtype)
+    rnn_state = [
+        keras.ops.cast(rng.uniform(-1, 1, size=(3, 16)), decoder.compute_dtype)
+        for _ in state["rnn"]
+    ]
+    weights = decoder._cell_weights(state)
+    output, new_state = decoder._cell(
+        decoder._project_embedding(embedded, weights),
+        extra if extra_dim else None,
+        rnn_state,
+        weights,
+    )
+    cell_input = keras.ops.concatenate([embedded, extra], -1) if extra_dim else embedded
+    expected, expected_state = decoder.rnn_cell(cell_input, rnn_state)
+    expected_state = expected_state if isinstance(expected_state, list) else [expected_state]
+    tolerance = 1e-6 if policy == "float32" else 2e-2
+    np.testing.assert_allclose(
+        keras.ops.cast(output, "float32"),
+        keras.ops.cast(expected, "float32"),
+        atol=tolerance,
+    )
+    for got, want in zip(new_state, expected_state, strict=True):
+        np.testing.assert_allclose(
+            keras.ops.cast(got, "float32"), keras.ops.cast(want, "float32"), atol=tolerance
+        )
+
+
 @pytest.mark.parametrize("variant", VARIANTS[:3] + VARIANTS[-2:], ids=variant_id)
 def test_attention_rows_sum_to_one_and_skip_padding(variant):
     model = make_model(**variant)
@@ -139,6 +189,26 @@ def test_mixed_precision_gives_finite_float32_logits(policy):
     logits, attention = model.call_with_attention((source, target_in))
     assert logits.dtype == tf.float32 and attention.dtype == tf.float32
     assert np.all(np.isfinite(logits)) and np.all(np.isfinite(attention))
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_computes_in_the_low_precision(policy):
+    """Every matmul of a mixed-precision model runs in its compute dtype, the
+    vocabulary projection included (a float32 dropout layer once cast the
+    embeddings and the decoder outputs back to float32)."""
+    model = make_model(attention="luong", tie_embeddings=True, dropout=0.1, dtype=policy)
+    source, target_in = batch()
+    model((source, target_in))
+    graph = (
+        tf.function(lambda s, t: model((s, t), training=True))
+        .get_concrete_function(tf.constant(source), tf.constant(target_in))
+        .graph
+    )
+    matmuls = [op for op in graph.get_operations() if op.type in ("MatMul", "BatchMatMulV2")]
+    compute = model.compute_dtype
+    assert matmuls and all(op.outputs[0].dtype == compute for op in matmuls), [
+        (op.name, op.outputs[0].dtype.name) for op in matmuls
+    ]
 
 
 def test_gradients_reach_every_weight():
