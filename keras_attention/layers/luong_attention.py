@@ -64,7 +64,13 @@ class LuongAttention(BaseAttention):
     in `[-1, 1]` cannot make the softmax sharp (over 10 positions the largest
     weight is at most 0.45), and without it a translation decoder's cosine
     attention aligned 76 % of the words of the reversed-digits task after 2,000
-    steps, against 99.7 % with it (benchmarks/RESULTS.md).
+    steps, against 99.7 % with it (benchmarks/RESULTS.md). Its `g` starts at
+    `sqrt(d)`, the value `"scaled_dot"` gives vectors of unit mean square
+    (`s . h / sqrt(d) = sqrt(d) cos(s, h)` for them): learned from 1, with
+    Adam's steps of about the learning rate, it stayed too small for a sharp
+    softmax for hundreds of steps (a translation decoder's attention was still
+    near uniform after 600; from `sqrt(d)` it was sharp, and the validation
+    loss lower, benchmarks/RESULTS.md).
 
     The computation follows the steps:
 
@@ -84,6 +90,8 @@ class LuongAttention(BaseAttention):
             (required for it, not accepted for the others).
         scale: Boolean, multiply the scores by a learned scalar. Defaults to
             `None`: `True` for `"cosine"`, `False` for the others.
+        scale_initializer: Initializer of `g` (`scale=True`). Defaults to
+            `None`: `sqrt(dv)` for `"cosine"`, 1 for the others.
         scale_by_dimension: Boolean, divide the `"dot"` and `"general"` scores
             by `sqrt(d)` (see above). Defaults to `None`: `True` for
             `"general"`, `False` (the score of Luong et al., 2015) for

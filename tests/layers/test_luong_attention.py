@@ -80,6 +80,30 @@ def test_cosine_learns_its_key_strength_by_default():
     assert old.scale is False
 
 
+def test_key_strength_starts_at_sqrt_d_for_cosine_and_at_one_otherwise():
+    """g = sqrt(d) makes the cosine score of unit-mean-square vectors equal their scaled
+    dot product at initialisation; an explicit initializer wins and round-trips."""
+    query, values, _ = random_inputs(tv=5, dq=16, dv=16)
+    cosine = LuongAttention(score="cosine")
+    cosine(query, values)
+    np.testing.assert_allclose(to_numpy(cosine.score_scale), 4.0)
+    unit_query = query / np.sqrt(np.mean(query**2, -1, keepdims=True))
+    unit_values = values / np.sqrt(np.mean(values**2, -1, keepdims=True))
+    _, cosine_weights = cosine(unit_query, unit_values)
+    _, scaled_weights = LuongAttention(score="scaled_dot")(unit_query, unit_values)
+    np.testing.assert_allclose(to_numpy(cosine_weights), to_numpy(scaled_weights), atol=1e-5)
+
+    general = LuongAttention(score="general", scale=True)
+    general(query, values)
+    np.testing.assert_allclose(to_numpy(general.score_scale), 1.0)
+    explicit = LuongAttention(score="cosine", scale_initializer="ones")
+    explicit(query, values)
+    np.testing.assert_allclose(to_numpy(explicit.score_scale), 1.0)
+    restored = LuongAttention.from_config(explicit.get_config())
+    restored(query, values)
+    np.testing.assert_allclose(to_numpy(restored.score_scale), 1.0)
+
+
 def test_location_cuts_scores_to_tv():
     """A location layer built for short values also serves shorter ones: the scores are
     the first Tv entries of W_a s."""
