@@ -65,7 +65,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--source-vocabulary-size", type=int, default=None, help="default: the tokenizer's"
     )
     parser.add_argument("--target-vocabulary-size", type=int, default=None)
-    parser.add_argument("--alignment-steps", type=int, default=2000)
+    parser.add_argument("--alignment-steps", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--quick", action="store_true", help="greedy only, 300 test sentences (a smoke run)"

@@ -9,14 +9,16 @@ the vocabulary. Our `Seq2Seq` projects the keys once per sentence
 the output layers once to all steps after the loop.
 
 Every model has the same sizes and trains with `model.fit` on the same
-synthetic batches, in this one process; a row's figure is the median of the
-per-batch times. Each design trains as it is written: the tutorial with
+synthetic batches, in this one process; a row's figure is the median of its
+per-batch times, the rows taking turns (`--rounds` of `--steps` steps each).
+Each design trains as it is written: the tutorial with
 Keras' Adam and its masked cross-entropy and accuracy, `Seq2Seq` as
 `keras-attention train` compiles it (`trainer.compile_model`: `FusedAdam`
 with global clipping and the cosine schedule, the masked cross-entropy with
 its hand-written gradient, masked accuracy). One more row gives the
 tutorial design the library's training step, to show how much of the ratio
-is the model and how much the step. For each row the script prints the FLOPs per target token
+is the model and how much the step, and one gives the default model the
+tutorial's. For each row the script prints the FLOPs per target token
 (counted from the layer shapes: matmuls of the forward pass times 3 for
 training), target tokens/s, achieved GFLOP/s and the ratio to the tutorial
 design in the same precision. It measures the bf16 and fp32 matmul peak
@@ -26,7 +28,7 @@ for the default training configuration (`TrainConfig()`):
 
     default: X.XXx tutorial (bf16), Y.YYx tutorial (fp32), Z% of bf16 peak
 
-    python benchmarks/train_throughput.py [--steps 30] [--batch-size 64]
+    python benchmarks/train_throughput.py [--steps 10] [--rounds 4] [--batch-size 64]
 """
 
 from __future__ import annotations
@@ -276,9 +278,15 @@ def output_layer_seconds(tokens, embedding_dim, vocabulary, policy, repeats=10):
     return float(np.median(times))
 
 
-def median_step_seconds(model, data, steps, compile_step, jit_compile=False):
-    """Median wall-clock seconds of one `model.fit` batch (after warm-up), the model
-    compiled by `compile_step(model, jit_compile)`."""
+def prepared(model, data, compile_step, jit_compile=False):
+    """`model` compiled by `compile_step(model, jit_compile)`, traced and warmed up."""
+    compile_step(model, jit_compile)
+    model.fit(data, steps_per_epoch=3, epochs=1, verbose=0)
+    return model
+
+
+def step_seconds_of(model, data, steps):
+    """Wall-clock seconds of each of `steps` `model.fit` batches."""
     times = []
 
     class StepTimer(keras.callbacks.Callback):
@@ -288,10 +296,8 @@ def median_step_seconds(model, data, steps, compile_step, jit_compile=False):
         def on_train_batch_end(self, batch, logs=None):
             times.append(time.perf_counter() - self.started)
 
-    compile_step(model, jit_compile)
-    model.fit(data, steps_per_epoch=3, epochs=1, verbose=0)  # trace and warm up
     model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[StepTimer()])
-    return float(np.median(times))
+    return times
 
 
 def matmul_peak_gflops(dtype, size=2048, repeats=10):
@@ -376,7 +382,10 @@ def print_ceilings(rows, peak, step, tutorial_step, output_layer):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=30, help="timed training steps per model")
+    parser.add_argument(
+        "--steps", type=int, default=10, help="timed training steps per model and round"
+    )
+    parser.add_argument("--rounds", type=int, default=4, help="turns the models take")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--source-length", type=int, default=10)
     parser.add_argument("--target-length", type=int, default=12)
@@ -443,6 +452,14 @@ def main(argv=None):
         ),
         ("default, mixed_bfloat16", kind, "mixed_bfloat16", default_model, False, compile_library),
         (
+            "default, bf16, the tutorial's step",
+            kind,
+            "mixed_bfloat16",
+            default_model,
+            False,
+            compile_tutorial,
+        ),
+        (
             "default, mixed_bfloat16, jit_compile",
             kind,
             "mixed_bfloat16",
@@ -463,7 +480,11 @@ def main(argv=None):
     tutorial = {}
     results = {}
     step_seconds = {}
-    for name, row_kind, policy, options, jit, compile_step in rows:
+    # Every row's model is built and warmed up first; then the rows take turns,
+    # `--rounds` times `--steps` steps each, so that a change of the machine's
+    # speed during the run (this one's varies by a third) falls on all rows alike.
+    models = []
+    for _, _, policy, options, jit, compile_step in rows:
         keras.utils.set_random_seed(0)
         if options is None:
             keras.config.set_dtype_policy(policy)
@@ -471,7 +492,15 @@ def main(argv=None):
             keras.config.set_dtype_policy("float32")
         else:
             model = Seq2Seq(source_size, target_size, dtype=policy, **sizes, **options)
-        seconds = median_step_seconds(model, data, args.steps, compile_step, jit_compile=jit)
+        models.append(prepared(model, data, compile_step, jit_compile=jit))
+    times = [[] for _ in rows]
+    for _ in range(args.rounds):
+        for row_times, model in zip(times, models, strict=True):
+            row_times.extend(step_seconds_of(model, data, args.steps))
+    for (name, row_kind, policy, options, jit, compile_step), model, row_times in zip(
+        rows, models, times, strict=True
+    ):
+        seconds = float(np.median(row_times))
         tokens = args.batch_size * args.target_length / seconds
         flops = training_flops_per_target_token(
             row_kind, sizes, target_size, args.batch_size, args.source_length, args.target_length
