@@ -60,7 +60,7 @@ class TrainConfig:
     max_length: int = 30  # tokens per side; longer training pairs are dropped
     max_output_length: int = 50  # tokens a translation may have at inference
     batch_size: int = 64
-    epochs: int = 6
+    epochs: int = 8  # 8 x 500 steps: 808 s on 2 cores (r8, benchmarks/RESULTS.md)
     steps_per_epoch: int | None = 500  # None = one pass over the training split
     learning_rate: float = 2e-3
     learning_rate_schedule: str = "cosine"  # cosine decay over epochs x steps, or constant

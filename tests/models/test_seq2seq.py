@@ -274,3 +274,9 @@ def test_library_defaults_are_the_measured_recipe():
         assert {name: parameters[name].default for name in expected} == expected
     layer = LuongAttention()
     assert (layer.score, layer.scale_by_dimension, layer.scale) == ("dot", False, False)
+    # The measured budget (r8): 8 x 500 steps, cosine decay, inside the 20 minutes.
+    assert (config.epochs, config.steps_per_epoch, config.learning_rate_schedule) == (
+        8,
+        500,
+        "cosine",
+    )
