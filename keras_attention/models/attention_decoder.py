@@ -1,5 +1,7 @@
 """The RNN decoder, with Bahdanau, Luong or no attention."""
 
+from typing import NamedTuple
+
 import keras
 import tensorflow as tf
 
@@ -9,6 +11,17 @@ from keras_attention.models.encoder import RNN_CELLS
 
 ATTENTION_TYPES = ("bahdanau", "luong", "none")
 DEEP_OUTPUTS = ("maxout", "tanh")
+
+
+class CellWeights(NamedTuple):
+    """The decoder cell's weights as `AttentionDecoder._cell` uses them."""
+
+    kernel: tf.Tensor  # W, or W_e when split
+    extra_kernel: tf.Tensor | None  # W_x when split (and the cell has an input x)
+    recurrent_kernel: tf.Tensor
+    input_bias: tf.Tensor
+    recurrent_bias: tf.Tensor | None  # the GRU's (reset_after)
+    split: bool
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -205,9 +218,8 @@ class AttentionDecoder(keras.layers.Layer):
             before the vocabulary projection, the next state, and the attention
             weights `(batch_size, Ts)` in float32.
         """
-        weights = self._cell_weights(state)
         recurrent_output, new_state, weights = self.recurrent_step(
-            self._project_embedding(embedded, weights), state, weights
+            embedded, state, self._cell_weights(state, split=False)
         )
         output, output_weights = self.output_features(recurrent_output, embedded, state)
         weights = weights if output_weights is None else output_weights
@@ -220,12 +232,13 @@ class AttentionDecoder(keras.layers.Layer):
         steps after the loop."""
         return self.attention == "luong" and not self.input_feeding
 
-    def recurrent_step(self, projected, state, cell_weights):
+    def recurrent_step(self, embedded, state, cell_weights):
         """The part of `step` inside the recurrence.
 
-        `projected` is `_project_embedding`'s `e W_e + b` for this step (in
-        training computed for all steps at once before the loop), and
-        `cell_weights` is `_cell_weights(state)`.
+        `cell_weights` is `_cell_weights(state, split)`; with split weights
+        (training) `embedded` is `_project_embedding`'s `e W_e + b` for this
+        step, computed for all steps at once before the loop, otherwise the
+        embedding `e` itself.
 
         Returns `(recurrent_output, new_state, attention)`, where
         `recurrent_output` is what `output_features` needs besides the
@@ -240,7 +253,7 @@ class AttentionDecoder(keras.layers.Layer):
         new_state = dict(state)
         if self.attention == "luong":
             feed = state["feed"] if self.input_feeding else None
-            recurrent_output, rnn_state = self._cell(projected, feed, rnn_state, cell_weights)
+            recurrent_output, rnn_state = self._cell(embedded, feed, rnn_state, cell_weights)
             weights = None
             if self.input_feeding:
                 recurrent_output, weights = self._luong_output(recurrent_output, state)
@@ -251,7 +264,7 @@ class AttentionDecoder(keras.layers.Layer):
             else:
                 context = state["summary"]
                 weights = keras.ops.zeros(keras.ops.shape(state["mask"]), dtype="float32")
-            cell_output, rnn_state = self._cell(projected, context, rnn_state, cell_weights)
+            cell_output, rnn_state = self._cell(embedded, context, rnn_state, cell_weights)
             recurrent_output = keras.ops.concatenate([cell_output, context], axis=-1)
         new_state["rnn"] = rnn_state
         return recurrent_output, new_state, weights
@@ -296,7 +309,9 @@ class AttentionDecoder(keras.layers.Layer):
     # projection, `e W_e + b`, can run once for all steps before the training
     # loop: the cell's input is `[e; x]` with `x` the context (Bahdanau,
     # none), the fed-back `h~` (Luong with input feeding) or nothing, so
-    # `[e; x] W = e W_e + x W_x`. The same math as the cell's `call`
+    # `[e; x] W = e W_e + x W_x`. Decoding, one step at a time, keeps `W`
+    # whole (a slice of it at every step is a copy under XLA: batch-1 decoding
+    # ran at half the speed). The same math as the cell's `call`
     # (`implementation=2`, `reset_after=True` for the GRU); the weights are
     # cast to the compute dtype inside the step, as Keras' autocasting does,
     # so the gradients of a loop's steps add up in float32.
@@ -309,46 +324,51 @@ class AttentionDecoder(keras.layers.Layer):
             return state["values"].shape[-1]
         return state["summary"].shape[-1]
 
-    def _cell_weights(self, state):
-        """The cell's float32 weights, split for `_project_embedding` and `_cell`:
-        `(W_e, W_x or None, U, input bias, recurrent bias or None)`."""
+    def _cell_weights(self, state, split):
+        """The cell's float32 weights: `CellWeights(kernel, extra_kernel,
+        recurrent_kernel, input_bias, recurrent_bias, split)`; with `split`,
+        `kernel` is `W_e` (the embeddings' rows) and `extra_kernel` `W_x`."""
         cell = self.rnn_cell
         extra = self._extra_input_dim(state)
         if not cell.built:
             cell.build((None, self.embedding_dim + extra))
         kernel = keras.ops.convert_to_tensor(cell.kernel)
-        extra_kernel = kernel[self.embedding_dim :] if extra else None
+        extra_kernel = None
+        if split and extra:
+            kernel, extra_kernel = kernel[: self.embedding_dim], kernel[self.embedding_dim :]
         bias = keras.ops.convert_to_tensor(cell.bias)
         # The GRU's bias is (2, 3 units): input and recurrent (reset_after).
         input_bias, recurrent_bias = (bias[0], bias[1]) if self.cell == "gru" else (bias, None)
-        return (
-            kernel[: self.embedding_dim],
-            extra_kernel,
-            keras.ops.convert_to_tensor(cell.recurrent_kernel),
-            input_bias,
-            recurrent_bias,
+        recurrent_kernel = keras.ops.convert_to_tensor(cell.recurrent_kernel)
+        return CellWeights(
+            kernel, extra_kernel, recurrent_kernel, input_bias, recurrent_bias, split
         )
 
     def _project_embedding(self, embedded, cell_weights):
-        """`e W_e + b`, for `(batch_size, E)` or all steps `(batch_size, Tt, E)`."""
-        embedding_kernel, _, _, input_bias, _ = cell_weights
+        """`e W_e + b` (split weights), for `(batch_size, E)` or `(batch_size, Tt, E)`."""
         dtype = self.compute_dtype
         return keras.ops.add(
-            keras.ops.matmul(embedded, keras.ops.cast(embedding_kernel, dtype)),
-            keras.ops.cast(input_bias, dtype),
+            keras.ops.matmul(embedded, keras.ops.cast(cell_weights.kernel, dtype)),
+            keras.ops.cast(cell_weights.input_bias, dtype),
         )
 
-    def _cell(self, projected, extra_input, rnn_state, cell_weights):
-        """One cell step: `(output, [new states])`."""
-        _, extra_kernel, recurrent_kernel, _, recurrent_bias = cell_weights
+    def _cell(self, embedded, extra_input, rnn_state, cell_weights):
+        """One cell step: `(output, [new states])`. `embedded` as in `recurrent_step`."""
         cell = self.rnn_cell
         dtype = self.compute_dtype
-        inputs = projected
-        if extra_input is not None:
-            inputs = inputs + keras.ops.matmul(extra_input, keras.ops.cast(extra_kernel, dtype))
-        inner = keras.ops.matmul(rnn_state[0], keras.ops.cast(recurrent_kernel, dtype))
+        if cell_weights.split:
+            inputs = embedded
+            if extra_input is not None:
+                inputs = inputs + keras.ops.matmul(
+                    extra_input, keras.ops.cast(cell_weights.extra_kernel, dtype)
+                )
+        else:
+            if extra_input is not None:
+                embedded = keras.ops.concatenate([embedded, extra_input], axis=-1)
+            inputs = self._project_embedding(embedded, cell_weights)
+        inner = keras.ops.matmul(rnn_state[0], keras.ops.cast(cell_weights.recurrent_kernel, dtype))
         if self.cell == "gru":
-            inner = inner + keras.ops.cast(recurrent_bias, dtype)
+            inner = inner + keras.ops.cast(cell_weights.recurrent_bias, dtype)
             x_z, x_r, x_h = keras.ops.split(inputs, 3, axis=-1)
             r_z, r_r, r_h = keras.ops.split(inner, 3, axis=-1)
             z = cell.recurrent_activation(x_z + r_z)
@@ -408,7 +428,7 @@ class AttentionDecoder(keras.layers.Layer):
         recurrent = {k: state[k] for k in ("rnn", "feed") if k in state}
         memory = {k: v for k, v in state.items() if k not in recurrent}
         steps = tf.shape(target_in)[1]
-        cell_weights = self._cell_weights(state)
+        cell_weights = self._cell_weights(state, split=True)
         # The embeddings' part of the cell's input projection for all steps
         # at once, read step by step from a TensorArray (not `projected[t]`:
         # the gradient of a slice is a full-size tensor per step).

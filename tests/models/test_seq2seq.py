@@ -91,26 +91,23 @@ def test_decoder_cell_step_equals_the_keras_cell(variant, policy):
         keras.ops.cast(rng.uniform(-1, 1, size=(3, 16)), decoder.compute_dtype)
         for _ in state["rnn"]
     ]
-    weights = decoder._cell_weights(state)
-    output, new_state = decoder._cell(
-        decoder._project_embedding(embedded, weights),
-        extra if extra_dim else None,
-        rnn_state,
-        weights,
-    )
     cell_input = keras.ops.concatenate([embedded, extra], -1) if extra_dim else embedded
     expected, expected_state = decoder.rnn_cell(cell_input, rnn_state)
     expected_state = expected_state if isinstance(expected_state, list) else [expected_state]
     tolerance = 1e-6 if policy == "float32" else 2e-2
-    np.testing.assert_allclose(
-        keras.ops.cast(output, "float32"),
-        keras.ops.cast(expected, "float32"),
-        atol=tolerance,
-    )
-    for got, want in zip(new_state, expected_state, strict=True):
+    for split in (True, False):  # training (input projection split) and decoding
+        weights = decoder._cell_weights(state, split=split)
+        first = decoder._project_embedding(embedded, weights) if split else embedded
+        output, new_state = decoder._cell(first, extra if extra_dim else None, rnn_state, weights)
         np.testing.assert_allclose(
-            keras.ops.cast(got, "float32"), keras.ops.cast(want, "float32"), atol=tolerance
+            keras.ops.cast(output, "float32"),
+            keras.ops.cast(expected, "float32"),
+            atol=tolerance,
         )
+        for got, want in zip(new_state, expected_state, strict=True):
+            np.testing.assert_allclose(
+                keras.ops.cast(got, "float32"), keras.ops.cast(want, "float32"), atol=tolerance
+            )
 
 
 @pytest.mark.parametrize("variant", VARIANTS[:3] + VARIANTS[-2:], ids=variant_id)
