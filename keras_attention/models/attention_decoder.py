@@ -312,13 +312,9 @@ class AttentionDecoder(keras.layers.Layer):
     # `[e; x] W = e W_e + x W_x`. Decoding, one step at a time, keeps `W`
     # whole (a slice of it at every step is a copy under XLA: batch-1 decoding
     # ran at half the speed). The same math as the cell's `call`
-    # (`implementation=2`, `reset_after=True` for the GRU). In training the
-    # weights are cast to the compute dtype once, before the loop, not at
-    # every step as Keras' autocasting does inside a cell: under
-    # mixed_bfloat16 the per-step casts of the recurrent kernel and their
-    # gradients were the largest cost of the loop; the steps' gradients of a
-    # weight then add up in the compute dtype before the one cast back (as
-    # PyTorch's autocast, which casts a weight once per forward pass, does).
+    # (`implementation=2`, `reset_after=True` for the GRU); the weights are
+    # cast to the compute dtype inside the step, as Keras' autocasting does,
+    # so the gradients of a loop's steps add up in float32.
 
     def _extra_input_dim(self, state):
         """Size of the cell's input besides the embedding."""
@@ -329,10 +325,9 @@ class AttentionDecoder(keras.layers.Layer):
         return state["summary"].shape[-1]
 
     def _cell_weights(self, state, split):
-        """The cell's weights: `CellWeights(kernel, extra_kernel,
-        recurrent_kernel, input_bias, recurrent_bias, split)`; with `split`
-        (training), `kernel` is `W_e` (the embeddings' rows), `extra_kernel`
-        `W_x`, all in the compute dtype; otherwise float32, whole."""
+        """The cell's float32 weights: `CellWeights(kernel, extra_kernel,
+        recurrent_kernel, input_bias, recurrent_bias, split)`; with `split`,
+        `kernel` is `W_e` (the embeddings' rows) and `extra_kernel` `W_x`."""
         cell = self.rnn_cell
         extra = self._extra_input_dim(state)
         if not cell.built:
@@ -344,23 +339,10 @@ class AttentionDecoder(keras.layers.Layer):
         bias = keras.ops.convert_to_tensor(cell.bias)
         # The GRU's bias is (2, 3 units): input and recurrent (reset_after).
         input_bias, recurrent_bias = (bias[0], bias[1]) if self.cell == "gru" else (bias, None)
-        weights = CellWeights(
-            kernel,
-            extra_kernel,
-            keras.ops.convert_to_tensor(cell.recurrent_kernel),
-            input_bias,
-            recurrent_bias,
-            split,
+        recurrent_kernel = keras.ops.convert_to_tensor(cell.recurrent_kernel)
+        return CellWeights(
+            kernel, extra_kernel, recurrent_kernel, input_bias, recurrent_bias, split
         )
-        if split:  # training: cast once, before the loop
-            weights = weights._replace(
-                **{
-                    name: keras.ops.cast(value, self.compute_dtype)
-                    for name, value in weights._asdict().items()
-                    if name != "split" and value is not None
-                }
-            )
-        return weights
 
     def _project_embedding(self, embedded, cell_weights):
         """`e W_e + b` (split weights), for `(batch_size, E)` or `(batch_size, Tt, E)`."""
