@@ -236,7 +236,7 @@ class AttentionDecoder(keras.layers.Layer):
         """The part of `step` inside the recurrence.
 
         `cell_weights` is `_cell_weights(state, split)`; with split weights
-        (training) `embedded` is `_project_embedding`'s `e W_e + b` for this
+        (training) `embedded` is `_input_projection`'s `e W_e + b` for this
         step, computed for all steps at once before the loop, otherwise the
         embedding `e` itself.
 
@@ -344,11 +344,13 @@ class AttentionDecoder(keras.layers.Layer):
             kernel, extra_kernel, recurrent_kernel, input_bias, recurrent_bias, split
         )
 
-    def _project_embedding(self, embedded, cell_weights):
-        """`e W_e + b` (split weights), for `(batch_size, E)` or `(batch_size, Tt, E)`."""
+    def _input_projection(self, inputs, cell_weights):
+        """`inputs @ kernel + b`: with split weights the embeddings' part `e W_e + b`,
+        for one step `(batch_size, E)` or all steps `(batch_size, Tt, E)`; with the
+        whole kernel a step's full input `[e; x] W + b`."""
         dtype = self.compute_dtype
         return keras.ops.add(
-            keras.ops.matmul(embedded, keras.ops.cast(cell_weights.kernel, dtype)),
+            keras.ops.matmul(inputs, keras.ops.cast(cell_weights.kernel, dtype)),
             keras.ops.cast(cell_weights.input_bias, dtype),
         )
 
@@ -365,7 +367,7 @@ class AttentionDecoder(keras.layers.Layer):
         else:
             if extra_input is not None:
                 embedded = keras.ops.concatenate([embedded, extra_input], axis=-1)
-            inputs = self._project_embedding(embedded, cell_weights)
+            inputs = self._input_projection(embedded, cell_weights)
         inner = keras.ops.matmul(rnn_state[0], keras.ops.cast(cell_weights.recurrent_kernel, dtype))
         if self.cell == "gru":
             inner = inner + keras.ops.cast(cell_weights.recurrent_bias, dtype)
@@ -377,10 +379,9 @@ class AttentionDecoder(keras.layers.Layer):
             h = z * rnn_state[0] + (1 - z) * candidate
             return h, [h]
         z_i, z_f, z_c, z_o = keras.ops.split(inputs + inner, 4, axis=-1)
-        c = cell.recurrent_activation(z_f) * rnn_state[1] + cell.recurrent_activation(
-            z_i
-        ) * cell.activation(z_c)
-        h = cell.recurrent_activation(z_o) * cell.activation(c)
+        gate = cell.recurrent_activation
+        c = gate(z_f) * rnn_state[1] + gate(z_i) * cell.activation(z_c)
+        h = gate(z_o) * cell.activation(c)
         return h, [h, c]
 
     def logits(self, outputs, training=False):
@@ -432,7 +433,7 @@ class AttentionDecoder(keras.layers.Layer):
         # The embeddings' part of the cell's input projection for all steps
         # at once, read step by step from a TensorArray (not `projected[t]`:
         # the gradient of a slice is a full-size tensor per step).
-        projected = self._project_embedding(embedded, cell_weights)
+        projected = self._input_projection(embedded, cell_weights)
         projected_by_step = tf.TensorArray(projected.dtype, size=steps).unstack(
             tf.transpose(projected, [1, 0, 2])
         )

@@ -97,7 +97,7 @@ def test_decoder_cell_step_equals_the_keras_cell(variant, policy):
     tolerance = 1e-6 if policy == "float32" else 2e-2
     for split in (True, False):  # training (input projection split) and decoding
         weights = decoder._cell_weights(state, split=split)
-        first = decoder._project_embedding(embedded, weights) if split else embedded
+        first = decoder._input_projection(embedded, weights) if split else embedded
         output, new_state = decoder._cell(first, extra if extra_dim else None, rnn_state, weights)
         np.testing.assert_allclose(
             keras.ops.cast(output, "float32"),
