@@ -1,8 +1,10 @@
 """The RNN encoder of the sequence-to-sequence model."""
 
 import keras
+import tensorflow as tf
 
 from keras_attention.models.arguments import check_choice, check_positive_ints, check_rate
+from keras_attention.models.fused_gru import gru_layer_weights, gru_sequence
 
 RNN_CELLS = ("gru", "lstm")
 
@@ -21,7 +23,10 @@ class Encoder(keras.layers.Layer):
     1. `x = Embedding(source_ids)`, id 0 is padding.
     2. Each layer runs a GRU/LSTM forward (and backward, when bidirectional)
        over the masked sequence; forward and backward outputs are
-       concatenated into the annotations `h_1..h_n`.
+       concatenated into the annotations `h_1..h_n`. The layers are Keras'
+       `GRU`/`LSTM` (in `Bidirectional`); a GRU's weights are run by
+       `fused_gru.gru_sequence` (the same math, both directions in one loop,
+       the input projection before it, the backward pass written out).
     3. The final states of the last layer (forward and backward hidden states
        concatenated) summarize the sentence.
 
@@ -92,8 +97,11 @@ class Encoder(keras.layers.Layer):
         mask = keras.ops.not_equal(source_ids, 0)
         x = self.dropout_layer(self.embedding(source_ids), training=training)
         for i, rnn in enumerate(self.rnns):
-            outputs = rnn(x, mask=mask, training=training)
-            x, states = outputs[0], outputs[1:]
+            if self.cell == "gru":
+                x, states = self._run_gru(rnn, x, mask)
+            else:
+                outputs = rnn(x, mask=mask, training=training)
+                x, states = outputs[0], outputs[1:]
             if i < self.num_layers - 1:
                 x = self.dropout_layer(x, training=training)
         if self.cell == "lstm":
@@ -101,6 +109,42 @@ class Encoder(keras.layers.Layer):
             states = states[0::2]
         summary = keras.ops.concatenate(list(states), axis=-1)
         return x, summary
+
+    def _run_gru(self, rnn, x, mask):
+        """What `rnn(x, mask=mask)` returns for a (bidirectional) Keras GRU,
+        `(outputs, [final state per direction])`, through `gru_sequence`;
+        outputs are zero on padding."""
+        if not rnn.built:
+            rnn.build(tuple(x.shape))
+        layers = [rnn.forward_layer, rnn.backward_layer] if self.bidirectional else [rnn]
+        kernels, recurrent_kernels, input_biases, recurrent_biases = zip(
+            *(gru_layer_weights(layer) for layer in layers), strict=True
+        )
+        dtype = self.compute_dtype
+        directions, units = len(layers), self.units
+        steps, batch_size = tf.shape(x)[1], tf.shape(x)[0]
+        # The input projection of every direction and step in one matmul,
+        # time-major: (T B, E) -> (T, B, D 3U) -> (T, D, B, 3U).
+        kernel = tf.cast(tf.concat(kernels, axis=-1), dtype)
+        bias = tf.cast(tf.concat(input_biases, axis=-1), dtype)
+        x = tf.reshape(tf.transpose(tf.cast(x, dtype), [1, 0, 2]), [steps * batch_size, -1])
+        projected = tf.reshape(
+            tf.matmul(x, kernel) + bias, [steps, batch_size, directions, 3 * units]
+        )
+        projected = tf.transpose(projected, [0, 2, 1, 3])
+        time_mask = tf.transpose(mask)  # (T, B)
+        # The backward direction reads the padded sequence from its end, as
+        # Keras' `go_backwards` does (the padding first, masked).
+        outputs, final_states = gru_sequence(
+            _reverse_backward(projected),
+            tf.stack(recurrent_kernels),
+            tf.stack(recurrent_biases),
+            _reverse_backward(tf.stack([time_mask] * directions, axis=1)),
+            tf.zeros([directions, batch_size, units], dtype),
+        )
+        outputs = _reverse_backward(outputs)  # (T, D, B, U)
+        outputs = tf.concat(tf.unstack(outputs, num=directions, axis=1), axis=-1)
+        return tf.transpose(outputs, [1, 0, 2]), tf.unstack(final_states, num=directions)
 
     def compute_mask(self, source_ids, mask=None):
         return None
@@ -119,3 +163,12 @@ class Encoder(keras.layers.Layer):
             }
         )
         return config
+
+
+def _reverse_backward(sequences):
+    """Time-major `(T, D, ...)` sequences with the second direction's steps, if
+    any, in reverse order."""
+    if sequences.shape[1] == 1:
+        return sequences
+    forward, backward = tf.unstack(sequences, num=2, axis=1)
+    return tf.stack([forward, tf.reverse(backward, axis=[0])], axis=1)

@@ -1,0 +1,125 @@
+"""The encoder's GRU (`fused_gru.gru_sequence`) against Keras' own GRU layers.
+
+The reference is the layer the encoder holds, called as Keras calls it
+(`Bidirectional(GRU)(x, mask=mask)`): outputs, final states and the gradients
+of every weight and of the inputs must agree.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.models.encoder import Encoder
+from keras_attention.models.fused_gru import gru_layer_weights
+
+
+def source_batch(seed=0):
+    rng = np.random.default_rng(seed)
+    source = rng.integers(1, 30, (4, 7)).astype("int32")
+    source[1, 5:] = 0
+    source[2, 1:] = 0
+    source[3, 3:] = 0
+    return tf.constant(source)
+
+
+def keras_encoder_call(encoder, source_ids):
+    """`Encoder.call` as it ran before: Keras' layers do the recurrence. (A
+    unidirectional Keras GRU repeats the last output on padding, Bidirectional
+    returns zeros there, as the encoder now always does.)"""
+    mask = keras.ops.not_equal(source_ids, 0)
+    x = encoder.embedding(source_ids)
+    for rnn in encoder.rnns:
+        outputs = rnn(x, mask=mask)
+        x = outputs[0] * keras.ops.cast(mask[..., None], outputs[0].dtype)
+        states = outputs[1:]
+    return x, keras.ops.concatenate(list(states), axis=-1)
+
+
+def loss_and_gradients(call, encoder, source_ids, seed=1):
+    """A loss that weighs every output and summary unit differently, its value and
+    gradients with respect to the encoder's weights."""
+    with tf.GradientTape() as tape:
+        annotations, summary = call(encoder, source_ids)
+        rng = np.random.default_rng(seed)
+        w_a = tf.constant(rng.normal(size=annotations.shape[1:]), tf.float32)
+        w_s = tf.constant(rng.normal(size=summary.shape[1:]), tf.float32)
+        loss = tf.reduce_sum(tf.cast(annotations, tf.float32) * w_a) + tf.reduce_sum(
+            tf.cast(summary, tf.float32) * w_s
+        )
+    variables = encoder.trainable_variables
+    return (annotations, summary), tape.gradient(loss, variables), variables
+
+
+ENCODERS = [
+    dict(bidirectional=True, num_layers=1),
+    dict(bidirectional=False, num_layers=1),
+    dict(bidirectional=True, num_layers=2),
+]
+
+
+@pytest.mark.parametrize(
+    "options", ENCODERS, ids=lambda o: f"bi={o['bidirectional']}-layers={o['num_layers']}"
+)
+def test_encoder_gru_equals_keras_gru_with_gradients(options):
+    keras.utils.set_random_seed(0)
+    encoder = Encoder(30, embedding_dim=6, units=5, **options)
+    source_ids = source_batch()
+    (annotations, summary), grads, variables = loss_and_gradients(
+        lambda e, s: e(s), encoder, source_ids
+    )
+    (ref_annotations, ref_summary), ref_grads, _ = loss_and_gradients(
+        keras_encoder_call, encoder, source_ids
+    )
+    np.testing.assert_allclose(annotations, ref_annotations, atol=1e-6)
+    np.testing.assert_allclose(summary, ref_summary, atol=1e-6)
+    # Masked steps give zero annotations, as Keras' Bidirectional returns them.
+    assert np.all(annotations.numpy()[2, 1:] == 0)
+    assert len(grads) == len(variables) == len(ref_grads)
+    for variable, grad, ref_grad in zip(variables, grads, ref_grads, strict=True):
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(grad),
+            tf.convert_to_tensor(ref_grad),
+            atol=1e-5,
+            err_msg=variable.path,
+        )
+
+
+def test_encoder_gru_gradients_under_xla_and_in_bfloat16():
+    keras.utils.set_random_seed(0)
+    encoder = Encoder(30, embedding_dim=6, units=5)
+    source_ids = source_batch()
+    _, ref_grads, _ = loss_and_gradients(keras_encoder_call, encoder, source_ids)
+
+    @tf.function(jit_compile=True)
+    def xla_gradients(source_ids):
+        return loss_and_gradients(lambda e, s: e(s), encoder, source_ids)[1]
+
+    for grad, ref_grad in zip(xla_gradients(source_ids), ref_grads, strict=True):
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(grad), tf.convert_to_tensor(ref_grad), atol=1e-5
+        )
+
+    mixed = Encoder(30, embedding_dim=6, units=5, dtype="mixed_bfloat16")
+    mixed(source_ids)
+    mixed.set_weights(encoder.get_weights())
+    (annotations, _), grads, _ = loss_and_gradients(lambda e, s: e(s), mixed, source_ids)
+    (ref_annotations, _), mixed_ref_grads, _ = loss_and_gradients(
+        keras_encoder_call, mixed, source_ids
+    )
+    assert annotations.dtype == tf.bfloat16
+    np.testing.assert_allclose(
+        tf.cast(annotations, tf.float32), tf.cast(ref_annotations, tf.float32), atol=2e-2
+    )
+    for grad, ref_grad in zip(grads, mixed_ref_grads, strict=True):
+        grad, ref_grad = tf.convert_to_tensor(grad), tf.convert_to_tensor(ref_grad)
+        assert grad.dtype == tf.float32
+        scale = float(tf.reduce_max(tf.abs(ref_grad)))
+        np.testing.assert_allclose(grad, ref_grad, atol=3e-2 * max(scale, 1e-3))
+
+
+def test_gru_layer_weights_refuses_a_gru_it_does_not_compute():
+    layer = keras.layers.GRU(4, reset_after=False)
+    layer.build((None, 3, 2))
+    with pytest.raises(ValueError, match="reset_after"):
+        gru_layer_weights(layer)
