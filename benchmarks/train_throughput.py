@@ -146,7 +146,8 @@ def forward_matmuls(kind, sizes, vocabulary, batch, source_length, target_length
     recurrence is written as one matmul over all steps (the encoder's input
     projections too, which Keras runs per step), so the shapes are the most
     favourable the math allows. `kind`: `"tutorial"`, or a `Seq2Seq` attention type
-    (`"luong"` with a dot score and no input feeding, `"bahdanau"` with the maxout deep
+    (`"luong"` with a dot-product score (`dot`, `cosine`: the same matmuls) and no input
+    feeding, `"bahdanau"` with the maxout deep
     output), tied output for `Seq2Seq`. Elementwise ops, softmax and the optimizer are
     not matmuls and are not counted.
     """

@@ -82,8 +82,9 @@ class LuongAttention(BaseAttention):
 
     Args:
         score: One of `"dot"`, `"general"`, `"concat"`, `"scaled_dot"`,
-            `"cosine"`, `"location"`. Defaults to `"dot"` (the best of the
-            measured translation models; use `"general"` when `dq != dv`).
+            `"cosine"`, `"location"`. Defaults to `"cosine"` (the best of the
+            measured translation models, benchmarks/RESULTS.md; use
+            `"general"` when `dq != dv`).
         units: Positive integer, the hidden size of the `"concat"` score
             (defaults to the query size `dq`; not accepted by the others).
         max_length: Positive integer, the longest `Tv` of the `"location"` score
@@ -141,7 +142,7 @@ class LuongAttention(BaseAttention):
 
     def __init__(
         self,
-        score="dot",
+        score="cosine",
         units=None,
         max_length=None,
         scale=None,

@@ -8,6 +8,7 @@ import tensorflow as tf
 from keras_attention.layers import BahdanauAttention, LuongAttention
 from keras_attention.models.arguments import check_choice, check_positive_ints, check_rate
 from keras_attention.models.encoder import RNN_CELLS
+from keras_attention.models.fused_gru import gru_sequence
 
 ATTENTION_TYPES = ("bahdanau", "luong", "none")
 DEEP_OUTPUTS = ("maxout", "tanh")
@@ -34,7 +35,9 @@ class AttentionDecoder(keras.layers.Layer):
     previous step runs in the loop (`recurrent_step`); the rest
     (`output_features`: the deep output or readout, and Luong's attention when
     it does not feed the cell) and the projection over the vocabulary run once
-    on all steps after it.
+    on all steps after it. Luong's decoder without input feeding is then a
+    plain GRU over the target embeddings, which training runs as
+    `fused_gru.gru_sequence` (its backward pass written out).
 
     At output step t, with `e = Embedding(y_{t-1})`, encoder annotations `H`:
 
@@ -85,7 +88,7 @@ class AttentionDecoder(keras.layers.Layer):
         embedding_dim=256,
         units=512,
         attention="luong",
-        score="dot",
+        score="cosine",
         attention_units=None,
         cell="gru",
         input_feeding=False,
@@ -428,12 +431,46 @@ class AttentionDecoder(keras.layers.Layer):
         # the backward pass does not stack a copy of it per step.
         recurrent = {k: state[k] for k in ("rnn", "feed") if k in state}
         memory = {k: v for k, v in state.items() if k not in recurrent}
-        steps = tf.shape(target_in)[1]
         cell_weights = self._cell_weights(state, split=True)
-        # The embeddings' part of the cell's input projection for all steps
-        # at once, read step by step from a TensorArray (not `projected[t]`:
-        # the gradient of a slice is a full-size tensor per step).
+        # The embeddings' part of the cell's input projection for all steps at once.
         projected = self._input_projection(embedded, cell_weights)
+        if self._recurrence_is_a_gru:
+            outputs, weights = self._gru_recurrence(projected, recurrent, cell_weights), None
+        else:
+            outputs, weights = self._loop_recurrence(projected, recurrent, memory, cell_weights)
+        # Everything after the recurrence runs once on all steps.
+        outputs, attention = self.output_features(outputs, embedded, memory)
+        if attention is None:
+            attention = weights
+        return self.logits(outputs, training=training), keras.ops.cast(attention, "float32")
+
+    @property
+    def _recurrence_is_a_gru(self):
+        """Luong's decoder without input feeding is a plain GRU over the target
+        embeddings (the attention comes after it), so training runs it as one
+        `gru_sequence`: no weight casts and gradient sums per step."""
+        return self.cell == "gru" and self._attention_after_loop
+
+    def _gru_recurrence(self, projected, recurrent, cell_weights):
+        """`recurrent_step`'s outputs `s_1..s_T` for `_recurrence_is_a_gru`:
+        `(batch_size, Tt, units)`."""
+        dtype = self.compute_dtype
+        steps, batch_size = tf.shape(projected)[1], tf.shape(projected)[0]
+        outputs, _ = gru_sequence(
+            tf.transpose(projected, [1, 0, 2])[:, None],  # (Tt, 1, B, 3U)
+            keras.ops.cast(cell_weights.recurrent_kernel, dtype)[None],
+            keras.ops.cast(cell_weights.recurrent_bias, dtype)[None],
+            tf.ones([steps, 1, batch_size], tf.bool),
+            recurrent["rnn"][0][None],
+        )
+        return tf.transpose(outputs[:, 0], [1, 0, 2])
+
+    def _loop_recurrence(self, projected, recurrent, memory, cell_weights):
+        """`recurrent_step` in a `tf.while_loop` over the target: `(outputs
+        (batch_size, Tt, ...), attention (batch_size, Tt, Ts) or None)`."""
+        steps = tf.shape(projected)[1]
+        # Read step by step from a TensorArray (not `projected[t]`: the
+        # gradient of a slice is a full-size tensor per step).
         projected_by_step = tf.TensorArray(projected.dtype, size=steps).unstack(
             tf.transpose(projected, [1, 0, 2])
         )
@@ -457,13 +494,8 @@ class AttentionDecoder(keras.layers.Layer):
             (tf.constant(0), recurrent, outputs, weights),
             maximum_iterations=steps,
         )
-        # Everything after the recurrence runs once on all steps.
-        outputs, attention = self.output_features(
-            tf.transpose(outputs.stack(), [1, 0, 2]), embedded, memory
-        )
-        if attention is None:
-            attention = tf.transpose(weights[0].stack(), [1, 0, 2])
-        return self.logits(outputs, training=training), keras.ops.cast(attention, "float32")
+        outputs = tf.transpose(outputs.stack(), [1, 0, 2])
+        return outputs, tf.transpose(weights[0].stack(), [1, 0, 2]) if weights else None
 
     def compute_mask(self, *args, **kwargs):
         return None

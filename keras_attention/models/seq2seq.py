@@ -26,7 +26,7 @@ class Seq2Seq(keras.Model):
         encoder_layers: int, stacked encoder RNN layers.
         cell: `"gru"` or `"lstm"`.
         bidirectional: bool, bidirectional encoder.
-        attention: `"luong"` (the default: with the `"dot"` score, the
+        attention: `"luong"` (the default: with the `"cosine"` score, the
             best measured model), `"bahdanau"` or `"none"` (the plain
             encoder-decoder baseline with one fixed context vector).
         score: the Luong score function (`"dot"`, `"general"`, `"concat"`,
@@ -64,7 +64,7 @@ class Seq2Seq(keras.Model):
         cell="gru",
         bidirectional=True,
         attention="luong",
-        score="dot",
+        score="cosine",
         attention_units=None,
         input_feeding=False,
         tie_embeddings=False,

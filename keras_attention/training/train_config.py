@@ -38,8 +38,8 @@ class TrainConfig:
     data: str | None = None  # TSV corpus path; None = the bundled fra-eng corpus
     reverse: bool = False  # swap the corpus columns: train target -> source (fr -> en)
     out: str = "runs/fra-eng"
-    attention: str = "luong"  # luong | bahdanau | none (luong dot measured best, RESULTS.md)
-    score: str = "dot"  # Luong score: dot general concat scaled_dot cosine location
+    attention: str = "luong"  # luong | bahdanau | none (luong cosine measured best, RESULTS.md)
+    score: str = "cosine"  # Luong score: cosine dot general concat scaled_dot location
     cell: str = "gru"
     embedding_dim: int = 256
     encoder_units: int = 256

@@ -123,3 +123,47 @@ def test_gru_layer_weights_refuses_a_gru_it_does_not_compute():
     layer.build((None, 3, 2))
     with pytest.raises(ValueError, match="reset_after"):
         gru_layer_weights(layer)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_decoder_gru_recurrence_equals_its_step_loop(dtype):
+    """Luong's decoder without input feeding trains its GRU as one `gru_sequence`:
+    the same states and gradients as `recurrent_step` in the decoder's loop."""
+    from keras_attention.models.seq2seq import Seq2Seq
+
+    keras.utils.set_random_seed(0)
+    model = Seq2Seq(30, 40, embedding_dim=8, encoder_units=8, decoder_units=16, dtype=dtype)
+    source_ids = source_batch()
+    target_in = tf.constant(np.random.default_rng(2).integers(1, 40, (4, 6)), tf.int32)
+    model((source_ids, target_in))
+    decoder = model.decoder
+    assert decoder._recurrence_is_a_gru
+
+    def states_and_gradients(recurrence):
+        with tf.GradientTape() as tape:
+            state = model.initial_decode_state(source_ids)
+            cell_weights = decoder._cell_weights(state, split=True)
+            projected = decoder._input_projection(decoder.embed(target_in), cell_weights)
+            outputs = recurrence(projected, {"rnn": state["rnn"]}, cell_weights)
+            weights = np.random.default_rng(3).normal(size=outputs.shape[1:])
+            loss = tf.reduce_sum(tf.cast(outputs, tf.float32) * weights)
+        variables = model.trainable_variables
+        grads = tape.gradient(loss, variables)
+        return outputs, [
+            (v.path, g) for v, g in zip(variables, grads, strict=True) if g is not None
+        ]
+
+    outputs, grads = states_and_gradients(decoder._gru_recurrence)
+    ref_outputs, ref_grads = states_and_gradients(
+        lambda *args: decoder._loop_recurrence(*args[:2], {}, args[2])[0]
+    )
+    tolerance = 1e-5 if dtype == "float32" else 2e-2
+    np.testing.assert_allclose(
+        tf.cast(outputs, tf.float32), tf.cast(ref_outputs, tf.float32), atol=tolerance
+    )
+    assert [path for path, _ in grads] == [path for path, _ in ref_grads]
+    assert any("gru_cell" in path and "recurrent_kernel" in path for path, _ in grads)
+    for (path, grad), (_, ref_grad) in zip(grads, ref_grads, strict=True):
+        grad, ref_grad = tf.convert_to_tensor(grad), tf.convert_to_tensor(ref_grad)
+        scale = max(float(tf.reduce_max(tf.abs(ref_grad))), 1e-3)
+        np.testing.assert_allclose(grad, ref_grad, atol=tolerance * scale, err_msg=path)

@@ -255,22 +255,23 @@ def test_configs_saved_before_deep_output_reload_with_the_tanh_readout():
 
 
 def test_library_defaults_are_the_measured_recipe():
-    """Luong attention, the raw dot score, no input feeding (benchmarks/RESULTS.md, r6/r7):
-    the same in `TrainConfig`, `Seq2Seq`, `AttentionDecoder` and `LuongAttention`."""
+    """Luong attention, the cosine score with its learned key strength, no input feeding
+    (benchmarks/RESULTS.md, r9 and the variants table): the same in `TrainConfig`,
+    `Seq2Seq`, `AttentionDecoder` and `LuongAttention`."""
     import inspect
 
     from keras_attention.layers import LuongAttention
     from keras_attention.models.attention_decoder import AttentionDecoder
     from keras_attention.training.train_config import TrainConfig
 
-    expected = {"attention": "luong", "score": "dot", "input_feeding": False}
+    expected = {"attention": "luong", "score": "cosine", "input_feeding": False}
     config = TrainConfig()
     assert {name: getattr(config, name) for name in expected} == expected
     for cls in (Seq2Seq, AttentionDecoder):
         parameters = inspect.signature(cls.__init__).parameters
         assert {name: parameters[name].default for name in expected} == expected
     layer = LuongAttention()
-    assert (layer.score, layer.scale_by_dimension, layer.scale) == ("dot", False, False)
+    assert (layer.score, layer.scale) == ("cosine", True)
     # The measured budget (r8): 8 x 500 steps, cosine decay, inside the 20 minutes.
     assert (config.epochs, config.steps_per_epoch, config.learning_rate_schedule) == (
         8,
