@@ -160,7 +160,7 @@ def forward_matmuls(kind, sizes, vocabulary, batch, source_length, target_length
     ]
     if kind == "luong":  # without input feeding: the attention runs after the loop
         rows += [
-            ("decoder GRU input e", 1, B, e, 3 * d, Tt),
+            ("decoder GRU input e, all steps", 1, B * Tt, e, 3 * d, 1),
             ("decoder GRU recurrent", 1, B, d, 3 * d, Tt),
             ("scores s . h_i, all steps", B, Tt, dv, Ts, 1),
             ("context, all steps", B, Tt, Ts, dv, 1),
