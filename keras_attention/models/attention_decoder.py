@@ -435,7 +435,8 @@ class AttentionDecoder(keras.layers.Layer):
         # The embeddings' part of the cell's input projection for all steps at once.
         projected = self._input_projection(embedded, cell_weights)
         if self._recurrence_is_a_gru:
-            outputs, weights = self._gru_recurrence(projected, recurrent, cell_weights), None
+            outputs = self._gru_recurrence(projected, recurrent, cell_weights, training)
+            weights = None
         else:
             outputs, weights = self._loop_recurrence(projected, recurrent, memory, cell_weights)
         # Everything after the recurrence runs once on all steps.
@@ -451,7 +452,7 @@ class AttentionDecoder(keras.layers.Layer):
         `gru_sequence`: no weight casts and gradient sums per step."""
         return self.cell == "gru" and self._attention_after_loop
 
-    def _gru_recurrence(self, projected, recurrent, cell_weights):
+    def _gru_recurrence(self, projected, recurrent, cell_weights, training=False):
         """`recurrent_step`'s outputs `s_1..s_T` for `_recurrence_is_a_gru`:
         `(batch_size, Tt, units)`."""
         dtype = self.compute_dtype
@@ -462,6 +463,7 @@ class AttentionDecoder(keras.layers.Layer):
             keras.ops.cast(cell_weights.recurrent_bias, dtype)[None],
             tf.ones([steps, 1, batch_size], tf.bool),
             recurrent["rnn"][0][None],
+            training=training,
         )
         return tf.transpose(outputs[:, 0], [1, 0, 2])
 

@@ -98,7 +98,7 @@ class Encoder(keras.layers.Layer):
         x = self.dropout_layer(self.embedding(source_ids), training=training)
         for i, rnn in enumerate(self.rnns):
             if self.cell == "gru":
-                x, states = self._run_gru(rnn, x, mask)
+                x, states = self._run_gru(rnn, x, mask, training)
             else:
                 outputs = rnn(x, mask=mask, training=training)
                 x, states = outputs[0], outputs[1:]
@@ -110,7 +110,7 @@ class Encoder(keras.layers.Layer):
         summary = keras.ops.concatenate(list(states), axis=-1)
         return x, summary
 
-    def _run_gru(self, rnn, x, mask):
+    def _run_gru(self, rnn, x, mask, training=False):
         """What `rnn(x, mask=mask)` returns for a (bidirectional) Keras GRU,
         `(outputs, [final state per direction])`, through `gru_sequence`;
         outputs are zero on padding."""
@@ -141,6 +141,7 @@ class Encoder(keras.layers.Layer):
             tf.stack(recurrent_biases),
             _reverse_backward(tf.stack([time_mask] * directions, axis=1)),
             tf.zeros([directions, batch_size, units], dtype),
+            training=training,
         )
         outputs = _reverse_backward(outputs)  # (T, D, B, U)
         outputs = tf.concat(tf.unstack(outputs, num=directions, axis=1), axis=-1)

@@ -60,7 +60,7 @@ def gru_layer_weights(layer):
     )
 
 
-def gru_sequence(projected, recurrent_kernel, recurrent_bias, mask, initial_state):
+def gru_sequence(projected, recurrent_kernel, recurrent_bias, mask, initial_state, training=True):
     """Runs GRUs over projected inputs, several directions at once.
 
     Args:
@@ -72,6 +72,10 @@ def gru_sequence(projected, recurrent_kernel, recurrent_bias, mask, initial_stat
         recurrent_bias: `(D, 3U)`.
         mask: bool `(T, D, B)`, True on real steps.
         initial_state: `(D, B, U)`.
+        training: bool. True: keep each step's gates for the written-out
+            backward pass. False: the forward pass alone (inference; a
+            gradient, if one is taken, comes from TensorFlow's autodiff of
+            the loop).
 
     The weights and the initial state are cast to `projected`'s dtype; the
     gradients come back in each input's own dtype.
@@ -80,46 +84,71 @@ def gru_sequence(projected, recurrent_kernel, recurrent_bias, mask, initial_stat
         `(outputs, final_state)`: `(T, D, B, U)` (zero on masked steps) and
         `(D, B, U)`.
     """
-    return _gru_sequence(projected, recurrent_kernel, recurrent_bias, mask, initial_state)
+    args = (projected, recurrent_kernel, recurrent_bias, mask, initial_state)
+    if training:
+        return _gru_sequence_with_gradient(*args)
+    states, final_state, _ = _forward(*args, keep_gates=False)
+    return _outputs(states, mask), final_state
 
 
-@tf.custom_gradient
-def _gru_sequence(projected, recurrent_kernel, recurrent_bias, mask, initial_state):
+def _forward(projected, recurrent_kernel, recurrent_bias, mask, initial_state, keep_gates):
+    """The recurrence: `(states h_1..h_T, final state, gates z, r, c, m_h per step
+    or None)`, stacked time-major."""
     dtype = projected.dtype
     steps = tf.shape(projected)[0]
     kernel = tf.cast(recurrent_kernel, dtype)
     bias = tf.cast(recurrent_bias, dtype)[:, None, :]
     h0 = tf.cast(initial_state, dtype)
-    step_mask = tf.expand_dims(mask, -1)  # (T, D, B, 1)
     inputs_by_step = _by_step(projected)
-    mask_by_step = _by_step(step_mask)
+    mask_by_step = _by_step(tf.expand_dims(mask, -1))
+    gates_shape = tf.TensorShape([*h0.shape[:-1], 4 * h0.shape[-1]])
+    arrays = [tf.TensorArray(dtype, size=steps, element_shape=h0.shape)]
+    if keep_gates:
+        arrays.append(tf.TensorArray(dtype, size=steps, element_shape=gates_shape))
 
-    def array(element_shape=h0.shape):
-        return tf.TensorArray(dtype, size=steps, element_shape=element_shape)
-
-    def forward(t, h, states, gates):
+    def step(t, h, arrays):
         x_z, x_r, x_h = tf.split(inputs_by_step.read(t), 3, axis=-1)
         m_z, m_r, m_h = tf.split(_matmul_by_direction(h, kernel) + bias, 3, axis=-1)
         z = tf.sigmoid(x_z + m_z)
         r = tf.sigmoid(x_r + m_r)
         c = tf.tanh(x_h + r * m_h)
         new_h = tf.where(mask_by_step.read(t), z * h + (1 - z) * c, h)
-        gates = gates.write(t, tf.concat([z, r, c, m_h], axis=-1))
-        return t + 1, new_h, states.write(t, new_h), gates
+        written = [arrays[0].write(t, new_h)]
+        if keep_gates:
+            written.append(arrays[1].write(t, tf.concat([z, r, c, m_h], axis=-1)))
+        return t + 1, new_h, written
 
-    gates_shape = tf.TensorShape([*h0.shape[:-1], 4 * h0.shape[-1]])
-    _, final_state, states, gates = tf.while_loop(
+    _, final_state, arrays = tf.while_loop(
         lambda t, *_: t < steps,
-        forward,
-        (tf.constant(0), h0, array(), array(gates_shape)),
+        step,
+        (tf.constant(0), h0, arrays),
         maximum_iterations=steps,
     )
-    states = states.stack()  # h_1..h_T
-    outputs = tf.where(step_mask, states, tf.zeros_like(states))
+    return arrays[0].stack(), final_state, arrays[1].stack() if keep_gates else None
+
+
+def _outputs(states, mask):
+    """The states, zero on masked steps."""
+    return tf.where(tf.expand_dims(mask, -1), states, tf.zeros_like(states))
+
+
+@tf.custom_gradient
+def _gru_sequence_with_gradient(projected, recurrent_kernel, recurrent_bias, mask, initial_state):
+    dtype = projected.dtype
+    steps = tf.shape(projected)[0]
+    kernel = tf.cast(recurrent_kernel, dtype)
+    h0 = tf.cast(initial_state, dtype)
+    step_mask = tf.expand_dims(mask, -1)  # (T, D, B, 1)
+    # The backward pass reads the stacked states and gates, so that it
+    # captures plain tensors (a SavedModel can hold its function).
+    states, final_state, gates = _forward(
+        projected, recurrent_kernel, recurrent_bias, mask, initial_state, keep_gates=True
+    )
+    outputs = _outputs(states, mask)
     previous = tf.concat([h0[None], states[:-1]], axis=0)  # h_0..h_{T-1}
-    # The backward pass reads these stacked, so that it captures plain
-    # tensors (a SavedModel can hold its function), not the loop's arrays.
-    gates = gates.stack()  # z, r, c, m_h
+
+    def array(element_shape):
+        return tf.TensorArray(dtype, size=steps, element_shape=element_shape)
 
     def grad(d_outputs, d_final_state):
         d_outputs = tf.where(step_mask, tf.cast(d_outputs, dtype), tf.zeros_like(d_outputs))

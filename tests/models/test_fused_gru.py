@@ -58,15 +58,18 @@ ENCODERS = [
 ]
 
 
+@pytest.mark.parametrize("training", [True, False], ids=["training", "inference"])
 @pytest.mark.parametrize(
     "options", ENCODERS, ids=lambda o: f"bi={o['bidirectional']}-layers={o['num_layers']}"
 )
-def test_encoder_gru_equals_keras_gru_with_gradients(options):
+def test_encoder_gru_equals_keras_gru_with_gradients(options, training):
+    """training=True: the written-out backward pass; False: the forward pass alone,
+    differentiated by TensorFlow."""
     keras.utils.set_random_seed(0)
     encoder = Encoder(30, embedding_dim=6, units=5, **options)
     source_ids = source_batch()
     (annotations, summary), grads, variables = loss_and_gradients(
-        lambda e, s: e(s), encoder, source_ids
+        lambda e, s: e(s, training=training), encoder, source_ids
     )
     (ref_annotations, ref_summary), ref_grads, _ = loss_and_gradients(
         keras_encoder_call, encoder, source_ids
@@ -93,7 +96,7 @@ def test_encoder_gru_gradients_under_xla_and_in_bfloat16():
 
     @tf.function(jit_compile=True)
     def xla_gradients(source_ids):
-        return loss_and_gradients(lambda e, s: e(s), encoder, source_ids)[1]
+        return loss_and_gradients(lambda e, s: e(s, training=True), encoder, source_ids)[1]
 
     for grad, ref_grad in zip(xla_gradients(source_ids), ref_grads, strict=True):
         np.testing.assert_allclose(
@@ -103,7 +106,9 @@ def test_encoder_gru_gradients_under_xla_and_in_bfloat16():
     mixed = Encoder(30, embedding_dim=6, units=5, dtype="mixed_bfloat16")
     mixed(source_ids)
     mixed.set_weights(encoder.get_weights())
-    (annotations, _), grads, _ = loss_and_gradients(lambda e, s: e(s), mixed, source_ids)
+    (annotations, _), grads, _ = loss_and_gradients(
+        lambda e, s: e(s, training=True), mixed, source_ids
+    )
     (ref_annotations, _), mixed_ref_grads, _ = loss_and_gradients(
         keras_encoder_call, mixed, source_ids
     )
@@ -153,7 +158,9 @@ def test_decoder_gru_recurrence_equals_its_step_loop(dtype):
             (v.path, g) for v, g in zip(variables, grads, strict=True) if g is not None
         ]
 
-    outputs, grads = states_and_gradients(decoder._gru_recurrence)
+    outputs, grads = states_and_gradients(
+        lambda *args: decoder._gru_recurrence(*args, training=True)
+    )
     ref_outputs, ref_grads = states_and_gradients(
         lambda *args: decoder._loop_recurrence(*args[:2], {}, args[2])[0]
     )
