@@ -51,7 +51,7 @@ def use_keras_gru_path(model):
 
     from keras_attention.models.attention_decoder import AttentionDecoder
 
-    def run_keras_gru(encoder, rnn, x, mask, training=False):
+    def run_keras_gru(encoder, rnn, x, mask):
         outputs = rnn(x, mask=mask)
         zeroed = outputs[0] * keras.ops.cast(mask[..., None], outputs[0].dtype)
         return zeroed, list(outputs[1:])

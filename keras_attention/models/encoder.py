@@ -23,10 +23,13 @@ class Encoder(keras.layers.Layer):
     1. `x = Embedding(source_ids)`, id 0 is padding.
     2. Each layer runs a GRU/LSTM forward (and backward, when bidirectional)
        over the masked sequence; forward and backward outputs are
-       concatenated into the annotations `h_1..h_n`. The layers are Keras'
-       `GRU`/`LSTM` (in `Bidirectional`); a GRU's weights are run by
-       `fused_gru.gru_sequence` (the same math, both directions in one loop,
-       the input projection before it, the backward pass written out).
+       concatenated into the annotations `h_1..h_n` (zero on padding). The
+       layers are Keras' `GRU`/`LSTM` (in `Bidirectional`). In training a
+       GRU's weights are run by `fused_gru.gru_sequence` (the same math, both
+       directions in one loop, the input projection before it, the backward
+       pass written out: 1.09x the whole training step); inference calls
+       Keras' layers, whose two directions run side by side (measured faster
+       for exported float32 models, benchmarks/RESULTS.md).
     3. The final states of the last layer (forward and backward hidden states
        concatenated) summarize the sentence.
 
@@ -97,11 +100,13 @@ class Encoder(keras.layers.Layer):
         mask = keras.ops.not_equal(source_ids, 0)
         x = self.dropout_layer(self.embedding(source_ids), training=training)
         for i, rnn in enumerate(self.rnns):
-            if self.cell == "gru":
-                x, states = self._run_gru(rnn, x, mask, training)
+            if self.cell == "gru" and training:
+                x, states = self._run_gru(rnn, x, mask)
             else:
                 outputs = rnn(x, mask=mask, training=training)
-                x, states = outputs[0], outputs[1:]
+                # Zero on padding (a unidirectional Keras RNN repeats its last output).
+                x = outputs[0] * keras.ops.cast(mask[..., None], outputs[0].dtype)
+                states = outputs[1:]
             if i < self.num_layers - 1:
                 x = self.dropout_layer(x, training=training)
         if self.cell == "lstm":
@@ -110,10 +115,10 @@ class Encoder(keras.layers.Layer):
         summary = keras.ops.concatenate(list(states), axis=-1)
         return x, summary
 
-    def _run_gru(self, rnn, x, mask, training=False):
+    def _run_gru(self, rnn, x, mask):
         """What `rnn(x, mask=mask)` returns for a (bidirectional) Keras GRU,
-        `(outputs, [final state per direction])`, through `gru_sequence`;
-        outputs are zero on padding."""
+        `(outputs, [final state per direction])`, through `gru_sequence` (for
+        training); outputs are zero on padding."""
         if not rnn.built:
             rnn.build(tuple(x.shape))
         layers = [rnn.forward_layer, rnn.backward_layer] if self.bidirectional else [rnn]
@@ -141,7 +146,6 @@ class Encoder(keras.layers.Layer):
             tf.stack(recurrent_biases),
             _reverse_backward(tf.stack([time_mask] * directions, axis=1)),
             tf.zeros([directions, batch_size, units], dtype),
-            training=training,
         )
         outputs = _reverse_backward(outputs)  # (T, D, B, U)
         outputs = tf.concat(tf.unstack(outputs, num=directions, axis=1), axis=-1)

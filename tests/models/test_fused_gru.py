@@ -58,19 +58,21 @@ ENCODERS = [
 ]
 
 
-@pytest.mark.parametrize("training", [True, False], ids=["training", "inference"])
 @pytest.mark.parametrize(
     "options", ENCODERS, ids=lambda o: f"bi={o['bidirectional']}-layers={o['num_layers']}"
 )
-def test_encoder_gru_equals_keras_gru_with_gradients(options, training):
-    """training=True: the written-out backward pass; False: the forward pass alone,
-    differentiated by TensorFlow."""
+def test_encoder_gru_equals_keras_gru_with_gradients(options):
+    """In training the encoder runs `gru_sequence` (its written-out backward pass);
+    in inference Keras' layers: both equal Keras' GRU, zero on padding."""
     keras.utils.set_random_seed(0)
     encoder = Encoder(30, embedding_dim=6, units=5, **options)
     source_ids = source_batch()
     (annotations, summary), grads, variables = loss_and_gradients(
-        lambda e, s: e(s, training=training), encoder, source_ids
+        lambda e, s: e(s, training=True), encoder, source_ids
     )
+    inference_annotations, inference_summary = encoder(source_ids, training=False)
+    np.testing.assert_allclose(inference_annotations, annotations, atol=1e-6)
+    np.testing.assert_allclose(inference_summary, summary, atol=1e-6)
     (ref_annotations, ref_summary), ref_grads, _ = loss_and_gradients(
         keras_encoder_call, encoder, source_ids
     )
@@ -174,3 +176,31 @@ def test_decoder_gru_recurrence_equals_its_step_loop(dtype):
         grad, ref_grad = tf.convert_to_tensor(grad), tf.convert_to_tensor(ref_grad)
         scale = max(float(tf.reduce_max(tf.abs(ref_grad))), 1e-3)
         np.testing.assert_allclose(grad, ref_grad, atol=tolerance * scale, err_msg=path)
+
+
+def test_gru_sequence_forward_pass_alone_equals_the_training_pass():
+    """`training=False` (no gates kept, autodiff) gives the same outputs, final states
+    and gradients as the written-out backward pass, with masks in both directions."""
+    from keras_attention.models.fused_gru import gru_sequence
+
+    rng = np.random.default_rng(4)
+    steps, directions, batch, units = 5, 2, 3, 4
+    projected = tf.constant(rng.normal(size=(steps, directions, batch, 3 * units)), tf.float32)
+    kernel = tf.constant(rng.normal(size=(directions, units, 3 * units)) * 0.5, tf.float32)
+    bias = tf.constant(rng.normal(size=(directions, 3 * units)) * 0.1, tf.float32)
+    mask = tf.constant(rng.random((steps, directions, batch)) > 0.3)
+    initial = tf.constant(rng.normal(size=(directions, batch, units)), tf.float32)
+    weights = tf.constant(rng.normal(size=(steps, directions, batch, units)), tf.float32)
+
+    def run(training):
+        inputs = [projected, kernel, bias, initial]
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            outputs, final = gru_sequence(projected, kernel, bias, mask, initial, training=training)
+            loss = tf.reduce_sum(outputs * weights) + tf.reduce_sum(final)
+        return [outputs, final, *tape.gradient(loss, inputs)]
+
+    for alone, written_out in zip(run(False), run(True), strict=True):
+        np.testing.assert_allclose(alone, written_out, atol=1e-5)
+    outputs = run(False)[0].numpy()
+    assert np.all(outputs[~mask.numpy()] == 0)
