@@ -29,7 +29,7 @@ class Encoder(keras.layers.Layer):
        directions in one loop, the input projection before it, the backward
        pass written out: 1.09x the whole training step); inference calls
        Keras' layers, whose two directions run side by side (measured faster
-       for exported float32 models, benchmarks/RESULTS.md).
+       for exported float32 models, README *Benchmarks*).
     3. The final states of the last layer (forward and backward hidden states
        concatenated) summarize the sentence.
 
