@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-import types
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -46,17 +45,12 @@ def varied_batches(batch_size, vocabulary, seed=0, count=24):
 
 
 def use_keras_gru_path(model):
-    """Swap `model`'s recurrences back to Keras' GRU layers and the step loop."""
-    import keras
-
+    """Swap `model`'s recurrences back to Keras' GRU layers (the encoder's
+    inference path, in training too) and the decoder's step loop."""
     from keras_attention.models.attention_decoder import AttentionDecoder
 
-    def run_keras_gru(encoder, rnn, x, mask):
-        outputs = rnn(x, mask=mask)
-        zeroed = outputs[0] * keras.ops.cast(mask[..., None], outputs[0].dtype)
-        return zeroed, list(outputs[1:])
-
-    model.encoder._run_gru = types.MethodType(run_keras_gru, model.encoder)
+    encoder = model.encoder
+    encoder._run_gru = lambda rnn, x, mask: encoder._run_keras_rnn(rnn, x, mask, training=True)
     model.decoder.__class__ = type(
         "StepLoopDecoder",
         (AttentionDecoder,),
@@ -75,11 +69,10 @@ def main(argv=None):
     import numpy as np
     import tensorflow as tf
 
-    from keras_attention.models.seq2seq import Seq2Seq
     from keras_attention.training import TrainConfig
-    from keras_attention.training.trainer import compile_model
+    from keras_attention.training.trainer import build_model
 
-    config = TrainConfig()
+    config = TrainConfig(precision=args.precision)
     vocabulary = config.target_vocabulary_size
     batches = varied_batches(args.batch_size, vocabulary)
 
@@ -92,20 +85,7 @@ def main(argv=None):
 
     def make_model():
         keras.utils.set_random_seed(config.seed)
-        model = Seq2Seq(
-            config.source_vocabulary_size,
-            vocabulary,
-            embedding_dim=config.embedding_dim,
-            encoder_units=config.encoder_units,
-            decoder_units=config.decoder_units,
-            attention=config.attention,
-            score=config.score,
-            tie_embeddings=config.tie_embeddings,
-            dropout=config.dropout,
-            dtype=args.precision,
-        )
-        compile_model(model, config, total_steps=config.epochs * config.steps_per_epoch)
-        return model
+        return build_model(config, config.source_vocabulary_size, vocabulary)
 
     keras_path = make_model()
     use_keras_gru_path(keras_path)

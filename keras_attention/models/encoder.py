@@ -103,10 +103,7 @@ class Encoder(keras.layers.Layer):
             if self.cell == "gru" and training:
                 x, states = self._run_gru(rnn, x, mask)
             else:
-                outputs = rnn(x, mask=mask, training=training)
-                # Zero on padding (a unidirectional Keras RNN repeats its last output).
-                x = outputs[0] * keras.ops.cast(mask[..., None], outputs[0].dtype)
-                states = outputs[1:]
+                x, states = self._run_keras_rnn(rnn, x, mask, training)
             if i < self.num_layers - 1:
                 x = self.dropout_layer(x, training=training)
         if self.cell == "lstm":
@@ -114,6 +111,14 @@ class Encoder(keras.layers.Layer):
             states = states[0::2]
         summary = keras.ops.concatenate(list(states), axis=-1)
         return x, summary
+
+    def _run_keras_rnn(self, rnn, x, mask, training=False):
+        """`(outputs, [final states])` of Keras' own (bidirectional) RNN layer;
+        outputs zero on padding (a unidirectional Keras RNN repeats its last
+        output there)."""
+        outputs = rnn(x, mask=mask, training=training)
+        x = outputs[0] * keras.ops.cast(mask[..., None], outputs[0].dtype)
+        return x, list(outputs[1:])
 
     def _run_gru(self, rnn, x, mask):
         """What `rnn(x, mask=mask)` returns for a (bidirectional) Keras GRU,
