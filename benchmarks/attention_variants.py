@@ -6,21 +6,33 @@ no-attention baseline) this script
 1. trains a translator on the bundled English->French corpus with `keras-attention
    train`'s own code path (`keras_attention.training.train`), the same size, seed and
    number of steps for every variant (no time budget, no early stopping), into
-   `OUT/<variant>/`;
+   `OUT/<variant>/`; by default the size and budget of `keras-attention train`'s
+   defaults (embedding 256, encoder 256, decoder 512, 8 x 500 steps);
 2. scores the test split with `evaluate_run` (sacreBLEU greedy and beam 4, chrF, BLEU by
    source length, all references);
 3. measures **alignment accuracy** on a synthetic task with known alignments: digit
    strings translated to French number words in *reverse* order ("3 7 1" -> "un sept
    trois"), so the aligned source token of target position t is source position
    n - 1 - t (not the diagonal). It is the share of target tokens whose attention
-   argmax (teacher forcing) is that source token.
+   argmax (teacher forcing) is that source token, averaged over `--alignment-seeds`
+   (a tiny model trained `--alignment-steps` steps per seed); also the share within one
+   position of it (a bidirectional encoder's neighbouring annotation carries the word
+   too), the commonest offset and the task's token accuracy (the baseline's too).
 
 It writes `OUT/results.json` (updated after each variant, so a partial run keeps what
 finished), `OUT/variants.md` (the tables) and `OUT/bleu_by_length.png` (the BLEU against
 sentence length figure of Bahdanau et al., 2015, for all variants).
 
-    python benchmarks/attention_variants.py --out runs/variants            # ~1 h on 2 cores
+    python benchmarks/attention_variants.py --out runs/variants            # ~2.5 h on 2 cores
+    python benchmarks/attention_variants.py --out runs/variants-1000 --steps 1000 \
+        --steps-per-epoch 250 --embedding-dim 128 --encoder-units 128 --decoder-units 256
+    python benchmarks/attention_variants.py --alignment-only               # ~30 min
+    python benchmarks/attention_variants.py --variants none --run none=runs/r12   # reuse a run
     python benchmarks/attention_variants.py --variants bahdanau none --steps 200 --quick
+
+`--run NAME=DIR` takes variant NAME from a run directory trained before (e.g. by
+`keras-attention train` with the same settings: its config.json must agree with this
+script's, apart from the output path, patience and time budget) instead of training it.
 """
 
 from __future__ import annotations
@@ -53,11 +65,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS), metavar="NAME"
     )
-    parser.add_argument("--steps", type=int, default=1000, help="training steps per variant")
-    parser.add_argument("--steps-per-epoch", type=int, default=250)
-    parser.add_argument("--embedding-dim", type=int, default=128)
-    parser.add_argument("--encoder-units", type=int, default=128)
-    parser.add_argument("--decoder-units", type=int, default=256)
+    parser.add_argument(
+        "--steps", type=int, default=4000, help="training steps per variant (default: train's)"
+    )
+    parser.add_argument("--steps-per-epoch", type=int, default=500)
+    parser.add_argument("--embedding-dim", type=int, default=None, help="default: train's")
+    parser.add_argument("--encoder-units", type=int, default=None, help="default: train's")
+    parser.add_argument("--decoder-units", type=int, default=None, help="default: train's")
     parser.add_argument(
         "--tokenizer", default="subwords", choices=("subwords", "words"), help="as `train`'s"
     )
@@ -66,66 +80,112 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--target-vocabulary-size", type=int, default=None)
     parser.add_argument("--alignment-steps", type=int, default=3000)
+    parser.add_argument("--alignment-seeds", type=int, nargs="+", default=[0, 1, 2], metavar="SEED")
+    parser.add_argument(
+        "--alignment-only", action="store_true", help="measure the alignment task only"
+    )
+    parser.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="take variant NAME from a run directory trained before (repeatable)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--quick", action="store_true", help="greedy only, 300 test sentences (a smoke run)"
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    runs = {}
+    for item in args.run:
+        name, sep, directory = item.partition("=")
+        if not sep or name not in VARIANTS or not directory:
+            parser.error(f"--run takes NAME=DIR with NAME one of {list(VARIANTS)}; got {item!r}")
+        runs[name] = Path(directory)
+    args.run = runs
+    return args
 
 
 # ----------------------------------------------------------------- alignment task
 
 
-def measure_alignment(variant: dict, steps: int, seed: int) -> float | None:
-    """Alignment accuracy of a small model of `variant` after `steps` steps of batch 32."""
+def measure_alignment(variant: dict, steps: int, seeds: list[int]) -> dict:
+    """The digits task learned by a small model of `variant`, once per seed.
+
+    Returns the means over the seeds of the exact alignment accuracy, the accuracy
+    within one position and the teacher-forced token accuracy, the exact accuracy of
+    each seed and each seed's commonest offset of the argmax (`None` for the alignment
+    figures of the baseline, which has no attention).
+    """
     import keras
+    import numpy as np
 
     from keras_attention import Seq2Seq
-    from keras_attention.data import alignment_accuracy, make_alignment_task
+    from keras_attention.data import alignment_accuracy, alignment_offsets, make_alignment_task
     from keras_attention.data.alignment_task import VOCABULARY_SIZE
     from keras_attention.training import MaskedSparseCategoricalCrossentropy
 
-    if variant["attention"] == "none":
-        return None
-    keras.utils.set_random_seed(seed)
-    train = make_alignment_task(steps * 32 // 4, seed=seed)
-    model = Seq2Seq(
-        VOCABULARY_SIZE,
-        VOCABULARY_SIZE,
-        embedding_dim=32,
-        encoder_units=32,
-        decoder_units=64,
-        max_source_length=train.source_ids.shape[1],
-        tie_embeddings=True,
-        **variant,
-    )
-    model.compile(
-        optimizer=keras.optimizers.Adam(5e-3, global_clipnorm=5.0),
-        loss=MaskedSparseCategoricalCrossentropy(),
-    )
-    model.fit(
-        (train.source_ids, train.target_in), train.target_out, batch_size=32, epochs=4, verbose=0
-    )
-    test = make_alignment_task(500, seed=seed + 1)
-    _, attention = model.call_with_attention((test.source_ids, test.target_in))
-    return alignment_accuracy(attention, test)
+    exact, within_one, offsets, token_accuracy = [], [], [], []
+    for seed in seeds:
+        keras.utils.set_random_seed(seed)
+        train = make_alignment_task(steps * 32 // 4, seed=seed)
+        model = Seq2Seq(
+            VOCABULARY_SIZE,
+            VOCABULARY_SIZE,
+            embedding_dim=32,
+            encoder_units=32,
+            decoder_units=64,
+            max_source_length=train.source_ids.shape[1],
+            tie_embeddings=True,
+            **variant,
+        )
+        model.compile(
+            optimizer=keras.optimizers.Adam(5e-3, global_clipnorm=5.0),
+            loss=MaskedSparseCategoricalCrossentropy(),
+        )
+        model.fit(
+            (train.source_ids, train.target_in),
+            train.target_out,
+            batch_size=32,
+            epochs=4,
+            verbose=0,
+        )
+        test = make_alignment_task(500, seed=seed + 1)
+        logits, attention = model.call_with_attention((test.source_ids, test.target_in))
+        real = test.target_out > 0
+        predicted = np.asarray(logits).argmax(-1)
+        token_accuracy.append(float((predicted[real] == test.target_out[real]).mean()))
+        if attention is not None:
+            exact.append(alignment_accuracy(attention, test))
+            within_one.append(alignment_accuracy(attention, test, tolerance=1))
+            offsets.append(next(iter(alignment_offsets(attention, test))))
+    has_attention = variant["attention"] != "none"
+    return {
+        "alignment_accuracy": float(np.mean(exact)) if has_attention else None,
+        "alignment_accuracy_by_seed": exact if has_attention else None,
+        "alignment_within_one": float(np.mean(within_one)) if has_attention else None,
+        "alignment_commonest_offset_by_seed": offsets if has_attention else None,
+        "alignment_token_accuracy": float(np.mean(token_accuracy)),
+        "alignment_seeds": list(seeds),
+        "alignment_steps": steps,
+    }
 
 
 # ------------------------------------------------------------------ translation
 
 
-def train_and_evaluate(name: str, variant: dict, args: argparse.Namespace) -> dict:
-    from keras_attention.evaluation.run_evaluation import evaluate_run
+def variant_config(name: str, args: argparse.Namespace):
+    """The `TrainConfig` of variant `name` in this comparison."""
     from keras_attention.training.train_config import TrainConfig
-    from keras_attention.training.trainer import train
 
-    run_dir = Path(args.out) / name.replace(" ", "-")
-    config = TrainConfig(
-        out=str(run_dir),
+    sizes = {
+        key: getattr(args, key)
+        for key in ("embedding_dim", "encoder_units", "decoder_units")
+        if getattr(args, key) is not None
+    }
+    return TrainConfig(
+        out=str(Path(args.out) / name.replace(" ", "-")),
         tokenizer=args.tokenizer,
-        embedding_dim=args.embedding_dim,
-        encoder_units=args.encoder_units,
-        decoder_units=args.decoder_units,
         source_vocabulary_size=args.source_vocabulary_size,
         target_vocabulary_size=args.target_vocabulary_size,
         epochs=max(1, args.steps // args.steps_per_epoch),
@@ -133,11 +193,52 @@ def train_and_evaluate(name: str, variant: dict, args: argparse.Namespace) -> di
         patience=10**6,
         time_budget_minutes=None,
         seed=args.seed,
-        **variant,
+        **sizes,
+        **VARIANTS[name],
     )
-    started = time.monotonic()
-    summary = train(config, verbose=0)
-    train_seconds = time.monotonic() - started
+
+
+# Fields that do not change what a run learns, when it runs to its planned steps.
+IGNORED_FIELDS = ("out", "patience", "time_budget_minutes")
+
+
+def check_trained_run(name: str, run_dir: Path, expected) -> None:
+    """Refuses a run directory that was not trained as this comparison's `name`."""
+    from keras_attention.training.train_config import TrainConfig
+
+    config = TrainConfig.load(run_dir)
+    differences = expected.differences(config, ignore=IGNORED_FIELDS)
+    if differences:
+        raise SystemExit(
+            f"--run {name}={run_dir}: the run was trained differently from this "
+            "comparison's settings (comparison -> run): " + "; ".join(differences)
+        )
+    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    planned = config.epochs * config.steps_per_epoch
+    done = metrics["training"]["epochs_run"] * config.steps_per_epoch
+    if done != planned:
+        raise SystemExit(
+            f"--run {name}={run_dir}: the run stopped after {done} of its {planned} steps "
+            f"({metrics['training'].get('stopped_by')}), so it does not compare"
+        )
+
+
+def train_and_evaluate(name: str, args: argparse.Namespace) -> dict:
+    from keras_attention.evaluation.run_evaluation import evaluate_run
+    from keras_attention.training.trainer import train
+
+    config = variant_config(name, args)
+    run_dir = args.run.get(name)
+    if run_dir is None:
+        run_dir = Path(config.out)
+        started = time.monotonic()
+        summary = train(config, verbose=0)
+        train_seconds = time.monotonic() - started
+    else:
+        check_trained_run(name, run_dir, config)
+        metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+        summary = metrics["training"]
+        train_seconds = summary["seconds"]
     evaluation = evaluate_run(
         run_dir,
         beam_width=1 if args.quick else 4,
@@ -152,6 +253,7 @@ def train_and_evaluate(name: str, variant: dict, args: argparse.Namespace) -> di
     }
     history = [float(v) for v in _history(run_dir, "val_loss")]
     return {
+        "run_dir": str(run_dir),
         "parameters": summary["parameters"],
         "steps": summary["epochs_run"] * args.steps_per_epoch,
         "train_seconds": round(train_seconds, 1),
@@ -172,21 +274,39 @@ def _history(run_dir: Path, column: str) -> list[str]:
 # ----------------------------------------------------------------------- report
 
 
+def _percent(value) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
 def write_report(results: dict, out: Path) -> None:
     from keras_attention.plotting.attention_plots import plot_bleu_by_length
 
     lines = [
         "| variant | params | steps | best val loss | BLEU greedy | BLEU beam 4 | chrF beam 4 "
-        "| beam BLEU 1-5 | 6-10 | 11-15 | 16+ | alignment accuracy |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| beam BLEU 1-5 | 6-10 | 11-15 | 16+ |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    alignment_lines = [
+        "| variant | alignment accuracy (mean) | by seed | within one position "
+        "| commonest offset by seed | token accuracy |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     curves = {}
     for name, r in results.items():
+        if "alignment_token_accuracy" in r:
+            by_seed = r["alignment_accuracy_by_seed"]
+            offsets = r["alignment_commonest_offset_by_seed"]
+            alignment_lines.append(
+                f"| {name} | {_percent(r['alignment_accuracy'])} "
+                f"| {'n/a' if by_seed is None else ' / '.join(_percent(v) for v in by_seed)} "
+                f"| {_percent(r['alignment_within_one'])} "
+                f"| {'n/a' if offsets is None else ' / '.join(f'{v:+d}' for v in offsets)} "
+                f"| {_percent(r['alignment_token_accuracy'])} |"
+            )
         if "greedy" not in r:
             continue
         best = r.get("beam", r["greedy"])
         buckets = {b["bucket"]: b["bleu"] for b in best["bleu_by_length"]}
-        alignment = r.get("alignment_accuracy")
         lines.append(
             f"| {name} | {r['parameters']:,} | {r['steps']} | {r['best_val_loss']:.3f} "
             f"| {r['greedy']['bleu']:.2f} | {r.get('beam', {}).get('bleu', float('nan')):.2f} "
@@ -194,11 +314,12 @@ def write_report(results: dict, out: Path) -> None:
             + " | ".join(
                 f"{buckets.get(b, float('nan')):.2f}" for b in ("1-5", "6-10", "11-15", "16+")
             )
-            + f" | {'n/a' if alignment is None else f'{alignment:.1%}'} |"
+            + " |"
         )
         curves[name] = best["bleu_by_length"]
-    (out / "variants.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines), flush=True)
+    report = "\n".join(lines) + "\n\n" + "\n".join(alignment_lines) + "\n"
+    (out / "variants.md").write_text(report, encoding="utf-8")
+    print(report, flush=True)
     if curves:
         plot_bleu_by_length(
             curves, out / "bleu_by_length.png", title="BLEU by source length (beam search, width 4)"
@@ -212,19 +333,22 @@ def main(argv: list[str] | None = None) -> dict:
     results_path = out / "results.json"
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
     for name in args.variants:
-        variant = VARIANTS[name]
-        if "greedy" in results.get(name, {}):
-            print(f"{name}: done before, kept", flush=True)
-            continue
+        result = results.setdefault(name, {})
         started = time.monotonic()
-        result = {"alignment_accuracy": measure_alignment(variant, args.alignment_steps, args.seed)}
-        result.update(train_and_evaluate(name, variant, args))
-        results[name] = result
+        if "alignment_token_accuracy" not in result:
+            result.update(
+                measure_alignment(VARIANTS[name], args.alignment_steps, args.alignment_seeds)
+            )
+        if not args.alignment_only and "greedy" not in result:
+            result.update(train_and_evaluate(name, args))
         results_path.write_text(json.dumps(results, indent=2), encoding="utf-8")
+        beam = result.get("beam", {}).get("bleu")
         print(
-            f"{name}: val {result['best_val_loss']:.3f} greedy {result['greedy']['bleu']:.2f} "
-            f"beam {result.get('beam', {}).get('bleu', float('nan')):.2f} alignment "
-            f"{result['alignment_accuracy']} ({time.monotonic() - started:.0f} s)",
+            f"{name}: alignment {_percent(result['alignment_accuracy'])} "
+            f"(within one {_percent(result['alignment_within_one'])}, token accuracy "
+            f"{_percent(result['alignment_token_accuracy'])})"
+            + (f", beam BLEU {beam:.2f}" if beam is not None else "")
+            + f" ({time.monotonic() - started:.0f} s)",
             flush=True,
         )
         write_report(results, out)

@@ -3,6 +3,7 @@
 from keras_attention.data.alignment_task import (
     AlignmentTask,
     alignment_accuracy,
+    alignment_offsets,
     make_alignment_task,
 )
 from keras_attention.data.corpus import (
@@ -20,6 +21,7 @@ __all__ = [
     "BUNDLED_CORPUS",
     "DEFAULT_BUCKET_BOUNDARIES",
     "alignment_accuracy",
+    "alignment_offsets",
     "Corpus",
     "CorpusError",
     "CorpusSplits",

@@ -81,14 +81,44 @@ def make_alignment_task(
     return AlignmentTask(source, target_in, target_out, alignment, lengths)
 
 
-def alignment_accuracy(attention, task: AlignmentTask) -> float:
+def alignment_accuracy(attention, task: AlignmentTask, tolerance: int = 0) -> float:
     """Share of target words whose attention argmax is their aligned source position.
 
     Args:
         attention: `(count, Tt, Ts)` weights for the task's `target_in` (teacher forcing),
             e.g. from `Seq2Seq.call_with_attention`; `Tt >= max_length`.
         task: the task the attention was computed on.
+        tolerance: how many positions the argmax may be off (0: exactly the aligned
+            position). A bidirectional encoder's annotation of a neighbouring word also
+            carries the word (it read it one step before), so an attention one position
+            off can be a consistent alignment: `tolerance=1` counts it.
+
+    Raises:
+        ValueError: for a negative `tolerance` or `attention` of the wrong shape.
+    """
+    if isinstance(tolerance, bool) or not isinstance(tolerance, int) or tolerance < 0:
+        raise ValueError(f"`tolerance` must be an int >= 0. Received: tolerance={tolerance!r}")
+    attention = np.asarray(attention)
+    count, length = task.alignment.shape
+    if attention.ndim != 3 or attention.shape[0] != count or attention.shape[1] < length:
+        raise ValueError(
+            f"`attention` must have shape (count={count}, Tt>={length}, Ts) for this task. "
+            f"Received: shape={attention.shape}"
+        )
+    argmax = attention.argmax(-1)[:, :length]
+    real = task.alignment >= 0
+    return float((np.abs(argmax[real] - task.alignment[real]) <= tolerance).mean())
+
+
+def alignment_offsets(attention, task: AlignmentTask) -> dict[int, float]:
+    """How far the attention argmax is from the aligned source position, as shares.
+
+    `{offset: share}` over the task's target words, `offset = argmax - aligned`,
+    largest share first: `{0: 1.0}` is a perfect alignment, `{1: 0.9, 0: 0.1}` an
+    alignment one position to the right.
     """
     argmax = np.asarray(attention).argmax(-1)[:, : task.alignment.shape[1]]
     real = task.alignment >= 0
-    return float((argmax[real] == task.alignment[real]).mean())
+    offsets, counts = np.unique(argmax[real] - task.alignment[real], return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    return {int(offsets[i]): float(counts[i] / counts.sum()) for i in order}
