@@ -37,6 +37,8 @@ TRAIN_HELP = {
     "encoder_layers": "stacked bidirectional encoder layers",
     "attention_units": "units of the additive/concat score (default: decoder units)",
     "normalize": "weight-normalized Bahdanau score (--attention bahdanau)",
+    "score_scale": "multiply the Luong scores by a learned scalar (default: on for cosine "
+    "and scaled_dot, off for the others)",
     "input_feeding": "Luong input feeding",
     "tie_embeddings": "tie the output projection to the target embeddings",
     "dropout": "dropout rate",

@@ -10,6 +10,8 @@ from keras_attention.layers.bahdanau_attention import additive_scores
 from keras_attention.layers.base_attention import BaseAttention
 
 SCORES = ("dot", "general", "concat", "scaled_dot", "cosine", "location")
+# The scores whose scores a learned scalar multiplies unless `scale=False`.
+LEARNED_SCALE_SCORES = ("cosine", "scaled_dot")
 
 # Floor of the squared norm in the cosine score, as in `tf.math.l2_normalize`, so a zero
 # vector (e.g. padding) scores 0 instead of NaN. Applied in float32.
@@ -70,7 +72,14 @@ class LuongAttention(BaseAttention):
     Adam's steps of about the learning rate, it stayed too small for a sharp
     softmax for hundreds of steps (a translation decoder's attention was still
     near uniform after 600; from `sqrt(d)` it was sharp, and the validation
-    loss lower, benchmarks/RESULTS.md).
+    loss lower, benchmarks/RESULTS.md). For `"scaled_dot"` it is on by default
+    too and starts at 1, so the score starts as the paper's `s . h / sqrt(d)`:
+    that scale suits queries and keys of unit variance (a Transformer's
+    projections); RNN states are small, and with the fixed scale a full-size
+    translation decoder's attention was still uniform after 4,000 steps
+    (entropy 0.99 of the uniform's), no better than no attention. With `g`
+    learned it followed `"dot"` (benchmarks/RESULTS.md). `scale=False` gives
+    the paper's fixed score.
 
     The computation follows the steps:
 
@@ -90,7 +99,8 @@ class LuongAttention(BaseAttention):
         max_length: Positive integer, the longest `Tv` of the `"location"` score
             (required for it, not accepted for the others).
         scale: Boolean, multiply the scores by a learned scalar. Defaults to
-            `None`: `True` for `"cosine"`, `False` for the others.
+            `None`: `True` for `"cosine"` and `"scaled_dot"`, `False` for the
+            others.
         scale_initializer: Initializer of `g` (`scale=True`). Defaults to
             `None`: `sqrt(dv)` for `"cosine"`, 1 for the others.
         scale_by_dimension: Boolean, divide the `"dot"` and `"general"` scores
@@ -176,7 +186,7 @@ class LuongAttention(BaseAttention):
                     f"Received: {name}={value}, score={score!r}"
                 )
         if scale is None:
-            scale = score == "cosine"
+            scale = score in LEARNED_SCALE_SCORES
         if not isinstance(scale, bool):
             raise ValueError(f"`scale` must be a boolean. Received: scale={scale}")
         if scale_by_dimension is None:

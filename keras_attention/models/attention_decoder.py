@@ -80,6 +80,10 @@ class AttentionDecoder(keras.layers.Layer):
             models saved before maxout was the default.
         normalize: bool, the weight-normalized Bahdanau score (see
             `BahdanauAttention`); ignored by the other attention types.
+        score_scale: bool or None, multiply the Luong scores by a learned
+            scalar (`LuongAttention(scale=...)`); `None` (default): the
+            score's default, on for `"cosine"` and `"scaled_dot"`. Ignored
+            by the other attention types.
     """
 
     def __init__(
@@ -97,6 +101,7 @@ class AttentionDecoder(keras.layers.Layer):
         max_source_length=None,
         deep_output="maxout",
         normalize=False,
+        score_scale=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -138,11 +143,15 @@ class AttentionDecoder(keras.layers.Layer):
                 score=score,
                 units=(attention_units or units) if score == "concat" else None,
                 max_length=max_source_length if score == "location" else None,
+                scale=score_scale,
                 dtype=policy,
                 name="attention",
             )
+            # As the layer resolved it, so a saved decoder keeps its weights.
+            score_scale = self.attention_layer.scale
         else:
             self.attention_layer = None
+        self.score_scale = score_scale
         if attention == "luong":
             # h~_t = tanh(W_c [c_t; s_t]); a linear map to the embedding size
             # follows when the output is tied to the embeddings.
@@ -519,6 +528,7 @@ class AttentionDecoder(keras.layers.Layer):
                 "max_source_length": self.max_source_length,
                 "deep_output": self.deep_output,
                 "normalize": self.normalize,
+                "score_scale": self.score_scale,
             }
         )
         return config
@@ -526,4 +536,14 @@ class AttentionDecoder(keras.layers.Layer):
     @classmethod
     def from_config(cls, config):
         # Decoders saved before `deep_output` existed had the tanh readout.
-        return super().from_config({"deep_output": "tanh", **config})
+        return super().from_config(
+            {"deep_output": "tanh", "score_scale": saved_score_scale(config), **config}
+        )
+
+
+def saved_score_scale(config: dict) -> bool | None:
+    """`score_scale` of a model or decoder saved before it was configurable: the
+    Luong scale was then learned for `"cosine"` only."""
+    if config.get("attention", "luong") != "luong":
+        return None
+    return config.get("score", "cosine") == "cosine"

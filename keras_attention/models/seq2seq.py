@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_attention.models.attention_decoder import AttentionDecoder
+from keras_attention.models.attention_decoder import AttentionDecoder, saved_score_scale
 from keras_attention.models.encoder import Encoder
 
 
@@ -43,6 +43,8 @@ class Seq2Seq(keras.Model):
         deep_output: `"maxout"` or `"tanh"`, the output layer of the
             `"bahdanau"` and `"none"` decoders (see `AttentionDecoder`).
         normalize: bool, weight-normalized Bahdanau score.
+        score_scale: bool or None, multiply the Luong scores by a learned
+            scalar (see `AttentionDecoder`); `None`: the score's default.
 
     Example:
 
@@ -72,6 +74,7 @@ class Seq2Seq(keras.Model):
         max_source_length=None,
         deep_output="maxout",
         normalize=False,
+        score_scale=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -118,9 +121,11 @@ class Seq2Seq(keras.Model):
             max_source_length=max_source_length,
             deep_output=deep_output,
             normalize=normalize,
+            score_scale=score_scale,
             dtype=self.dtype_policy,
             name="decoder",
         )
+        self.score_scale = self.decoder.score_scale
 
     def build(self, input_shape=None):
         # Run one tiny batch so every sublayer creates its weights; a
@@ -214,6 +219,7 @@ class Seq2Seq(keras.Model):
                 "max_source_length": self.max_source_length,
                 "deep_output": self.deep_output,
                 "normalize": self.normalize,
+                "score_scale": self.score_scale,
             }
         )
         return config
@@ -221,4 +227,6 @@ class Seq2Seq(keras.Model):
     @classmethod
     def from_config(cls, config):
         # Models saved before `deep_output` existed had the tanh readout.
-        return super().from_config({"deep_output": "tanh", **config})
+        return super().from_config(
+            {"deep_output": "tanh", "score_scale": saved_score_scale(config), **config}
+        )

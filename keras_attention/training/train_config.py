@@ -47,6 +47,8 @@ class TrainConfig:
     encoder_layers: int = 1
     attention_units: int | None = None
     normalize: bool = False  # weight-normalized Bahdanau score
+    # Luong: a learned scalar times the scores; None = the score's default (cosine, scaled_dot).
+    score_scale: bool | None = None
     input_feeding: bool = False  # Luong input feeding; slowed training (RESULTS.md)
     tie_embeddings: bool = True
     dropout: float = 0.1
@@ -84,6 +86,10 @@ class TrainConfig:
             self.source_vocabulary_size = default_sizes[0]
         if self.target_vocabulary_size is None:
             self.target_vocabulary_size = default_sizes[1]
+        if self.score_scale is not None and not isinstance(self.score_scale, bool):
+            raise ValueError(
+                f"`score_scale` must be a boolean or None. Received: score_scale={self.score_scale!r}"
+            )
         for name in ("batch_size", "epochs", "max_length", "max_output_length"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -135,6 +141,8 @@ class TrainConfig:
         # Runs saved before these fields existed trained at a constant rate, on words.
         values.setdefault("learning_rate_schedule", "constant")
         values.setdefault("tokenizer", "words")
+        # Before `score_scale`, only the cosine score learned its scale; None keeps that.
+        values.setdefault("score_scale", False if values.get("score") == "scaled_dot" else None)
         return cls(**values)
 
     def save(self, run_dir: str | os.PathLike) -> Path:

@@ -74,6 +74,7 @@ def build_model(
         score=config.score,
         attention_units=config.attention_units,
         normalize=config.normalize,
+        score_scale=config.score_scale,
         input_feeding=config.input_feeding,
         tie_embeddings=config.tie_embeddings,
         dropout=config.dropout,

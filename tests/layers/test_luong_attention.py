@@ -45,7 +45,8 @@ def test_matches_numpy(variant, one_step, masked):
     "score, extra, weights",
     [
         ("dot", {}, {}),
-        ("scaled_dot", {}, {}),
+        ("scaled_dot", {}, {"score_scale": ()}),  # its learned g, on by default
+        ("scaled_dot", {"scale": False}, {}),
         ("general", {}, {"kernel": (3, 4)}),
         ("location", {"max_length": 9}, {"kernel": (3, 9)}),
         (
@@ -60,19 +61,22 @@ def test_weights(score, extra, weights):
     layer = LuongAttention(score=score, **extra)
     layer.build((None, dq), (None, None, 4))
     assert {w.name: tuple(w.shape) for w in layer.weights} == weights
-    scaled = LuongAttention(score=score, scale=True, **extra)
+    scaled = LuongAttention(score=score, **{**extra, "scale": True})
     scaled.build((None, dq), (None, None, 4))
     assert {w.name: tuple(w.shape) for w in scaled.weights} == {**weights, "score_scale": ()}
 
 
-def test_cosine_learns_its_key_strength_by_default():
-    """The cosine score has the learned scale unless told not to; the others do not."""
+def test_cosine_and_scaled_dot_learn_their_scale_by_default():
+    """The cosine and scaled_dot scores have the learned scale unless told not to; the
+    others do not."""
     for scale, weights in ((None, {"score_scale": ()}), (True, {"score_scale": ()}), (False, {})):
         layer = LuongAttention(score="cosine", scale=scale)
         layer.build((None, 4), (None, None, 4))
         assert {w.name: tuple(w.shape) for w in layer.weights} == weights
         assert layer.get_config()["scale"] is bool(weights)
     assert LuongAttention(score="dot").scale is False
+    assert LuongAttention(score="scaled_dot").scale is True
+    assert LuongAttention(score="scaled_dot", scale=False).scale is False
     # Layers saved with an explicit scale load as saved.
     old = LuongAttention.from_config(
         {**LuongAttention(score="cosine").get_config(), "scale": False}

@@ -254,6 +254,44 @@ def test_configs_saved_before_deep_output_reload_with_the_tanh_readout():
     assert tuple(old.decoder.readout.kernel.shape)[-1] == old.decoder_units  # not 2x (maxout)
 
 
+@pytest.mark.parametrize(
+    "score, scale", [("scaled_dot", True), ("cosine", True), ("dot", False), ("general", False)]
+)
+def test_score_scale_defaults_per_score_and_is_saved_resolved(tmp_path, score, scale):
+    """`score_scale=None` is the score's default (a learned `g`, starting at 1, for
+    scaled_dot; from sqrt(d) for cosine), saved as resolved; `False` gives the paper's
+    fixed score, with no weight to learn."""
+    model = make_model(attention="luong", score=score)
+    model.build()
+    assert model.score_scale is scale and model.get_config()["score_scale"] is scale
+    layer = model.decoder.attention_layer
+    assert layer.scale is scale
+    if score == "scaled_dot":
+        assert float(layer.score_scale.numpy()) == 1.0  # the paper's score to start with
+        fixed = make_model(attention="luong", score=score, score_scale=False)
+        fixed.build()
+        assert fixed.decoder.attention_layer.score_scale is None
+        assert len(fixed.weights) == len(model.weights) - 1
+    path = tmp_path / "model.keras"
+    model.save(path)
+    assert keras.saving.load_model(path).get_config()["score_scale"] is scale
+
+
+def test_configs_saved_before_score_scale_reload_as_they_were_trained():
+    """Before `score_scale`, only cosine learned its scale: an old scaled_dot model (no
+    such key) reloads with the fixed score and the weights it has; the key is None for
+    Bahdanau and the baseline."""
+    for score, scale in (("scaled_dot", False), ("cosine", True), ("dot", False)):
+        config = make_model(attention="luong", score=score).get_config()
+        del config["score_scale"]
+        old = Seq2Seq.from_config(config)
+        assert old.score_scale is scale and old.decoder.attention_layer.scale is scale
+    config = make_model(attention="bahdanau").get_config()
+    assert config["score_scale"] is None
+    del config["score_scale"]
+    assert Seq2Seq.from_config(config).score_scale is None
+
+
 def test_library_defaults_are_the_measured_recipe():
     """Luong attention, the cosine score with its learned key strength, no input feeding
     (benchmarks/RESULTS.md, r9 and the variants table): the same in `TrainConfig`,
@@ -272,6 +310,9 @@ def test_library_defaults_are_the_measured_recipe():
         assert {name: parameters[name].default for name in expected} == expected
     layer = LuongAttention()
     assert (layer.score, layer.scale) == ("cosine", True)
+    # scaled_dot learns its scale too (r18, benchmarks/RESULTS.md).
+    assert LuongAttention(score="scaled_dot").scale is True
+    assert config.score_scale is None
     # The measured budget (r8): 8 x 500 steps, cosine decay, inside the 20 minutes.
     assert (config.epochs, config.steps_per_epoch, config.learning_rate_schedule) == (
         8,

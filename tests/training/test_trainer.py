@@ -140,3 +140,15 @@ def test_configs_saved_before_the_schedule_existed_load_with_a_constant_rate():
     saved = TrainConfig().to_json().replace('"learning_rate_schedule": "cosine",', "")
     assert "learning_rate_schedule" not in saved
     assert TrainConfig.from_json(saved).learning_rate_schedule == "constant"
+
+
+def test_configs_saved_before_score_scale_keep_the_scale_they_trained_with():
+    """Only cosine learned its scale then: an old scaled_dot run resumes with the fixed
+    score (`False`), the others with the default (None)."""
+    for score, expected in (("scaled_dot", False), ("cosine", None), ("dot", None)):
+        saved = TrainConfig(score=score).to_json().replace('"score_scale": null,', "")
+        assert "score_scale" not in saved
+        assert TrainConfig.from_json(saved).score_scale is expected
+    assert TrainConfig.from_json(TrainConfig(score="scaled_dot").to_json()).score_scale is None
+    with pytest.raises(ValueError, match="score_scale"):
+        TrainConfig(score_scale="yes")
