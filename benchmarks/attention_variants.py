@@ -9,7 +9,9 @@ no-attention baseline) this script
    `OUT/<variant>/`; by default the size and budget of `keras-attention train`'s
    defaults (embedding 256, encoder 256, decoder 512, 8 x 500 steps);
 2. scores the test split with `evaluate_run` (sacreBLEU greedy and beam 4, chrF, BLEU by
-   source length, all references);
+   source length, all references) and measures how peaked the trained attention is (the
+   mean largest weight and the entropy as a share of the uniform's, greedy translations
+   of 256 test sources);
 3. measures **alignment accuracy** on a synthetic task with known alignments: digit
    strings translated to French number words in *reverse* order ("3 7 1" -> "un sept
    trois"), so the aligned source token of target position t is source position
@@ -271,6 +273,39 @@ def rescore_saved_translations(run_dir: Path) -> dict:
     return evaluation
 
 
+def attention_sharpness(run_dir: Path, sentences: int = 256) -> dict | None:
+    """How peaked the trained model's attention is on the first `sentences` test sources
+    (greedy translations): the mean largest weight and the mean entropy as a share of
+    the uniform's over the real source tokens (1 = uniform). `None` without attention."""
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_attention.data import group_references, load_corpus
+    from keras_attention.training.run_directory import RunDirectory
+    from keras_attention.training.trainer import load_translator
+
+    translator = load_translator(run_dir)
+    if translator.model.attention == "none":
+        return None
+    grouped = group_references(load_corpus(RunDirectory(run_dir).test_split).pairs)
+    sources = [source for source, _ in grouped[:sentences]]
+    result = translator.translate(tf.constant(sources), translator.strategy())
+    largest, entropy = [], []
+    for weights, steps, source_tokens in zip(
+        result["attention"].numpy(),
+        result["length"].numpy(),
+        (result["source_tokens"].numpy() != b"").sum(axis=1),
+        strict=True,
+    ):
+        if steps == 0 or source_tokens < 2:
+            continue
+        rows = weights[:steps, :source_tokens]
+        largest.append(rows.max(-1).mean())
+        p = np.clip(rows, 1e-9, 1.0)
+        entropy.append((-(p * np.log(p)).sum(-1) / np.log(source_tokens)).mean())
+    return {"largest_weight": float(np.mean(largest)), "entropy": float(np.mean(entropy))}
+
+
 def train_and_evaluate(name: str, args: argparse.Namespace) -> dict:
     from keras_attention.evaluation.run_evaluation import evaluate_run
     from keras_attention.training.trainer import train
@@ -314,6 +349,7 @@ def train_and_evaluate(name: str, args: argparse.Namespace) -> dict:
         "train_seconds": round(train_seconds, 1),
         "best_val_loss": summary["best_val_loss"],
         "val_loss_by_epoch": history,
+        "attention_sharpness": attention_sharpness(run_dir),
         **rows,
         "bleu_signature": evaluation["greedy"]["bleu_signature"],
     }
@@ -338,8 +374,9 @@ def write_report(results: dict, out: Path) -> None:
 
     lines = [
         "| variant | params | steps | best val loss | BLEU greedy | BLEU beam 4 | chrF beam 4 "
-        "| beam BLEU 1-5 | 6-10 | 11-15 | 16+ |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| beam BLEU 1-5 | 6-10 | 11-15 | 16+ | largest weight | entropy |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: | ---: |",
     ]
     alignment_lines = [
         "| variant | alignment accuracy (mean) | by seed | within one position "
@@ -362,6 +399,7 @@ def write_report(results: dict, out: Path) -> None:
             continue
         best = r.get("beam", r["greedy"])
         buckets = {b["bucket"]: b["bleu"] for b in best["bleu_by_length"]}
+        sharpness = r.get("attention_sharpness")
         lines.append(
             f"| {name} | {r['parameters']:,} | {r['steps']} | {r['best_val_loss']:.3f} "
             f"| {r['greedy']['bleu']:.2f} | {r.get('beam', {}).get('bleu', float('nan')):.2f} "
@@ -369,7 +407,11 @@ def write_report(results: dict, out: Path) -> None:
             + " | ".join(
                 f"{buckets.get(b, float('nan')):.2f}" for b in ("1-5", "6-10", "11-15", "16+")
             )
-            + " |"
+            + (
+                " | n/a | n/a |"
+                if sharpness is None
+                else f" | {sharpness['largest_weight']:.3f} | {sharpness['entropy']:.3f} |"
+            )
         )
         curves[name] = best["bleu_by_length"]
     report = "\n".join(lines) + "\n\n" + "\n".join(alignment_lines) + "\n"

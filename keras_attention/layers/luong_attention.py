@@ -77,8 +77,9 @@ class LuongAttention(BaseAttention):
     that scale suits queries and keys of unit variance (a Transformer's
     projections); RNN states are small, and with the fixed scale a full-size
     translation decoder's attention was still uniform after 4,000 steps
-    (entropy 0.99 of the uniform's), no better than no attention. With `g`
-    learned it followed `"dot"` (benchmarks/RESULTS.md). `scale=False` gives
+    (entropy 0.99 of the uniform's), no better than no attention (39.5 BLEU
+    against 46.4 for `"dot"`); with `g` learned (it grew to 5.2) it trained as
+    well as the other scores (46.4; benchmarks/RESULTS.md). `scale=False` gives
     the paper's fixed score.
 
     The computation follows the steps:
