@@ -384,7 +384,9 @@ def write_report(results: dict, out: Path) -> None:
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     curves = {}
-    for name, r in results.items():
+    order = list(VARIANTS)
+    for name in sorted(results, key=lambda n: order.index(n) if n in order else len(order)):
+        r = results[name]
         if "alignment_token_accuracy" in r:
             by_seed = r["alignment_accuracy_by_seed"]
             offsets = r["alignment_commonest_offset_by_seed"]
