@@ -104,6 +104,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if not sep or name not in VARIANTS or not directory:
             parser.error(f"--run takes NAME=DIR with NAME one of {list(VARIANTS)}; got {item!r}")
         runs[name] = Path(directory)
+    if runs and args.quick:
+        # A quick evaluation would overwrite the trained run's own metrics.json.
+        parser.error("--quick evaluates 300 sentences into the run directory; not with --run")
     args.run = runs
     return args
 
@@ -322,11 +325,7 @@ def train_and_evaluate(name: str, args: argparse.Namespace) -> dict:
         metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
         summary = metrics["training"]
         train_seconds = summary["seconds"]
-    if (
-        args.run.get(name) is not None
-        and not args.quick
-        and saved_translations_are_current(run_dir)
-    ):
+    if args.run.get(name) is not None and saved_translations_are_current(run_dir):
         evaluation = rescore_saved_translations(run_dir)
     else:
         evaluation = evaluate_run(
