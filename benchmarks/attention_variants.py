@@ -25,10 +25,10 @@ It writes `OUT/results.json` (updated after each variant, so a partial run keeps
 finished), `OUT/variants.md` (the tables) and `OUT/bleu_by_length.png` (the BLEU against
 sentence length figure of Bahdanau et al., 2015, for all variants).
 
-    python benchmarks/attention_variants.py --out runs/variants            # ~3 h: 9 runs of 15-20 min
+    python benchmarks/attention_variants.py --out runs/variants       # ~3 h: 9 runs of 15-20 min
     python benchmarks/attention_variants.py --out runs/variants-1000 --steps 1000 \
         --steps-per-epoch 250 --embedding-dim 128 --encoder-units 128 --decoder-units 256
-    python benchmarks/attention_variants.py --alignment-only               # 53 min beside other jobs
+    python benchmarks/attention_variants.py --alignment-only          # 53 min beside other jobs
     python benchmarks/attention_variants.py --variants none --run none=runs/r12   # reuse a run
     python benchmarks/attention_variants.py --variants bahdanau none --steps 200 --quick
 
