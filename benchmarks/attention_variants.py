@@ -208,8 +208,10 @@ def variant_config(name: str, args: argparse.Namespace):
 IGNORED_FIELDS = ("out", "patience", "time_budget_minutes")
 
 
-def check_trained_run(name: str, run_dir: Path, expected) -> None:
-    """Refuses a run directory that was not trained as this comparison's `name`."""
+def check_trained_run(name: str, run_dir: Path, expected) -> dict:
+    """The `training` section of the run's metrics.json; refuses a run directory that was
+    not trained as this comparison's `name`."""
+    from keras_attention.training.run_directory import RunDirectory
     from keras_attention.training.train_config import TrainConfig
 
     config = TrainConfig.load(run_dir)
@@ -224,14 +226,15 @@ def check_trained_run(name: str, run_dir: Path, expected) -> None:
             f"--run {name}={run_dir}: the run was trained differently from this "
             "comparison's settings (comparison -> run): " + "; ".join(differences)
         )
-    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    training = RunDirectory(run_dir).read_metrics()["training"]
     planned = config.epochs * config.steps_per_epoch
-    done = metrics["training"]["epochs_run"] * config.steps_per_epoch
+    done = training["epochs_run"] * config.steps_per_epoch
     if done != planned:
         raise SystemExit(
             f"--run {name}={run_dir}: the run stopped after {done} of its {planned} steps "
-            f"({metrics['training'].get('stopped_by')}), so it does not compare"
+            f"({training.get('stopped_by')}), so it does not compare"
         )
+    return training
 
 
 def saved_translations_are_current(run_dir: Path) -> bool:
@@ -248,14 +251,20 @@ def saved_translations_are_current(run_dir: Path) -> bool:
     )
 
 
+def test_references(run_dir: Path) -> list[tuple[str, list[str]]]:
+    """The run's test split as `(source, all its references)`, in evaluate_run's order."""
+    from keras_attention.data import group_references, load_corpus
+    from keras_attention.training.run_directory import RunDirectory
+
+    return group_references(load_corpus(RunDirectory(run_dir).test_split).pairs)
+
+
 def rescore_saved_translations(run_dir: Path) -> dict:
     """BLEU, chrF and BLEU by length (this script's buckets) of the run's saved
     translations, without decoding again. Refuses translations of another test split."""
-    from keras_attention.data import group_references, load_corpus
     from keras_attention.evaluation.bleu import bleu_by_length, score_translations
-    from keras_attention.training.run_directory import RunDirectory
 
-    grouped = group_references(load_corpus(RunDirectory(run_dir).test_split).pairs)
+    grouped = test_references(run_dir)
     sources = [source for source, _ in grouped]
     references = [refs for _, refs in grouped]
     evaluation = {}
@@ -283,15 +292,12 @@ def attention_sharpness(run_dir: Path, sentences: int = 256) -> dict | None:
     import numpy as np
     import tensorflow as tf
 
-    from keras_attention.data import group_references, load_corpus
-    from keras_attention.training.run_directory import RunDirectory
     from keras_attention.training.trainer import load_translator
 
     translator = load_translator(run_dir)
     if translator.model.attention == "none":
         return None
-    grouped = group_references(load_corpus(RunDirectory(run_dir).test_split).pairs)
-    sources = [source for source, _ in grouped[:sentences]]
+    sources = [source for source, _ in test_references(run_dir)[:sentences]]
     result = translator.translate(tf.constant(sources), translator.strategy())
     largest, entropy = [], []
     for weights, steps, source_tokens in zip(
@@ -321,9 +327,7 @@ def train_and_evaluate(name: str, args: argparse.Namespace) -> dict:
         summary = train(config, verbose=0)
         train_seconds = time.monotonic() - started
     else:
-        check_trained_run(name, run_dir, config)
-        metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
-        summary = metrics["training"]
+        summary = check_trained_run(name, run_dir, config)
         train_seconds = summary["seconds"]
     if args.run.get(name) is not None and saved_translations_are_current(run_dir):
         evaluation = rescore_saved_translations(run_dir)

@@ -98,6 +98,26 @@ def alignment_accuracy(attention, task: AlignmentTask, tolerance: int = 0) -> fl
     """
     if isinstance(tolerance, bool) or not isinstance(tolerance, int) or tolerance < 0:
         raise ValueError(f"`tolerance` must be an int >= 0. Received: tolerance={tolerance!r}")
+    return float((np.abs(_argmax_offsets(attention, task)) <= tolerance).mean())
+
+
+def alignment_offsets(attention, task: AlignmentTask) -> dict[int, float]:
+    """How far the attention argmax is from the aligned source position, as shares.
+
+    `{offset: share}` over the task's target words, `offset = argmax - aligned`,
+    largest share first: `{0: 1.0}` is a perfect alignment, `{1: 0.9, 0: 0.1}` an
+    alignment one position to the right.
+
+    Raises:
+        ValueError: for `attention` of the wrong shape (as `alignment_accuracy`).
+    """
+    offsets, counts = np.unique(_argmax_offsets(attention, task), return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    return {int(offsets[i]): float(counts[i] / counts.sum()) for i in order}
+
+
+def _argmax_offsets(attention, task: AlignmentTask) -> np.ndarray:
+    """`argmax - aligned position` of every target word of the task (padding left out)."""
     attention = np.asarray(attention)
     count, length = task.alignment.shape
     if attention.ndim != 3 or attention.shape[0] != count or attention.shape[1] < length:
@@ -107,18 +127,4 @@ def alignment_accuracy(attention, task: AlignmentTask, tolerance: int = 0) -> fl
         )
     argmax = attention.argmax(-1)[:, :length]
     real = task.alignment >= 0
-    return float((np.abs(argmax[real] - task.alignment[real]) <= tolerance).mean())
-
-
-def alignment_offsets(attention, task: AlignmentTask) -> dict[int, float]:
-    """How far the attention argmax is from the aligned source position, as shares.
-
-    `{offset: share}` over the task's target words, `offset = argmax - aligned`,
-    largest share first: `{0: 1.0}` is a perfect alignment, `{1: 0.9, 0: 0.1}` an
-    alignment one position to the right.
-    """
-    argmax = np.asarray(attention).argmax(-1)[:, : task.alignment.shape[1]]
-    real = task.alignment >= 0
-    offsets, counts = np.unique(argmax[real] - task.alignment[real], return_counts=True)
-    order = np.argsort(-counts, kind="stable")
-    return {int(offsets[i]): float(counts[i] / counts.sum()) for i in order}
+    return argmax[real] - task.alignment[real]

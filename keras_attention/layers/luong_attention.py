@@ -10,7 +10,7 @@ from keras_attention.layers.bahdanau_attention import additive_scores
 from keras_attention.layers.base_attention import BaseAttention
 
 SCORES = ("dot", "general", "concat", "scaled_dot", "cosine", "location")
-# The scores whose scores a learned scalar multiplies unless `scale=False`.
+# The scores that a learned scalar multiplies by default (`scale=None`).
 LEARNED_SCALE_SCORES = ("cosine", "scaled_dot")
 
 # Floor of the squared norm in the cosine score, as in `tf.math.l2_normalize`, so a zero

@@ -63,6 +63,8 @@ def test_accuracy_refuses_bad_arguments():
         alignment_accuracy(attention[:2], task)
     with pytest.raises(ValueError, match=r"shape \(count=3"):
         alignment_accuracy(attention[:, :3], task)
+    with pytest.raises(ValueError, match=r"shape \(count=3"):
+        alignment_offsets(attention[:2], task)
 
 
 @pytest.mark.parametrize(
