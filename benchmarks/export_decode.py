@@ -40,7 +40,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from export import ServingSession, TranslatorExporter  # noqa: E402
+from keras_attention.export import ServingSession, TranslatorExporter  # noqa: E402
 from keras_attention.training.run_directory import RunDirectory  # noqa: E402
 from keras_attention.training.train_config import TrainConfig  # noqa: E402
 from keras_attention.training.trainer import load_translator, train  # noqa: E402

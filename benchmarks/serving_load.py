@@ -6,9 +6,9 @@ For each concurrency (default 1, 4, 16), `concurrency` threads, one
 seconds per round, against three paths:
 
 - `in-process`: the same threads call the version's Session directly
-  (TF Serving's path, `serving.server.saved_model_bundle.SavedModelBundle`),
+  (TF Serving's path, `keras_attention.serving.server.saved_model_bundle.SavedModelBundle`),
   no RPC: the baseline;
-- `gRPC`: `python -m serving` in its own process, requests run one by one
+- `gRPC`: `python -m keras_attention.serving` in its own process, requests run one by one
   (concurrently, each its own Session run);
 - `gRPC + batching`: a second server process with `--enable_batching
   --batching_parameters_file=FILE` (default: `BATCHING_PARAMETERS` below),
@@ -80,7 +80,7 @@ def _build_export(scratch: Path, steps: int) -> Path:
     """A default-size model trained for `steps` steps, exported as `scratch/export/1`."""
     from export_decode import train_small_run  # the sibling benchmark script
 
-    from export import TranslatorExporter
+    from keras_attention.export import TranslatorExporter
 
     run = train_small_run(scratch, steps, size="default")
     return TranslatorExporter.from_run(run).export(scratch / "export").path
@@ -133,7 +133,7 @@ def _median(rounds: list[dict]) -> dict:
 
 
 def _in_process(version_dir: Path, signature: str):
-    from serving.server.saved_model_bundle import SavedModelBundle
+    from keras_attention.serving.server.saved_model_bundle import SavedModelBundle
 
     bundle = SavedModelBundle("translator", 1, str(version_dir))
     bundle.load()
@@ -204,8 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-    from serving.client import TranslationClient
-    from serving.server.model_server import free_port
+    from keras_attention.serving.server.model_server import free_port
+    from keras_attention_client import TranslationClient
 
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     with tempfile.TemporaryDirectory() as scratch:

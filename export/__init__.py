@@ -1,11 +1,11 @@
 """Export trained keras-attention translators as SavedModels for TensorFlow Serving.
 
 The public names are imported lazily (through `lazy_loader`), so `import
-export.cli` (which the `keras-attention` command does to build its parser) does
+keras_attention.export.cli` (which the `keras-attention` command does to build its parser) does
 not load TensorFlow.
 
 ```python
-from export import ExportChecker, TranslatorExporter
+from keras_attention.export import ExportChecker, TranslatorExporter
 
 exported = TranslatorExporter.from_run("runs/fra-eng").export("/models/translator")
 print(ExportChecker().check(exported.path).format())

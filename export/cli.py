@@ -2,7 +2,7 @@
 
 `keras_attention.cli` wires these subcommands to the functions below, with a
 lazy import inside its handlers; `main()` runs them standalone
-(`python -m export.cli export RUN_DIR --export-dir BASE`).
+(`python -m keras_attention.export.cli export RUN_DIR --export-dir BASE`).
 """
 
 from __future__ import annotations
@@ -97,9 +97,9 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     """Exports; prints the new version's path. Returns 0, or 2 on an error."""
-    from export.export_checker import ExportChecker
-    from export.native_check import NativeCheckError, native_libraries
-    from export.translator_exporter import export_translator
+    from keras_attention.export.export_checker import ExportChecker
+    from keras_attention.export.native_check import NativeCheckError, native_libraries
+    from keras_attention.export.translator_exporter import export_translator
 
     try:
         exported = export_translator(
@@ -175,8 +175,8 @@ def add_check_export_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_check_export(args: argparse.Namespace) -> int:
     """Prints the check report. Returns 0 when the export passes, 1 when it fails."""
-    from export.allowed_ops import AllowedOps
-    from export.export_checker import ExportChecker
+    from keras_attention.export.allowed_ops import AllowedOps
+    from keras_attention.export.export_checker import ExportChecker
 
     try:
         allowed = AllowedOps.from_file(args.allowed_ops) if args.allowed_ops else None
@@ -206,7 +206,7 @@ def run_check_export(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m export.cli",
+        prog="python -m keras_attention.export.cli",
         description="Export trained translators for TensorFlow Serving and check exports.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")

@@ -12,11 +12,11 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import types_pb2
 
-from export.allowed_ops import AllowedOps
-from export.check_report import CheckReport
-from export.export_manifest import ExportManifest, file_sha256
-from export.native_check import NativeCheckError, compare_outputs, run_native
-from export.saved_model_proto import (
+from keras_attention.export.allowed_ops import AllowedOps
+from keras_attention.export.check_report import CheckReport
+from keras_attention.export.export_manifest import ExportManifest, file_sha256
+from keras_attention.export.native_check import NativeCheckError, compare_outputs, run_native
+from keras_attention.export.saved_model_proto import (
     SAVED_MODEL_PB,
     describe_signatures,
     graph_ops,
@@ -24,8 +24,8 @@ from export.saved_model_proto import (
     serve_meta_graph,
     xla_compiled_functions,
 )
-from export.serving_session import ServingSession
-from export.translation_signatures import (
+from keras_attention.export.serving_session import ServingSession
+from keras_attention.export.translation_signatures import (
     BEAM_SEARCH,
     INPUT_KEY,
     SCORE_OUTPUTS,
@@ -34,7 +34,7 @@ from export.translation_signatures import (
     TRANSLATION_KEY,
     TRANSLATION_OUTPUTS,
 )
-from serving.server.saved_model import read_warmup_requests
+from keras_attention.serving.server.saved_model import read_warmup_requests
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class ExportChecker:
        outputs of the signature's dtypes with one row per input.
     6. With `native=True`: the version is loaded again by TensorFlow's C API
        (`TF_LoadSessionFromSavedModel`, the C++ loader TF Serving calls) in a
-       process that never imports Python TensorFlow (`export.native_check`),
+       process that never imports Python TensorFlow (`keras_attention.export.native_check`),
        every warmup request is run through `TF_SessionRun`, and the outputs
        must equal step 5's (strings and integers exactly, floats within
        1e-5 relative).

@@ -1,6 +1,6 @@
 """`check-export --native`: the export on TensorFlow's C++ loader, in a process without Python TF.
 
-`run_native(path, requests)` starts `python -m export.native_session` (which
+`run_native(path, requests)` starts `python -m keras_attention.export.native_session` (which
 imports only the standard library and NumPy), hands it the wheel's
 `libtensorflow_cc.so.2`, tf-text's op libraries and the requests as JSON,
 and returns what `TF_LoadSessionFromSavedModel` + `TF_SessionRun` answered.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from export.native_session import decode_tensor, encode_tensor
+from keras_attention.export.native_session import decode_tensor, encode_tensor
 
 LIBRARY = "libtensorflow_cc.so.2"
 # float outputs (score, attention) may differ in the last bits between two runs of a kernel;
@@ -88,7 +88,7 @@ def run_native(
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     try:
         process = subprocess.run(
-            [sys.executable, "-m", "export.native_session"],
+            [sys.executable, "-m", "keras_attention.export.native_session"],
             input=json.dumps(job),
             capture_output=True,
             text=True,

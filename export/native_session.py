@@ -15,8 +15,8 @@ ships inside the tensorflow wheel (headers under
    DT_STRING tensors hold `TF_TString`s (`TF_StringInit` / `TF_StringCopy`).
 
 This module imports only the standard library and NumPy, so `python -m
-export.native_session` is a process where no Python TensorFlow graph code
-runs. `export.native_check` starts it and compares its answers with the
+keras_attention.export.native_session` is a process where no Python TensorFlow graph code
+runs. `keras_attention.export.native_check` starts it and compares its answers with the
 Python Session path; the protocol is one JSON object on stdin (`library`,
 `op_libraries`, `export_dir`, `requests`: `[{"feeds": {name: tensor},
 "fetches": [name, ...]}]`) and one on stdout (`outputs` per request, or

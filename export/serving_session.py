@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from serving.server.saved_model import load_op_libraries, load_session
+from keras_attention.serving.server.saved_model import load_op_libraries, load_session
 
 
 def load_serving_op_libraries() -> None:
@@ -19,7 +19,7 @@ def load_serving_op_libraries() -> None:
 class ServingSession:
     """A SavedModel loaded into a TF1 `Session`, as `tensorflow_model_server` does.
 
-    1. `serving.server.saved_model.load_session`, the local server's loader:
+    1. `keras_attention.serving.server.saved_model.load_session`, the local server's loader:
        tf-text's ops registered, a fresh `tf.Graph` and
        `tf.compat.v1.Session`, `tf.compat.v1.saved_model.loader.load(session,
        ["serve"], path)` (MetaGraph, variables, init op for the lookup

@@ -14,21 +14,21 @@ import numpy as np
 import tensorflow as tf
 
 import keras_attention
-from export.export_manifest import ExportManifest, file_sha256
-from export.saved_model_proto import (
+from keras_attention.export.export_manifest import ExportManifest, file_sha256
+from keras_attention.export.saved_model_proto import (
     SAVED_MODEL_PB,
     describe_signatures,
     read_saved_model,
     serve_meta_graph,
 )
-from export.translation_signatures import (
+from keras_attention.export.translation_signatures import (
     INPUT_KEY,
     SCORE_TRANSLATION,
     TRANSLATION_KEY,
     TranslationSignatures,
 )
-from export.version_directory import VersionDirectory
-from export.warmup import predict_log, write_warmup_requests
+from keras_attention.export.version_directory import VersionDirectory
+from keras_attention.export.warmup import predict_log, write_warmup_requests
 from keras_attention.translator import Translator
 
 logger = logging.getLogger(__name__)

@@ -74,7 +74,7 @@ TRAIN_HELP = {
 def add_search_arguments(parser: argparse.ArgumentParser, beam_width: int, beam_help: str) -> None:
     """`--beam-width N` (alias `--beam`), `--length-penalty A`, `--batch-size N`."""
     # One spelling across commands (the Python API's `beam_width`, as in
-    # export), the short one kept as an alias. `dest="beam"`: serving.client.cli reads it.
+    # export), the short one kept as an alias. `dest="beam"`: keras_attention_client.cli reads it.
     parser.add_argument(
         "--beam-width",
         "--beam",
@@ -249,7 +249,7 @@ def read_texts(args: argparse.Namespace) -> list[str]:
 
 def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list[dict]:
     """Translations from a TF Serving endpoint, as dicts like `translate_all`'s."""
-    from serving.client.cli import remote_translations
+    from keras_attention_client.cli import remote_translations
 
     return [
         {
@@ -295,7 +295,7 @@ def run_translate(args: argparse.Namespace) -> int:
     sampling = sampling_options(args)
     texts = read_texts(args)
     if args.server:
-        from serving.client.serving_error import ServingError
+        from keras_attention_client.serving_error import ServingError
 
         try:
             results = translate_remotely(args, texts)
@@ -372,9 +372,9 @@ def run_plot(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     # Both modules import only the standard library at module level; the
     # heavy work is imported inside their handlers.
-    from export import cli as export_cli
-    from serving.client import cli as client_cli
-    from serving.server import cli as server_cli
+    from keras_attention.export import cli as export_cli
+    from keras_attention.serving.server import cli as server_cli
+    from keras_attention_client import cli as client_cli
 
     parser = argparse.ArgumentParser(
         prog="keras-attention",
@@ -498,7 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="serve exports over TF Serving's gRPC (and REST) API, locally",
         description="A local model server speaking TensorFlow Serving's gRPC and REST APIs, "
-        "with tensorflow_model_server's flags and config files (python -m serving is the same).",
+        "with tensorflow_model_server's flags and config files (python -m keras_attention.serving is the same).",
     )
     server_cli.add_serve_arguments(serve)
     serve.set_defaults(handler=server_cli.run_serve)

@@ -1,20 +1,19 @@
-"""Clients and a local server for TensorFlow Serving's gRPC and REST APIs.
+"""The local model server, with TF Serving's gRPC and REST APIs (`keras_attention.serving`).
 
     serving/
-      client/   what a client machine needs (grpcio, protobuf, NumPy; no TensorFlow):
+      server/   the local model server (`python -m keras_attention.serving`), with TensorFlow.
+      client/   the `keras-attention-client` distribution: its own top-level package,
+                `keras_attention_client` (grpcio, protobuf, NumPy; no TensorFlow):
                 TranslationClient, RestTranslationClient, Translation, ServingError,
-                the translation contract, the wire protos; its own distribution
-                (`pip install ./serving/client`, `keras-attention-client`).
-      server/   the local model server (`python -m serving`), with TensorFlow.
+                the translation contract, the wire protos.
 
-`serving` never imports `keras_attention`, `export` or Keras: once a model is
-exported, only the client (and TF Serving, or this package's server) are
-needed.
+`keras_attention.serving` never imports Keras, the rest of `keras_attention`
+or `keras_attention.export`: once a model is exported, only the client (and TF
+Serving, or this package's server) are needed.
 
-The client's and the server's main names are importable from here (lazily, so
-`import serving` is cheap): `from serving import TranslationClient`. A machine
-with only `keras-attention-client` installed imports them from
-`serving.client`.
+The server's main names are importable from here, lazily (so the import is
+cheap): `from keras_attention.serving import ModelServer`. The clients come from
+their own package: `from keras_attention_client import TranslationClient`.
 """
 
 import lazy_loader
@@ -22,12 +21,6 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submod_attrs={
-        "client.serving_error": ["ServingError"],
-        "client.translation": ["Translation"],
-        "client.translation_client": ["TranslationClient"],
-        "client.rest_translation_client": ["RestTranslationClient"],
-        "client.model_version_status": ["ModelVersionStatus"],
-        "client.model_metadata": ["ModelMetadata"],
         "server.model_server": ["ModelServer"],
         "server.server_options": ["ServerOptions"],
         "server.servable_manager": ["ServableManager"],

@@ -1,8 +1,8 @@
-"""`python -m serving`: run the local model server with tensorflow_model_server's flags."""
+"""`python -m keras_attention.serving`: run the local model server with tensorflow_model_server's flags."""
 
 import sys
 
-from serving.server.cli import main
+from keras_attention.serving.server.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

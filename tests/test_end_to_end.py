@@ -8,17 +8,12 @@ and REST; the clients' translations equal in-process decoding.
 import numpy as np
 import pytest
 
-from export import TranslatorExporter
 from keras_attention.cli import main
+from keras_attention.export import TranslatorExporter
+from keras_attention.serving import ModelServer, ServerOptions
+from keras_attention.serving.server.model_server import free_port
 from keras_attention.training.trainer import load_translator
-from serving import (
-    ModelServer,
-    RestTranslationClient,
-    ServerOptions,
-    ServingError,
-    TranslationClient,
-)
-from serving.server.model_server import free_port
+from keras_attention_client import RestTranslationClient, ServingError, TranslationClient
 
 TEXTS = ["1 2 3", "9 8 7 6 5", "", "4 4 4 4 4 4 4", "0"]
 

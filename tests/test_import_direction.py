@@ -1,20 +1,30 @@
-"""The import direction is one way: export -> keras_attention; serving -> neither.
+"""The import direction is one way, and every import uses our own names.
 
-- `serving` never imports `keras_attention`, `export` or `keras` (only grpc, the
-  serving protos, NumPy, and TensorFlow to run a graph), anywhere, even lazily.
-- `keras_attention` never imports `export` or `serving` at module level; only
-  its CLI may import them inside a subcommand handler, so `import
-  keras_attention` never pulls them in.
+    keras_attention.export  -> keras_attention, keras_attention.serving.server, keras_attention_client
+    keras_attention.serving -> keras_attention_client (never Keras, never the rest of keras_attention)
+    keras_attention_client  -> nothing of ours (checked in tests/serving/test_client_distribution.py)
+
+- The repository's folders `export/` and `serving/` install as
+  `keras_attention.export` and `keras_attention.serving`: no file imports a
+  top-level `export` or `serving` (nothing by those names is installed), nor
+  `keras_attention.serving.client` (the client is `keras_attention_client`).
+- `keras_attention` never imports `keras_attention.export`,
+  `keras_attention.serving` or `keras_attention_client` at module level; only
+  its CLI may, inside a subcommand handler, so `import keras_attention` never
+  pulls them in.
 """
 
 import ast
 from pathlib import Path
 
+import pytest
 from helpers.subprocesses import ROOT, modules_loaded_by
+
+FOLDERS = ["keras_attention", "export", "serving", "tests", "benchmarks", "examples"]
 
 
 def _imports(path: Path) -> list[tuple[str, int, bool]]:
-    """(top-level module, line, inside a function) for every import in a file."""
+    """(module, line, inside a function) for every absolute import in a file."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found: list[tuple[str, int, bool]] = []
 
@@ -23,47 +33,80 @@ def _imports(path: Path) -> list[tuple[str, int, bool]]:
             nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
             if isinstance(child, ast.Import):
                 for alias in child.names:
-                    found.append((alias.name.split(".")[0], child.lineno, in_function))
+                    found.append((alias.name, child.lineno, in_function))
             elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
-                found.append((child.module.split(".")[0], child.lineno, in_function))
+                found.append((child.module, child.lineno, in_function))
             visit(child, nested)
 
     visit(tree, False)
     return found
 
 
-def _python_files(package: str) -> list[Path]:
-    return sorted((ROOT / package).rglob("*.py"))
+def _python_files(folder: str, exclude: str | None = None) -> list[Path]:
+    files = sorted((ROOT / folder).rglob("*.py"))
+    if exclude:
+        files = [path for path in files if not path.is_relative_to(ROOT / exclude)]
+    return files
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
 def test_the_helper_sees_nested_and_module_level_imports(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text(
-        "import keras.ops\nfrom export import x\nfrom . import local\n"
-        "def f():\n    import serving\n"
+        "import keras.ops\nfrom keras_attention.export import x\nfrom . import local\n"
+        "def f():\n    import keras_attention.serving\n"
     )
-    assert _imports(sample) == [("keras", 1, False), ("export", 2, False), ("serving", 5, True)]
+    assert _imports(sample) == [
+        ("keras.ops", 1, False),
+        ("keras_attention.export", 2, False),
+        ("keras_attention.serving", 5, True),
+    ]
 
 
-def test_serving_imports_neither_keras_attention_nor_export_nor_keras():
-    files = _python_files("serving")
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_no_file_imports_a_name_we_do_not_install(folder):
+    files = _python_files(folder)
+    assert files, f"{folder}/ has no Python files"
+    violations = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in files
+        for module, line, _ in _imports(path)
+        if module.split(".")[0] in ("export", "serving")
+        or _within(module, "keras_attention.serving.client")
+    ]
+    assert violations == []
+
+
+def test_the_server_imports_neither_keras_nor_the_rest_of_keras_attention():
+    files = _python_files("serving", exclude="serving/client")
     assert files, "serving/ has no Python files"
     violations = [
         f"{path.relative_to(ROOT)}:{line} imports {module}"
         for path in files
         for module, line, _ in _imports(path)
-        if module in ("keras_attention", "export", "keras", "tf_keras")
+        if module.split(".")[0] in ("keras", "tf_keras")
+        or (_within(module, "keras_attention") and not _within(module, "keras_attention.serving"))
     ]
     assert violations == []
 
 
-def test_keras_attention_does_not_import_export_or_serving_at_module_level():
+def test_keras_attention_does_not_import_export_serving_or_the_client_at_module_level():
     files = _python_files("keras_attention")
     assert files, "keras_attention/ has no Python files"
     violations = []
     for path in files:
         for module, line, in_function in _imports(path):
-            if module not in ("export", "serving"):
+            if not any(
+                _within(module, package)
+                for package in (
+                    "keras_attention.export",
+                    "keras_attention.serving",
+                    "keras_attention_client",
+                )
+            ):
                 continue
             # The CLI may import them lazily, inside its subcommand handlers.
             if in_function and path == ROOT / "keras_attention" / "cli.py":
@@ -72,16 +115,29 @@ def test_keras_attention_does_not_import_export_or_serving_at_module_level():
     assert violations == []
 
 
-def test_importing_serving_loads_neither_keras_attention_nor_export():
+def test_importing_the_server_loads_nothing_else_of_ours():
+    # (TensorFlow itself loads Keras; the static test above checks our own imports.)
     code = (
-        "import importlib, pkgutil, serving\n"
-        "for m in pkgutil.iter_modules(serving.__path__):\n"
-        "    if m.name != '__main__':\n"
-        "        importlib.import_module('serving.' + m.name)\n"
+        "import importlib, pkgutil, keras_attention.serving.server as server\n"
+        "for m in pkgutil.iter_modules(server.__path__):\n"
+        "    importlib.import_module('keras_attention.serving.server.' + m.name)\n"
     )
-    assert modules_loaded_by(code) & {"keras_attention", "export"} == set()
+    loaded = modules_loaded_by(code, top_level=False)
+    ours = {name for name in loaded if _within(name, "keras_attention")}
+    assert ours == {"keras_attention"} | {
+        name for name in ours if _within(name, "keras_attention.serving")
+    }
+    assert "keras_attention.serving.server.model_server" in ours
+    assert not {name.split(".")[0] for name in loaded} & {"export", "serving"}
 
 
-def test_importing_keras_attention_loads_neither_export_nor_serving():
-    loaded = modules_loaded_by("import keras_attention, keras_attention.cli")
-    assert loaded & {"serving", "export"} == set()
+def test_importing_keras_attention_loads_neither_export_nor_serving_nor_the_client():
+    loaded = modules_loaded_by("import keras_attention, keras_attention.cli", top_level=False)
+    assert "keras_attention.cli" in loaded
+    assert not {
+        name
+        for name in loaded
+        if _within(name, "keras_attention.export")
+        or _within(name, "keras_attention.serving")
+        or name.split(".")[0] in ("keras_attention_client", "export", "serving")
+    }

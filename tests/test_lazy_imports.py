@@ -5,7 +5,12 @@ import importlib
 import pytest
 from helpers.subprocesses import modules_loaded_by
 
-PACKAGES = ["keras_attention", "keras_attention.training", "export", "serving"]
+PACKAGES = [
+    "keras_attention",
+    "keras_attention.training",
+    "keras_attention.export",
+    "keras_attention.serving",
+]
 
 
 @pytest.mark.parametrize("package_name", PACKAGES)
@@ -23,8 +28,8 @@ def test_every_public_name_resolves_to_the_object_of_its_module(package_name):
 
 
 def test_from_imports_work():
-    from export import TranslatorExporter
     from keras_attention import RandomSampling, Seq2Seq
+    from keras_attention.export import TranslatorExporter
     from keras_attention.training import TrainConfig
 
     assert TranslatorExporter.__name__ == "TranslatorExporter"
@@ -33,5 +38,9 @@ def test_from_imports_work():
 
 
 def test_importing_the_packages_does_not_load_tensorflow():
-    code = "import keras_attention, keras_attention.training, export\nkeras_attention.training.TrainConfig"
+    code = (
+        "import keras_attention, keras_attention.training, keras_attention.export\n"
+        "import keras_attention.serving\n"
+        "keras_attention.training.TrainConfig"
+    )
     assert "tensorflow" not in modules_loaded_by(code)

@@ -12,7 +12,7 @@ distribution: grpcio, protobuf and NumPy only), or as part of the full package.
   compiled from `.proto` files in that folder (same bytes on the wire).
 - `keras-attention-client translate --server HOST:PORT TEXT...` (`cli`).
 
-Names are imported lazily, so `import serving.client` is cheap. (By hand, not with
+Names are imported lazily, so `import keras_attention_client` is cheap. (By hand, not with
 `lazy_loader` as the other packages: this distribution depends on grpcio, protobuf and
 NumPy only.)
 """
@@ -23,12 +23,12 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "ServingError": "serving.client.serving_error",
-    "Translation": "serving.client.translation",
-    "TranslationClient": "serving.client.translation_client",
-    "RestTranslationClient": "serving.client.rest_translation_client",
-    "ModelVersionStatus": "serving.client.model_version_status",
-    "ModelMetadata": "serving.client.model_metadata",
+    "ServingError": "keras_attention_client.serving_error",
+    "Translation": "keras_attention_client.translation",
+    "TranslationClient": "keras_attention_client.translation_client",
+    "RestTranslationClient": "keras_attention_client.rest_translation_client",
+    "ModelVersionStatus": "keras_attention_client.model_version_status",
+    "ModelMetadata": "keras_attention_client.model_metadata",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -37,7 +37,7 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'serving.client' has no attribute {name!r}")
+        raise AttributeError(f"module 'keras_attention_client' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

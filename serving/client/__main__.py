@@ -1,8 +1,8 @@
-"""`python -m serving.client translate ...`: the `keras-attention-client` command."""
+"""`python -m keras_attention_client translate ...`: the `keras-attention-client` command."""
 
 import sys
 
-from serving.client.cli import main
+from keras_attention_client.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from serving.client.translation_contract import BEAM_SEARCH, DEFAULT_SIGNATURE
+from keras_attention_client.translation_contract import BEAM_SEARCH, DEFAULT_SIGNATURE
 
 
 def add_client_arguments(
@@ -141,10 +141,10 @@ def client_from_args(args: argparse.Namespace):
     )
     root_certificates = getattr(args, "root_certificates", None)
     if server.startswith(("http://", "https://")):
-        from serving.client.rest_translation_client import RestTranslationClient
+        from keras_attention_client.rest_translation_client import RestTranslationClient
 
         return RestTranslationClient(server, cafile=root_certificates, **common)
-    from serving.client.translation_client import TranslationClient
+    from keras_attention_client.translation_client import TranslationClient
 
     return TranslationClient(
         server,
@@ -164,7 +164,7 @@ def remote_translations(args: argparse.Namespace, texts: Sequence[str]) -> list:
         ValueError: bad flags (e.g. no `--server`).
         ServingError: the server's error.
     """
-    from serving.client.serving_error import ServingError
+    from keras_attention_client.serving_error import ServingError
 
     try:
         with client_from_args(args) as client:
@@ -213,7 +213,7 @@ def run_remote_translate(
         0 on success, 1 if the server answered an error (printed to stderr as
         `error: CODE: message`), 2 for bad arguments.
     """
-    from serving.client.serving_error import ServingError
+    from keras_attention_client.serving_error import ServingError
 
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of `keras-attention-client`."""
     parser = argparse.ArgumentParser(
         prog="keras-attention-client",
-        description="Translate with a model served by TensorFlow Serving (or python -m serving), "
+        description="Translate with a model served by TensorFlow Serving (or python -m keras_attention.serving), "
         "over gRPC or REST, without TensorFlow.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -10,11 +10,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from serving.client.model_metadata import ModelMetadata
-from serving.client.model_version_status import ModelVersionStatus
-from serving.client.serving_error import ServingError
-from serving.client.translation import Translation, split_batches
-from serving.client.translation_contract import DEFAULT_SIGNATURE, TEXT_INPUT
+from keras_attention_client.model_metadata import ModelMetadata
+from keras_attention_client.model_version_status import ModelVersionStatus
+from keras_attention_client.serving_error import ServingError
+from keras_attention_client.translation import Translation, split_batches
+from keras_attention_client.translation_contract import DEFAULT_SIGNATURE, TEXT_INPUT
 
 logger = logging.getLogger(__name__)
 

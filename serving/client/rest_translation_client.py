@@ -1,4 +1,4 @@
-"""REST client for a translator served by TensorFlow Serving (or `python -m serving`)."""
+"""REST client for a translator served by TensorFlow Serving (or `python -m keras_attention.serving`)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from serving.client.client_base import (
+from keras_attention_client.client_base import (
     DEFAULT_MODEL_NAME,
     DEFAULT_SIGNATURE_NAME,
     TranslationClientBase,
 )
-from serving.client.model_metadata import ModelMetadata
-from serving.client.model_version_status import ModelVersionStatus
-from serving.client.serving_error import CODE_FOR_HTTP_STATUS, ServingError
+from keras_attention_client.model_metadata import ModelMetadata
+from keras_attention_client.model_version_status import ModelVersionStatus
+from keras_attention_client.serving_error import CODE_FOR_HTTP_STATUS, ServingError
 
 
 class RestTranslationClient(TranslationClientBase):
@@ -66,7 +66,7 @@ class RestTranslationClient(TranslationClientBase):
     Example:
 
     ```python
-    from serving.client import RestTranslationClient
+    from keras_attention_client import RestTranslationClient
 
     client = RestTranslationClient("http://localhost:8501", model_name="translator")
     print(client.translate(["Go."])[0].text)

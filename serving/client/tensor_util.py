@@ -15,7 +15,7 @@ follows the C++ `Tensor::FromProto` rules TF Serving applies:
 `ndarray_to_tensor_proto` writes the typed fields, as TF Serving does for its
 responses (`Tensor::AsProtoField`), or `tensor_content` when asked.
 
-The messages are the client's own (`serving.client.protos`); the functions
+The messages are the client's own (`keras_attention_client.protos`); the functions
 also read, and with `out=` fill, `tensorflow.TensorProto`s of the `tensorflow`
 package (the local server's), since both have the same fields.
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from serving.client.protos import tensor_pb2, tensor_shape_pb2, types_pb2
+from keras_attention_client.protos import tensor_pb2, tensor_shape_pb2, types_pb2
 
 # DataType enum numbers (tensorflow/core/framework/types.proto).
 DT_FLOAT = types_pb2.DT_FLOAT

@@ -1,4 +1,4 @@
-"""gRPC client for a translator served by TensorFlow Serving (or `python -m serving`)."""
+"""gRPC client for a translator served by TensorFlow Serving (or `python -m keras_attention.serving`)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from typing import Any
 import grpc
 import numpy as np
 
-from serving.client.client_base import (
+from keras_attention_client.client_base import (
     DEFAULT_MODEL_NAME,
     DEFAULT_SIGNATURE_NAME,
     TranslationClientBase,
 )
-from serving.client.model_metadata import ModelMetadata
-from serving.client.model_version_status import ModelVersionStatus
-from serving.client.protos import (
+from keras_attention_client.model_metadata import ModelMetadata
+from keras_attention_client.model_version_status import ModelVersionStatus
+from keras_attention_client.protos import (
     get_model_metadata_pb2,
     get_model_status_pb2,
     model_pb2,
@@ -24,8 +24,8 @@ from serving.client.protos import (
     predict_pb2,
     prediction_service_pb2_grpc,
 )
-from serving.client.serving_error import ServingError
-from serving.client.tensor_util import (
+from keras_attention_client.serving_error import ServingError
+from keras_attention_client.tensor_util import (
     TensorParseError,
     ndarray_to_tensor_proto,
     tensor_proto_to_ndarray,
@@ -38,10 +38,10 @@ class TranslationClient(TranslationClientBase):
     """Translates sentences with a model served over TF Serving's gRPC API.
 
     Talks to the real `tensorflow_model_server` or to this package's local
-    server (`python -m serving`) through `PredictionService.Predict`,
+    server (`python -m keras_attention.serving`) through `PredictionService.Predict`,
     `GetModelMetadata` and `ModelService.GetModelStatus`. Only grpcio,
     protobuf and NumPy are used: the messages come from this package's own
-    compiled subset of TF Serving's protos (`serving.client.protos`, the same
+    compiled subset of TF Serving's protos (`keras_attention_client.protos`, the same
     bytes on the wire), so no TensorFlow is imported or installed.
 
     What a call does:
@@ -88,7 +88,7 @@ class TranslationClient(TranslationClientBase):
     Example:
 
     ```python
-    from serving.client import TranslationClient
+    from keras_attention_client import TranslationClient
 
     with TranslationClient("localhost:8500", model_name="translator") as client:
         for t in client.translate(["How are you?", "I am cold."]):

@@ -1,4 +1,4 @@
-"""A local model server with TF Serving's gRPC and REST APIs (`python -m serving`).
+"""A local model server with TF Serving's gRPC and REST APIs (`python -m keras_attention.serving`).
 
 For development and tests where `tensorflow_model_server` cannot run. Needs
 TensorFlow (it runs each version in a TF1 Session, as the real server does).
@@ -13,5 +13,5 @@ TensorFlow (it runs each version in a TF1 Session, as the real server does).
   the APIs.
 
 It uses the client's `ServingError` and tensor conversions
-(`serving.client`), never the other way round.
+(`keras_attention_client`), never the other way round.
 """

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from serving.client.serving_error import ServingError
+from keras_attention_client.serving_error import ServingError
 
 logger = logging.getLogger(__name__)
 

@@ -1,12 +1,12 @@
 """The local model server's command line: `tensorflow_model_server`'s flags.
 
-`python -m serving --model_name=translator --model_base_path=/models/translator`
+`python -m keras_attention.serving --model_name=translator --model_base_path=/models/translator`
 runs the server. `keras-attention serve` wires the same functions in:
 
 ```python
 serve = subparsers.add_parser("serve", help="...")
-serving.server.cli.add_serve_arguments(serve)
-serve.set_defaults(handler=serving.server.cli.run_serve)
+keras_attention.serving.server.cli.add_serve_arguments(serve)
+serve.set_defaults(handler=keras_attention.serving.server.cli.run_serve)
 ```
 """
 
@@ -141,7 +141,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 def options_from_args(args: argparse.Namespace):
     """The `ServerOptions` the parsed flags describe (raises ValueError if inconsistent)."""
-    from serving.server.server_options import ServerOptions
+    from keras_attention.serving.server.server_options import ServerOptions
 
     values = {name: getattr(args, name) for name, *_ in _SERVE_FLAGS}
     values.update({name: getattr(args, name) for name, *_ in _SERVE_BOOL_FLAGS})
@@ -159,7 +159,7 @@ def run_serve(args: argparse.Namespace) -> int:
     """
     _configure_logging(getattr(args, "log_level", "INFO"))
     try:
-        from serving.server.model_server import ModelServer
+        from keras_attention.serving.server.model_server import ModelServer
 
         server = ModelServer(options_from_args(args))
         server.start()
@@ -185,9 +185,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of `python -m serving`."""
+    """The parser of `python -m keras_attention.serving`."""
     parser = argparse.ArgumentParser(
-        prog="python -m serving",
+        prog="python -m keras_attention.serving",
         description=(
             "A local TensorFlow Serving look-alike: serves SavedModels over TF Serving's gRPC "
             "and REST APIs, with tensorflow_model_server's flags and config files."
@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m serving [flags]`."""
+    """`python -m keras_attention.serving [flags]`."""
     args = build_parser().parse_args(argv)
     return run_serve(args)
 

@@ -7,8 +7,8 @@ import logging
 import socket
 import threading
 
-from serving.server import json_tensor
-from serving.server.rest_api_handler import RestApiHandler
+from keras_attention.serving.server import json_tensor
+from keras_attention.serving.server.rest_api_handler import RestApiHandler
 
 logger = logging.getLogger(__name__)
 

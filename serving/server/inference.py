@@ -21,15 +21,15 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import get_model_metadata_pb2, model_pb2, predict_pb2
 
-from serving.client.serving_error import ServingError, code_name
-from serving.client.tensor_util import (
+from keras_attention.serving.server.saved_model import DEFAULT_SIGNATURE
+from keras_attention.serving.server.saved_model_bundle import SavedModelBundle
+from keras_attention_client.serving_error import ServingError, code_name
+from keras_attention_client.tensor_util import (
     TensorParseError,
     dtype_string,
     ndarray_to_tensor_proto,
     tensor_proto_to_ndarray,
 )
-from serving.server.saved_model import DEFAULT_SIGNATURE
-from serving.server.saved_model_bundle import SavedModelBundle
 
 CLASSIFY_METHOD = tf.saved_model.CLASSIFY_METHOD_NAME
 REGRESS_METHOD = tf.saved_model.REGRESS_METHOD_NAME

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from tensorflow.core.framework import tensor_pb2
 
-from serving.client.serving_error import ServingError
-from serving.client.tensor_util import (
+from keras_attention_client.serving_error import ServingError
+from keras_attention_client.tensor_util import (
     DT_BOOL,
     DT_DOUBLE,
     DT_FLOAT,

@@ -11,16 +11,16 @@ import grpc
 import tensorflow as tf
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 
-from serving.client.serving_error import ServingError
-from serving.server import config_files
-from serving.server.batching import Batcher, BatchingOptions
-from serving.server.http_server import HttpServer
-from serving.server.metrics import Metrics
-from serving.server.model_service import ModelService
-from serving.server.prediction_service import PredictionService
-from serving.server.rest_api_handler import RestApiHandler
-from serving.server.servable_manager import ServableManager
-from serving.server.server_options import ServerOptions
+from keras_attention.serving.server import config_files
+from keras_attention.serving.server.batching import Batcher, BatchingOptions
+from keras_attention.serving.server.http_server import HttpServer
+from keras_attention.serving.server.metrics import Metrics
+from keras_attention.serving.server.model_service import ModelService
+from keras_attention.serving.server.prediction_service import PredictionService
+from keras_attention.serving.server.rest_api_handler import RestApiHandler
+from keras_attention.serving.server.servable_manager import ServableManager
+from keras_attention.serving.server.server_options import ServerOptions
+from keras_attention_client.serving_error import ServingError
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class ModelServer:
        file-system poller.
     2. Requests run concurrently on `grpc_max_threads` worker threads.
     3. `stop(grace)` refuses new requests, lets running ones finish for up to
-       `grace` seconds, then unloads the models. `python -m serving` calls it
+       `grace` seconds, then unloads the models. `python -m keras_attention.serving` calls it
        on SIGTERM / SIGINT.
 
     Args:

@@ -13,8 +13,8 @@ from tensorflow_serving.apis import (
     status_pb2,
 )
 
-from serving.client.serving_error import STATUS_CODES, ServingError
-from serving.server.servable_manager import ServableManager
+from keras_attention.serving.server.servable_manager import ServableManager
+from keras_attention_client.serving_error import STATUS_CODES, ServingError
 
 logger = logging.getLogger(__name__)
 

@@ -9,10 +9,15 @@ from collections.abc import Callable
 import grpc
 from tensorflow_serving.apis import model_pb2, prediction_service_pb2_grpc
 
-from serving.client.serving_error import ServingError
-from serving.server import inference
-from serving.server.metrics import REQUEST_COUNT, REQUEST_LATENCY, RUNTIME_LATENCY, Metrics
-from serving.server.servable_manager import ServableManager
+from keras_attention.serving.server import inference
+from keras_attention.serving.server.metrics import (
+    REQUEST_COUNT,
+    REQUEST_LATENCY,
+    RUNTIME_LATENCY,
+    Metrics,
+)
+from keras_attention.serving.server.servable_manager import ServableManager
+from keras_attention_client.serving_error import ServingError
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +31,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
        "Missing ModelSpec" otherwise);
     2. takes a reference on the version the spec names (`NOT_FOUND` /
        `INVALID_ARGUMENT` from the manager), so an unload waits for it;
-    3. runs it with `serving.server.inference` and TF Serving's validation, with the
+    3. runs it with `keras_attention.serving.server.inference` and TF Serving's validation, with the
        RPC's remaining deadline as the Session's `timeout_in_ms`;
     4. answers the result, or aborts with the `ServingError`'s status.
 

@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
-from serving.server.saved_model import load_session, read_warmup_requests
+from keras_attention.serving.server.saved_model import load_session, read_warmup_requests
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +20,7 @@ class SavedModelBundle:
     """A SavedModel version loaded the way `tensorflow_model_server` loads it.
 
     1. A fresh `tf.Graph` and `tf.compat.v1.Session` per version, loaded by
-       `serving.server.saved_model.load_session` (the loader `export` checks
+       `keras_attention.serving.server.saved_model.load_session` (the loader `export` checks
        its exports with): MetaGraph, variables, init op (lookup tables).
     2. Requests run the SignatureDef's tensor names with `Session.run`
        (through cached `make_callable` callables); a Session is thread-safe,

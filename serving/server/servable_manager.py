@@ -15,9 +15,9 @@ import tensorflow as tf
 from tensorflow_serving.apis import model_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving.client.serving_error import ServingError, code_name
-from serving.server import inference
-from serving.server.saved_model_bundle import SavedModelBundle
+from keras_attention.serving.server import inference
+from keras_attention.serving.server.saved_model_bundle import SavedModelBundle
+from keras_attention_client.serving_error import ServingError, code_name
 
 logger = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ class ServerOptions:
             for TLS on the gRPC port.
         enable_batching: merge concurrent Predict requests for the same
             model version and signature into one Session run
-            (`serving.server.batching`).
+            (`keras_attention.serving.server.batching`).
         batching_parameters_file: a `BatchingParameters` text proto
             (`max_batch_size`, `batch_timeout_micros`, `max_enqueued_batches`,
             `num_batch_threads`, `allowed_batch_sizes`); TF Serving's

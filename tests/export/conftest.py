@@ -23,7 +23,7 @@ def translator(run_dir):
 
 @pytest.fixture(scope="session")
 def exporter(run_dir):
-    from export import TranslatorExporter
+    from keras_attention.export import TranslatorExporter
 
     return TranslatorExporter.from_run(run_dir, beam_width=3, length_penalty=0.6)
 
@@ -38,7 +38,7 @@ def exported(exporter, tmp_path_factory):
 @pytest.fixture(scope="session")
 def serving_session(exported):
     """The export loaded as TF Serving loads it (tag "serve", TF1 Session)."""
-    from export import ServingSession
+    from keras_attention.export import ServingSession
 
     with ServingSession(exported.path) as session:
         yield session

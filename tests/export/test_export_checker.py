@@ -7,8 +7,8 @@ import shutil
 import pytest
 from tensorflow.core.protobuf import saved_model_pb2
 
-from export import AllowedOps, ExportChecker
-from export.warmup import WARMUP_FILE
+from keras_attention.export import AllowedOps, ExportChecker
+from keras_attention.export.warmup import WARMUP_FILE
 
 
 def edit_saved_model(version_dir, edit):

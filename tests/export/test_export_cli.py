@@ -1,4 +1,4 @@
-"""`keras-attention export` / `check-export` through `export.cli`."""
+"""`keras-attention export` / `check-export` through `keras_attention.export.cli`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from helpers.subprocesses import modules_loaded_by
 
-from export import ExportManifest, ServingSession
-from export.cli import (
+from keras_attention.export import ExportManifest, ServingSession
+from keras_attention.export.cli import (
     add_check_export_arguments,
     add_export_arguments,
     main,
@@ -109,4 +109,4 @@ def test_check_export_with_allowed_ops_file(exported, tmp_path, capsys):
 
 def test_cli_module_imports_no_tensorflow():
     # keras_attention.cli builds its parser with these functions: keep --help instant.
-    assert "tensorflow" not in modules_loaded_by("import export.cli")
+    assert "tensorflow" not in modules_loaded_by("import keras_attention.export.cli")

@@ -15,10 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export import ExportChecker
-from export.cli import main
-from export.native_check import NativeCheckError, compare_outputs, native_libraries, run_native
-from export.native_session import decode_tensor, encode_tensor
+from keras_attention.export import ExportChecker
+from keras_attention.export.cli import main
+from keras_attention.export.native_check import (
+    NativeCheckError,
+    compare_outputs,
+    native_libraries,
+    run_native,
+)
+from keras_attention.export.native_session import decode_tensor, encode_tensor
 
 SENTENCES = ["Hello.", "I am cold.", "", "We will go to the beach tomorrow.", "\xff bad"]
 
@@ -74,7 +79,7 @@ def test_the_native_process_never_imports_python_tensorflow(exported, serving_se
     }
     root = Path(__file__).resolve().parents[2]
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "export.native_session"],
+        [sys.executable, "-X", "importtime", "-m", "keras_attention.export.native_session"],
         input=json.dumps(job),
         capture_output=True,
         text=True,

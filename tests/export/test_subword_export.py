@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from helpers.export_testing import SENTENCES, train_export_run
 
-from export import ExportChecker, ExportManifest, ServingSession
-from export.cli import main
+from keras_attention.export import ExportChecker, ExportManifest, ServingSession
+from keras_attention.export.cli import main
 
 UNSEEN = ["Ωμέγα 😀 ŧ", "", "the dog"]
 
@@ -31,7 +31,7 @@ def subword_run(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def subword_export(subword_run, tmp_path_factory):
-    from export import TranslatorExporter
+    from keras_attention.export import TranslatorExporter
 
     base = tmp_path_factory.mktemp("subword_export")
     return TranslatorExporter.from_run(subword_run, beam_width=2).export(base)

@@ -6,10 +6,10 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import types_pb2
 
-from export import translation_signatures
-from serving.client import translation_contract as contract
-from serving.client.translation import Translation
-from serving.server import saved_model
+from keras_attention.export import translation_signatures
+from keras_attention.serving.server import saved_model
+from keras_attention_client import translation_contract as contract
+from keras_attention_client.translation import Translation
 
 
 def test_the_contract_names_are_tensorflows_constants():

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 from helpers.export_testing import SENTENCES
 
-from export import TranslationSignatures
+from keras_attention.export import TranslationSignatures
 
 
 def as_bytes(texts):

@@ -11,9 +11,9 @@ import pytest
 import tensorflow as tf
 from helpers.export_testing import SENTENCES
 
-from export import ExportManifest, TranslatorExporter
+from keras_attention.export import ExportManifest, TranslatorExporter
+from keras_attention.serving.server.saved_model import read_warmup_requests
 from keras_attention.training.train_config import TrainConfig
-from serving.server.saved_model import read_warmup_requests
 
 EXACT = ("translation", "tokens", "source_tokens", "length")
 CLOSE = ("score", "attention")
@@ -388,7 +388,7 @@ def test_failed_export_leaves_no_trace(exporter, tmp_path, monkeypatch):
 )
 def test_every_model_variant_exports_and_matches(variant, tmp_path):
     # Untrained (random) weights: parity needs deterministic outputs, not good ones.
-    from export import ServingSession
+    from keras_attention.export import ServingSession
     from keras_attention.models.seq2seq import Seq2Seq
     from keras_attention.text import TextVectorizer
     from keras_attention.translator import Translator

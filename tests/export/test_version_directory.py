@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from export import VersionDirectory
+from keras_attention.export import VersionDirectory
 
 
 def test_versions_are_the_integer_named_directories(tmp_path):
@@ -122,7 +122,7 @@ def test_stale_unlocked_staging_is_removed_by_the_next_export(tmp_path):
     """An export killed with SIGKILL leaves its staging directory; the next one cleans it."""
     script = (
         "import sys, time\n"
-        "from export.version_directory import VersionDirectory\n"
+        "from keras_attention.export.version_directory import VersionDirectory\n"
         "with VersionDirectory(sys.argv[1]).staging() as staging:\n"
         "    (staging / 'saved_model.pb').write_text('half')\n"
         "    print(staging, flush=True)\n"

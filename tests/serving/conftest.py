@@ -61,8 +61,8 @@ def multi_model_config(exports, translator_base, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def server(multi_model_config):
     """One running server (gRPC + REST) with both models, shared by read-only tests."""
-    from serving import ModelServer, ServerOptions
-    from serving.server.model_server import free_port
+    from keras_attention.serving import ModelServer, ServerOptions
+    from keras_attention.serving.server.model_server import free_port
 
     options = ServerOptions(
         port=0,

@@ -17,10 +17,11 @@ from helpers.serving import add_version
 from helpers.stand_in_export import reference_outputs
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-from serving import ModelServer, ServerOptions, ServingError
-from serving.client.tensor_util import ndarray_to_tensor_proto, tensor_proto_to_ndarray
-from serving.server import config_files
-from serving.server.batching import Batcher, BatchingOptions
+from keras_attention.serving import ModelServer, ServerOptions
+from keras_attention.serving.server import config_files
+from keras_attention.serving.server.batching import Batcher, BatchingOptions
+from keras_attention_client import ServingError
+from keras_attention_client.tensor_util import ndarray_to_tensor_proto, tensor_proto_to_ndarray
 
 FEED = "text:0"
 FETCHES = ["echo:0", "padded:0"]

@@ -1,4 +1,4 @@
-"""`python -m serving` (SIGTERM during load) and the remote-translate entry point."""
+"""`python -m keras_attention.serving` (SIGTERM during load) and the remote-translate entry point."""
 
 import argparse
 import io
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from helpers.serving import add_version, arrived, gate_inputs, wait_for
 
-from serving import ServingError, TranslationClient
-from serving.client import cli as client_cli
-from serving.server import cli
-from serving.server.model_server import free_port
+from keras_attention.serving.server import cli
+from keras_attention.serving.server.model_server import free_port
+from keras_attention_client import ServingError, TranslationClient
+from keras_attention_client import cli as client_cli
 
 
 def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
@@ -27,7 +27,7 @@ def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
     command = [
         sys.executable,
         "-m",
-        "serving",
+        "keras_attention.serving",
         f"--port={port}",
         "--model_name=gate",
         f"--model_base_path={base}",

@@ -8,15 +8,16 @@ import pytest
 from google.protobuf import descriptor_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import ModelServer, ServerOptions, TranslationClient
-from serving.server import config_files
-from serving.server.model_server import free_port
+from keras_attention.serving import ModelServer, ServerOptions
+from keras_attention.serving.server import config_files
+from keras_attention.serving.server.model_server import free_port
+from keras_attention_client import TranslationClient
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 # Field lines of the message definitions in tensorflow/serving, copied from
 # session_bundle_config.proto, monitoring_config.proto and ssl_config.proto: the
-# hand-built schemas in serving.server.config_files must match them.
+# hand-built schemas in keras_attention.serving.server.config_files must match them.
 PROTO_SOURCES = {
     "BatchingParameters": """
   google.protobuf.Int64Value max_batch_size = 1;

@@ -1,12 +1,12 @@
-"""serving.server.inference helpers: TensorFlow runtime errors keep their code; model specs."""
+"""keras_attention.serving.server.inference helpers: TensorFlow runtime errors keep their code; model specs."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import model_pb2
 
-from serving.client.serving_error import ServingError
-from serving.server import inference
+from keras_attention.serving.server import inference
+from keras_attention_client.serving_error import ServingError
 
 
 class _FailingBundle:
@@ -51,7 +51,7 @@ def test_make_model_spec_names_the_default_signature():
 def test_outputs_are_typed_fields_like_tf_serving(server):
     from tensorflow_serving.apis import predict_pb2
 
-    from serving.client.tensor_util import ndarray_to_tensor_proto
+    from keras_attention_client.tensor_util import ndarray_to_tensor_proto
 
     request = predict_pb2.PredictRequest()
     request.model_spec.name = "translator"

@@ -9,9 +9,9 @@ from tensorflow.core.framework import types_pb2
 from tensorflow.core.protobuf import meta_graph_pb2
 from tensorflow_serving.apis import predict_pb2
 
-from serving.client.serving_error import ServingError
-from serving.client.tensor_util import tensor_proto_to_ndarray
-from serving.server import json_tensor
+from keras_attention.serving.server import json_tensor
+from keras_attention_client.serving_error import ServingError
+from keras_attention_client.tensor_util import tensor_proto_to_ndarray
 
 
 def _infos(**dtypes):

@@ -2,7 +2,12 @@
 
 import threading
 
-from serving.server.metrics import LATENCY_BUCKETS_US, REQUEST_COUNT, REQUEST_LATENCY, Metrics
+from keras_attention.serving.server.metrics import (
+    LATENCY_BUCKETS_US,
+    REQUEST_COUNT,
+    REQUEST_LATENCY,
+    Metrics,
+)
 
 
 def test_counters_accumulate_across_threads():

@@ -18,8 +18,9 @@ from helpers.serving import (
 )
 from helpers.stand_in_export import reference_outputs
 
-from serving import ModelServer, ServerOptions, ServingError, Translation, TranslationClient
-from serving.server.model_server import free_port
+from keras_attention.serving import ModelServer, ServerOptions
+from keras_attention.serving.server.model_server import free_port
+from keras_attention_client import ServingError, Translation, TranslationClient
 
 
 @pytest.mark.parametrize("signature", ["serving_default", "beam_search"])

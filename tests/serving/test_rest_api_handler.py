@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from helpers.serving import session_outputs
 
-from serving import ModelServer, ServerOptions
-from serving.server.model_server import free_port
+from keras_attention.serving import ModelServer, ServerOptions
+from keras_attention.serving.server.model_server import free_port
 
 
 def _call(server, method, path, body=None, raw: bytes | None = None):

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from helpers.serving import TEXTS
 
-from serving import RestTranslationClient, ServingError, TranslationClient
-from serving.server.model_server import free_port
+from keras_attention.serving.server.model_server import free_port
+from keras_attention_client import RestTranslationClient, ServingError, TranslationClient
 
 
 @pytest.mark.parametrize("signature", ["serving_default", "beam_search"])
@@ -72,7 +72,7 @@ def test_connection_refused_is_unavailable_and_retried(caplog):
     client = RestTranslationClient(
         f"http://127.0.0.1:{free_port()}", model_name="m", max_retries=2, initial_backoff=0.05
     )
-    with caplog.at_level(logging.WARNING, logger="serving.client.client_base"):
+    with caplog.at_level(logging.WARNING, logger="keras_attention_client.client_base"):
         with pytest.raises(ServingError) as caught:
             client.translate(["a"])
     assert caught.value.code == "UNAVAILABLE"

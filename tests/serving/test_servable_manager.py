@@ -17,9 +17,10 @@ from tensorflow_serving.apis import (
 )
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import ModelServer, ServerOptions, ServingError, TranslationClient
-from serving.server.config_files import parse_text_proto
-from serving.server.servable_manager import ServableManager, VersionState
+from keras_attention.serving import ModelServer, ServerOptions
+from keras_attention.serving.server.config_files import parse_text_proto
+from keras_attention.serving.server.servable_manager import ServableManager, VersionState
+from keras_attention_client import ServingError, TranslationClient
 
 POLL = 0.2
 
@@ -236,7 +237,7 @@ def test_unloading_waits_for_requests_holding_the_version(exports, tmp_path):
 def test_missing_base_path_then_created(exports, tmp_path, caplog):
     base = tmp_path / "later"
     manager = _manager(base)
-    with caplog.at_level(logging.ERROR, logger="serving.server.servable_manager"):
+    with caplog.at_level(logging.ERROR, logger="keras_attention.serving.server.servable_manager"):
         manager.start()
     assert "Could not find base path" in caplog.text
     with pytest.raises(ServingError, match=r"Servable not found for request: Latest\(m\)"):

@@ -5,7 +5,7 @@ import pickle
 import grpc
 import pytest
 
-from serving.client.serving_error import (
+from keras_attention_client.serving_error import (
     CODE_FOR_HTTP_STATUS,
     HTTP_STATUS_FOR_CODE,
     STATUS_CODES,

@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2 as tf_tensor_pb2
 
-from serving.client.protos import tensor_pb2, types_pb2
-from serving.client.tensor_util import (
+from keras_attention_client.protos import tensor_pb2, types_pb2
+from keras_attention_client.tensor_util import (
     TensorParseError,
     dtype_string,
     ndarray_to_tensor_proto,

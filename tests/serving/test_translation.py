@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from helpers.stand_in_export import reference_outputs
 
-from serving.client.translation import TRANSLATION_OUTPUTS, Translation, split_batches
+from keras_attention_client.translation import TRANSLATION_OUTPUTS, Translation, split_batches
 
 
 def _padded_batch():

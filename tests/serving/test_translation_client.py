@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from helpers.serving import TEXTS
 
-from serving import ModelServer, ServerOptions, ServingError, TranslationClient
-from serving.client import client_base
-from serving.server.metrics import REQUEST_COUNT
-from serving.server.model_server import free_port
+from keras_attention.serving import ModelServer, ServerOptions
+from keras_attention.serving.server.metrics import REQUEST_COUNT
+from keras_attention.serving.server.model_server import free_port
+from keras_attention_client import ServingError, TranslationClient, client_base
 
 RETRY_LOGGER = client_base.logger.name
 

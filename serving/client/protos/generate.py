@@ -3,11 +3,12 @@
     pip install "grpcio-tools==1.85.1"    # or: pip install -e ".[test]"
     python serving/client/protos/generate.py
 
-Runs `grpc_tools.protoc` from the repository root (so the generated modules
-import each other as `serving.client.protos.*`), then points each module at
-the private descriptor pool of `_pool.py` instead of protobuf's default one.
-`tests/serving/client/test_protos.py` checks that the checked-in files are
-what this script writes.
+Runs `grpc_tools.protoc` on a copy of the `.proto` files laid out as the
+installed package (`keras_attention_client/protos/`, so the generated modules
+import each other as `keras_attention_client.protos.*`), then points each module
+at the private descriptor pool of `_pool.py` instead of protobuf's default one.
+`tests/serving/test_protos.py` checks that the checked-in files are what this
+script writes.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 PROTOS = Path(__file__).resolve().parent
-ROOT = PROTOS.parents[2]
-PACKAGE = "serving/client/protos"
+PACKAGE = "keras_attention_client/protos"
 _DEFAULT_POOL = "_descriptor_pool.Default()"
 
 
@@ -30,13 +31,17 @@ def generate(out_dir: str | os.PathLike = PROTOS) -> list[Path]:
     import grpc_tools
     from grpc_tools import protoc
 
-    sources = sorted(str(p.relative_to(ROOT)) for p in PROTOS.glob("*.proto"))
     include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
     with tempfile.TemporaryDirectory() as tmp:
-        args = ["protoc", f"-I{ROOT}", f"-I{include}", f"--python_out={tmp}"]
+        staged = Path(tmp) / "src"
+        (staged / PACKAGE).mkdir(parents=True)
+        for proto in PROTOS.glob("*.proto"):
+            shutil.copyfile(proto, staged / PACKAGE / proto.name)
+        sources = sorted(f"{PACKAGE}/{p.name}" for p in PROTOS.glob("*.proto"))
+        args = ["protoc", f"-I{staged}", f"-I{include}", f"--python_out={tmp}"]
         args += [f"--grpc_python_out={tmp}", *sources]
         cwd = os.getcwd()
-        os.chdir(ROOT)
+        os.chdir(staged)
         try:
             status = protoc.main(args)
         finally:
@@ -54,7 +59,7 @@ def generate(out_dir: str | os.PathLike = PROTOS) -> list[Path]:
                 text = text.replace(_DEFAULT_POOL, "_pool.POOL")
                 text = re.sub(
                     r"(# @@protoc_insertion_point\(imports\)\n)",
-                    r"\1\nfrom serving.client.protos import _pool\n",
+                    r"\1\nfrom keras_attention_client.protos import _pool\n",
                     text,
                     count=1,
                 )

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from serving.client.protos import get_model_status_pb2 as serving_dot_client_dot_protos_dot_get__model__status__pb2
+from keras_attention_client.protos import get_model_status_pb2 as keras__attention__client_dot_protos_dot_get__model__status__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in serving/client/protos/model_service_pb2_grpc.py depends on'
+        + ' but the generated code in keras_attention_client/protos/model_service_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,8 +36,8 @@ class ModelServiceStub:
         """
         self.GetModelStatus = channel.unary_unary(
                 '/tensorflow.serving.ModelService/GetModelStatus',
-                request_serializer=serving_dot_client_dot_protos_dot_get__model__status__pb2.GetModelStatusRequest.SerializeToString,
-                response_deserializer=serving_dot_client_dot_protos_dot_get__model__status__pb2.GetModelStatusResponse.FromString,
+                request_serializer=keras__attention__client_dot_protos_dot_get__model__status__pb2.GetModelStatusRequest.SerializeToString,
+                response_deserializer=keras__attention__client_dot_protos_dot_get__model__status__pb2.GetModelStatusResponse.FromString,
                 _registered_method=True)
 
 
@@ -55,8 +55,8 @@ def add_ModelServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'GetModelStatus': grpc.unary_unary_rpc_method_handler(
                     servicer.GetModelStatus,
-                    request_deserializer=serving_dot_client_dot_protos_dot_get__model__status__pb2.GetModelStatusRequest.FromString,
-                    response_serializer=serving_dot_client_dot_protos_dot_get__model__status__pb2.GetModelStatusResponse.SerializeToString,
+                    request_deserializer=keras__attention__client_dot_protos_dot_get__model__status__pb2.GetModelStatusRequest.FromString,
+                    response_serializer=keras__attention__client_dot_protos_dot_get__model__status__pb2.GetModelStatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -84,8 +84,8 @@ class ModelService:
             request,
             target,
             '/tensorflow.serving.ModelService/GetModelStatus',
-            serving_dot_client_dot_protos_dot_get__model__status__pb2.GetModelStatusRequest.SerializeToString,
-            serving_dot_client_dot_protos_dot_get__model__status__pb2.GetModelStatusResponse.FromString,
+            keras__attention__client_dot_protos_dot_get__model__status__pb2.GetModelStatusRequest.SerializeToString,
+            keras__attention__client_dot_protos_dot_get__model__status__pb2.GetModelStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,

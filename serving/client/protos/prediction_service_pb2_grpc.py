@@ -3,8 +3,8 @@
 import grpc
 import warnings
 
-from serving.client.protos import get_model_metadata_pb2 as serving_dot_client_dot_protos_dot_get__model__metadata__pb2
-from serving.client.protos import predict_pb2 as serving_dot_client_dot_protos_dot_predict__pb2
+from keras_attention_client.protos import get_model_metadata_pb2 as keras__attention__client_dot_protos_dot_get__model__metadata__pb2
+from keras_attention_client.protos import predict_pb2 as keras__attention__client_dot_protos_dot_predict__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -19,7 +19,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in serving/client/protos/prediction_service_pb2_grpc.py depends on'
+        + ' but the generated code in keras_attention_client/protos/prediction_service_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -37,13 +37,13 @@ class PredictionServiceStub:
         """
         self.Predict = channel.unary_unary(
                 '/tensorflow.serving.PredictionService/Predict',
-                request_serializer=serving_dot_client_dot_protos_dot_predict__pb2.PredictRequest.SerializeToString,
-                response_deserializer=serving_dot_client_dot_protos_dot_predict__pb2.PredictResponse.FromString,
+                request_serializer=keras__attention__client_dot_protos_dot_predict__pb2.PredictRequest.SerializeToString,
+                response_deserializer=keras__attention__client_dot_protos_dot_predict__pb2.PredictResponse.FromString,
                 _registered_method=True)
         self.GetModelMetadata = channel.unary_unary(
                 '/tensorflow.serving.PredictionService/GetModelMetadata',
-                request_serializer=serving_dot_client_dot_protos_dot_get__model__metadata__pb2.GetModelMetadataRequest.SerializeToString,
-                response_deserializer=serving_dot_client_dot_protos_dot_get__model__metadata__pb2.GetModelMetadataResponse.FromString,
+                request_serializer=keras__attention__client_dot_protos_dot_get__model__metadata__pb2.GetModelMetadataRequest.SerializeToString,
+                response_deserializer=keras__attention__client_dot_protos_dot_get__model__metadata__pb2.GetModelMetadataResponse.FromString,
                 _registered_method=True)
 
 
@@ -67,13 +67,13 @@ def add_PredictionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Predict': grpc.unary_unary_rpc_method_handler(
                     servicer.Predict,
-                    request_deserializer=serving_dot_client_dot_protos_dot_predict__pb2.PredictRequest.FromString,
-                    response_serializer=serving_dot_client_dot_protos_dot_predict__pb2.PredictResponse.SerializeToString,
+                    request_deserializer=keras__attention__client_dot_protos_dot_predict__pb2.PredictRequest.FromString,
+                    response_serializer=keras__attention__client_dot_protos_dot_predict__pb2.PredictResponse.SerializeToString,
             ),
             'GetModelMetadata': grpc.unary_unary_rpc_method_handler(
                     servicer.GetModelMetadata,
-                    request_deserializer=serving_dot_client_dot_protos_dot_get__model__metadata__pb2.GetModelMetadataRequest.FromString,
-                    response_serializer=serving_dot_client_dot_protos_dot_get__model__metadata__pb2.GetModelMetadataResponse.SerializeToString,
+                    request_deserializer=keras__attention__client_dot_protos_dot_get__model__metadata__pb2.GetModelMetadataRequest.FromString,
+                    response_serializer=keras__attention__client_dot_protos_dot_get__model__metadata__pb2.GetModelMetadataResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -101,8 +101,8 @@ class PredictionService:
             request,
             target,
             '/tensorflow.serving.PredictionService/Predict',
-            serving_dot_client_dot_protos_dot_predict__pb2.PredictRequest.SerializeToString,
-            serving_dot_client_dot_protos_dot_predict__pb2.PredictResponse.FromString,
+            keras__attention__client_dot_protos_dot_predict__pb2.PredictRequest.SerializeToString,
+            keras__attention__client_dot_protos_dot_predict__pb2.PredictResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -128,8 +128,8 @@ class PredictionService:
             request,
             target,
             '/tensorflow.serving.PredictionService/GetModelMetadata',
-            serving_dot_client_dot_protos_dot_get__model__metadata__pb2.GetModelMetadataRequest.SerializeToString,
-            serving_dot_client_dot_protos_dot_get__model__metadata__pb2.GetModelMetadataResponse.FromString,
+            keras__attention__client_dot_protos_dot_get__model__metadata__pb2.GetModelMetadataRequest.SerializeToString,
+            keras__attention__client_dot_protos_dot_get__model__metadata__pb2.GetModelMetadataResponse.FromString,
             options,
             channel_credentials,
             insecure,
