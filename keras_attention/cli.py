@@ -163,6 +163,13 @@ def run_train(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return interrupted.exit_code
+    if summary.get("already_completed"):
+        epochs = summary["epochs_run"]
+        print(
+            f"keras-attention train: {args.out} already completed ({epochs} "
+            f"epoch{'s' if epochs != 1 else ''}); nothing to do"
+        )
+        return 0
     best = summary["best_val_loss"]
     print(
         f"Trained {summary['epochs_run']} epochs in {summary['seconds']:.0f} s; "
@@ -373,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Both modules import only the standard library at module level; the
     # heavy work is imported inside their handlers.
     from keras_attention.export import cli as export_cli
+    from keras_attention.installation import VersionAction
     from keras_attention.serving.server import cli as server_cli
     from keras_attention_client import cli as client_cli
 
@@ -384,6 +392,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
+    parser.add_argument(
+        "--version",
+        action=VersionAction,
+        help="print the installed version and exit; warns if another distribution "
+        "also installs the keras_attention package",
+    )
     # Every command takes -v/--verbose too (SUPPRESS: unset, it keeps the top-level value).
     verbose = argparse.ArgumentParser(add_help=False)
     verbose.add_argument(

@@ -155,3 +155,46 @@ def test_bad_sampling_values_give_a_clear_error(trained_digits_run, capsys):
 def test_bad_input_gives_a_clear_error(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def train_argv(config) -> list[str]:
+    """`keras-attention train` flags that give exactly `config`."""
+    import dataclasses
+
+    argv = ["train"]
+    for field in dataclasses.fields(config):
+        flag, value = "--" + field.name.replace("_", "-"), getattr(config, field.name)
+        if isinstance(value, bool):
+            argv.append(flag if value else "--no-" + flag[2:])
+        elif value is not None:
+            argv += [flag, str(value)]
+        elif field.type != "bool | None":  # an optional boolean's default is its absence
+            argv += [flag, "none"]
+    return argv
+
+
+def test_train_twice_has_nothing_to_do_and_other_options_are_refused(
+    trained_digits_run, tmp_path, capsys
+):
+    from keras_attention.training.train_config import TrainConfig
+
+    run = tmp_path / "fra-eng"
+    shutil.copytree(trained_digits_run, run)
+    config = TrainConfig.load(run)
+    config.out = str(run)
+    argv = train_argv(config)
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert (
+        captured.out
+        == f"keras-attention train: {run} already completed (3 epochs); nothing to do\n"
+    )
+    assert captured.err == ""
+    # So `train && evaluate`, pasted again, runs through.
+    assert main(["evaluate", str(run), "--beam-width", "1", "--max-sentences", "5"]) == 0
+    capsys.readouterr()
+
+    assert main([*argv, "--epochs", "5", "--batch-size", "16"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"keras-attention train: error: '{run}' already holds a completed")
+    assert "batch_size: 32 -> 16; epochs: 3 -> 5 (saved -> given)" in err

@@ -172,11 +172,50 @@ _RESTART_LEFTOVERS = (
 )
 
 
+def is_completed(run: RunDirectory) -> bool:
+    """Whether `run`'s training has ended (state.json, or metrics.json for older runs)."""
+    if read_state(run).get("state") == COMPLETED:
+        return True
+    return bool(run.read_metrics().get("training", {}).get("completed"))
+
+
+def completed_with(run: RunDirectory, config) -> bool:
+    """Whether `run` already completed its training with `config` (any `out` spelling).
+
+    `False` for a run that has not completed (or a directory with no run).
+
+    Raises:
+        ValueError: `run` completed with other options; the message lists
+            just the fields that differ, `batch_size: 64 -> 32`.
+    """
+    from keras_attention.training.train_config import TrainConfig
+
+    if not is_completed(run):
+        return False
+    where = str(run.path)
+    done = epochs_done(run)
+    if not run.config.is_file():
+        raise ValueError(
+            f"{where!r} already holds a completed training run ({done} epochs) without its "
+            "config.json; train into another --out directory"
+        )
+    differences = TrainConfig.load(run.path).differences(config)
+    if differences:
+        raise ValueError(
+            f"{where!r} already holds a completed training run ({done} "
+            f"epoch{'s' if done != 1 else ''}) trained with other options: "
+            f"{'; '.join(differences)} (saved -> given). Evaluate it as it is, or train into "
+            "another --out directory."
+        )
+    return True
+
+
 def claim_run_directory(run: RunDirectory, config) -> int:
     """Checks that `config` may train into `run`; returns the epochs done before.
 
     - A directory another live process is training into is refused.
-    - A completed run is refused.
+    - A completed run is refused (`completed_with` tells a caller first
+      whether it completed with the same options, i.e. there is nothing to do).
     - A run with completed epochs resumes only with the same config (any
       `out` spelling); otherwise the error lists just the fields that differ,
       `batch_size: 64 -> 32`.
@@ -195,10 +234,9 @@ def claim_run_directory(run: RunDirectory, config) -> int:
     pid = other_live_trainer(run)
     if pid is not None:
         raise ValueError(f"{where!r} is being trained by another process (pid {pid})")
-    state = read_state(run)
-    if state.get("state") == COMPLETED or run.read_metrics().get("training", {}).get("completed"):
+    if completed_with(run, config):
         raise ValueError(
-            f"{where!r} already holds a completed training run; "
+            f"{where!r} already holds a completed training run with these options; "
             "evaluate it or train into another --out directory"
         )
     if not run.config.is_file():

@@ -202,11 +202,26 @@ def train(
     `epochs_run` counts all epochs of the run, over resumes;
     `epochs_this_session` those of this call.
 
+    A run that already completed with the same `config` (any `out`
+    spelling) is left as it is: nothing is read or written, and its recorded
+    summary is returned with `already_completed: True` and
+    `epochs_this_session: 0`. So the same command can run twice.
+
     Raises:
         ValueError: bad corpus or options, or a directory that cannot take
-            this run (see `run_state.claim_run_directory`).
+            this run (see `run_state.claim_run_directory`), e.g. one that
+            completed with other options.
         TrainingInterrupted: a signal stopped the training.
     """
+    finished = RunDirectory(config.out)
+    if run_state.completed_with(finished, config):
+        recorded = finished.read_metrics().get("training", {})
+        return {
+            **recorded,
+            "epochs_run": recorded.get("epochs_run", run_state.epochs_done(finished)),
+            "epochs_this_session": 0,
+            "already_completed": True,
+        }
     distribution = dist.as_distribution(distribute)
     interrupt = InterruptOnSignal()
     run = None

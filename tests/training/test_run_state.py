@@ -92,9 +92,26 @@ def test_a_run_with_no_completed_epoch_never_blocks_a_retry(tmp_path):
 
 def test_a_completed_run_is_refused(tmp_path):
     run = make_run(tmp_path, history_rows=3, model=b"m")
+    assert not run_state.completed_with(run, TrainConfig())
     run_state.write_state(run, run_state.COMPLETED, epochs_done=3)
-    with pytest.raises(ValueError, match="already holds a completed training run"):
+    # The same options: completed, nothing to train (claiming it is still refused).
+    assert run_state.completed_with(run, TrainConfig(out="spelled/differently"))
+    with pytest.raises(ValueError, match="already holds a completed training run with these"):
         run_state.claim_run_directory(run, TrainConfig())
+    # Other options: refused, naming just the fields that differ.
+    for check in (run_state.completed_with, run_state.claim_run_directory):
+        with pytest.raises(ValueError) as error:
+            check(run, TrainConfig(epochs=12, cell="lstm"))
+        message = str(error.value)
+        assert "already holds a completed training run (3 epochs)" in message
+        assert "cell: 'gru' -> 'lstm'; epochs: 8 -> 12 (saved -> given)" in message
+
+
+def test_a_run_completed_before_state_files_reads_as_completed(tmp_path):
+    run = make_run(tmp_path, history_rows=2, model=b"m")
+    run.update_metrics(training={"completed": True, "epochs_run": 2})
+    assert run_state.is_completed(run)
+    assert run_state.completed_with(run, TrainConfig())
 
 
 def test_evaluation_goes_stale_when_the_model_changes(tmp_path):

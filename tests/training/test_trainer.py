@@ -48,15 +48,23 @@ def test_run_directory_holds_everything(trained_digits_run):
     assert not run.backup.exists(), "the resume backup is removed after a completed run"
 
 
-def test_rerun_of_completed_run_is_refused(trained_digits_run, digits_corpus, make_train_config):
-    with pytest.raises(ValueError, match="already holds a completed training run"):
-        train(make_train_config(digits_corpus, trained_digits_run), verbose=0)
+def test_rerun_of_completed_run_has_nothing_to_do(
+    trained_digits_run, digits_corpus, make_train_config
+):
+    run = RunDirectory(trained_digits_run)
+    before = {path: path.stat().st_mtime_ns for path in run.path.rglob("*")}
+    summary = train(make_train_config(digits_corpus, trained_digits_run), verbose=0)
+    assert summary["already_completed"] is True
+    assert (summary["epochs_run"], summary["epochs_this_session"]) == (3, 0)
+    assert summary["best_val_loss"] == run.read_metrics()["training"]["best_val_loss"]
+    after = {path: path.stat().st_mtime_ns for path in run.path.rglob("*")}
+    assert after == before, "nothing in the run directory is written"
 
 
 def test_rerun_of_completed_run_with_another_config_is_refused(
     trained_digits_run, digits_corpus, make_train_config
 ):
-    with pytest.raises(ValueError, match="already holds a completed training run"):
+    with pytest.raises(ValueError, match=r"completed training run \(3 epochs\).*epochs: 3 -> 5"):
         train(make_train_config(digits_corpus, trained_digits_run, epochs=5), verbose=0)
 
 
