@@ -59,15 +59,18 @@ class BahdanauAttention(BaseAttention):
     `()` and `score_bias` (`b`) `(units,)`.
 
     Args:
-        units: Positive integer, the size of the hidden layer of the score.
+        units: Positive integer, the size of the hidden layer of the score
+            (required).
         normalize: Boolean, use the weight-normalized score. Defaults to `False`.
         kernel_initializer: Initializer of `W_q`, `W_k` and `v`. Defaults to
             `"glorot_uniform"`.
         kernel_regularizer: Optional regularizer of `W_q`, `W_k` and `v`.
+            Defaults to `None`.
         hard: Boolean, hard (argmax, one-hot) attention instead of the softmax.
             Not differentiable with respect to the scores. Defaults to `False`.
         dropout: Float in `[0, 1)`, dropout on the weights during training.
-        seed: Optional integer, the seed of the dropout.
+            Defaults to `0.0`.
+        seed: Optional integer, the seed of the dropout. Defaults to `None`.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -80,6 +83,8 @@ class BahdanauAttention(BaseAttention):
             zero context and weights. Defaults to the Keras mask of `query`.
         training: Boolean, whether dropout is applied.
         hard: Optional boolean overriding `hard` for this call.
+        use_causal_mask: Boolean, mask value positions `j > i` for query step
+            `i` (rank-3 query). Defaults to `False`.
 
     Returns:
         `(context, weights)`: `context` of shape `(batch_size, dv)` or

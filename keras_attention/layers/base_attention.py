@@ -59,7 +59,7 @@ class BaseAttention(keras.layers.Layer):
             overridden per call. Defaults to `False`.
         dropout: Float in `[0, 1)`. Fraction of the attention weights to drop
             during training. Defaults to `0.0`.
-        seed: Optional integer, the seed of the dropout.
+        seed: Optional integer, the seed of the dropout. Defaults to `None`.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -82,12 +82,12 @@ class BaseAttention(keras.layers.Layer):
             `False`.
 
     Returns:
-        A tuple `(context, weights)`:
-        - `context`: `(batch_size, dv)` or `(batch_size, Tq, dv)`.
-        - `weights`: `(batch_size, Tv)` or `(batch_size, Tq, Tv)`, always
-          float32 (the softmax is computed in float32 and returned unrounded,
-          also under `mixed_bfloat16`). Each row sums to 1 over the unmasked
-          positions (before dropout) and `context == weights @ values`.
+        A tuple `(context, weights)`: `context` of shape `(batch_size, dv)` or
+        `(batch_size, Tq, dv)`; `weights` of shape `(batch_size, Tv)` or
+        `(batch_size, Tq, Tv)`, always float32 (the softmax is computed in
+        float32 and returned unrounded, also under `mixed_bfloat16`). Each row
+        of `weights` sums to 1 over the unmasked positions (before dropout) and
+        `context == weights @ values`.
 
     Output masks: for a rank-3 query both outputs carry the query's Keras mask
     (as `keras.layers.Attention` does); a rank-2 query gives outputs without a

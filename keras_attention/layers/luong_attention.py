@@ -29,7 +29,7 @@ def _l2_normalize(x):
 
 @keras.saving.register_keras_serializable(package="keras_attention")
 class LuongAttention(BaseAttention):
-    """Luong-style attention with a choice of score function.
+    """Luong-style (multiplicative) attention with a choice of score function.
 
     For a query `s` (a decoder state) and values `h_1..h_Tv`, the score of
     position `i` is one of (Luong et al., 2015; Vaswani et al., 2017;
@@ -38,53 +38,37 @@ class LuongAttention(BaseAttention):
     | `score`        | `score(s, h_i)`                  | keys (`prepare_keys`)   |
     | -------------- | -------------------------------- | ----------------------- |
     | `"dot"`        | `s . h_i`                        | `h`                     |
-    | `"scaled_dot"` | `s . h_i / sqrt(d)`              | `h`                     |
+    | `"scaled_dot"` | `g * s . h_i / sqrt(d)`          | `h`                     |
     | `"general"`    | `s . (W_a h_i) / sqrt(dq)`, `W_a` `(dq, dv)` | `h @ W_a^T` |
     | `"concat"`     | `v . tanh(W_q s + W_k h_i)`      | `h @ W_k`               |
-    | `"cosine"`     | `s . h_i / (norm(s) norm(h_i))`  | `h / norm(h)`           |
+    | `"cosine"`     | `g * s . h_i / (norm(s) norm(h_i))` | `h / norm(h)`        |
     | `"location"`   | `(s @ W_a)_i`, `W_a` `(dq, max_length)`, cut to `Tv` | `h` |
 
-    `"general"` is divided by the square root of the inner product's size by
-    default, as Vaswani et al. (2017) do for the same reason: trained with
-    Adam, the raw `s . W_a h_i` saturated (near one-hot weights, vanishing
-    score gradients) and stalled a translation model (benchmarks/RESULTS.md);
-    `scale_by_dimension=False` gives the paper's raw score. `"dot"` is the
-    paper's raw `s . h_i` by default: decoder and encoder states start small,
-    so its softmax starts near uniform, and the scaled product learned slower
-    (a translation decoder's attention was still uniform after 600 steps,
-    where the raw dot's had sharpened; benchmarks/RESULTS.md).
-    `scale_by_dimension=True` scales it (then it equals `"scaled_dot"`, which
-    is always scaled).
+    Two options set the scale of the scores (the table shows their defaults):
 
-    `"dot"`, `"scaled_dot"` and `"cosine"` need `dq == dv`; `"concat"` is
-    Bahdanau's additive score (the same code as `BahdanauAttention`), with
-    `units` defaulting to `dq`; `"location"` depends on the query only and needs `max_length`
-    (`Tv <= max_length`). With `scale=True` every score is multiplied by a
-    learned scalar `g` (initialised to 1), as in TF-Addons
-    `LuongAttention(scale=True)`. For `"cosine"` it is the key strength of
-    content-based addressing (Graves et al., 2014) and on by default: a cosine
-    in `[-1, 1]` cannot make the softmax sharp (over 10 positions the largest
-    weight is at most 0.45), and without it a translation decoder's cosine
-    attention aligned 76 % of the words of the reversed-digits task after 2,000
-    steps, against 99.7 % with it (benchmarks/RESULTS.md). Its `g` starts at
-    `sqrt(d)`, the value `"scaled_dot"` gives vectors of unit mean square
-    (`s . h / sqrt(d) = sqrt(d) cos(s, h)` for them): learned from 1, with
-    Adam's steps of about the learning rate, it stayed too small for a sharp
-    softmax for hundreds of steps (a translation decoder's attention was still
-    near uniform after 600; from `sqrt(d)` it was sharp, and the validation
-    loss lower, benchmarks/RESULTS.md). For `"scaled_dot"` it is on by default
-    too and starts at 1, so the score starts as the paper's `s . h / sqrt(d)`:
-    that scale suits queries and keys of unit variance (a Transformer's
-    projections); RNN states are small, and with the fixed scale a full-size
-    translation decoder's attention was still uniform after 4,000 steps
-    (entropy 0.99 of the uniform's), no better than no attention (39.5 BLEU
-    against 46.4 for `"dot"`); with `g` learned (it grew to 5.2) it trained as
-    well as the other scores (46.4; benchmarks/RESULTS.md). `scale=False` gives
-    the paper's fixed score.
+    - `scale_by_dimension` divides `"dot"` and `"general"` by `sqrt(d)`, `d`
+      the size of the inner product. It is on for `"general"`, whose raw
+      score over large states saturates the softmax (as Vaswani et al., 2017,
+      note for the dot product), and off for `"dot"`, the paper's raw score;
+      with it, `"dot"` is `"scaled_dot"` without `g`.
+    - `scale=True` multiplies the scores by a learned scalar `g`, as TF-Addons
+      `LuongAttention(scale=True)` does. It is on for `"cosine"`, where `g` is
+      the key strength of content-based addressing (Graves et al., 2014): a
+      cosine in `[-1, 1]` alone cannot make the softmax sharp. There `g`
+      starts at `sqrt(dv)`, the scale of `"scaled_dot"` for vectors of unit
+      mean square, because a `g` learned from 1 grows slowly. It is on for
+      `"scaled_dot"` too, with `g` from 1 (the paper's score), to learn the
+      larger scale that small RNN states need.
+
+    `"dot"`, `"scaled_dot"` and `"cosine"` need `dq == dv`. `"concat"` is
+    Bahdanau's additive score (the same code as `BahdanauAttention`).
+    `"location"` depends on the query only and needs `Tv <= max_length`.
+    Measurements behind the defaults: docs/results.md and
+    docs/research/model-notes.md.
 
     The computation follows the steps:
 
-    1. `keys = prepare_keys(values)` (table above): once per sequence.
+    1. `keys = prepare_keys(values)` (table above), once per sequence.
     2. `scores = score(query, keys)`, shape `(batch_size, Tq, Tv)`.
     3. `weights = softmax(scores)` over the unmasked positions (or a one-hot of
        the argmax with `hard=True`); masked positions get exactly 0.
@@ -92,29 +76,32 @@ class LuongAttention(BaseAttention):
 
     Args:
         score: One of `"dot"`, `"general"`, `"concat"`, `"scaled_dot"`,
-            `"cosine"`, `"location"`. Defaults to `"cosine"` (the best of the
-            measured translation models, benchmarks/RESULTS.md; use
-            `"general"` when `dq != dv`).
-        units: Positive integer, the hidden size of the `"concat"` score
-            (defaults to the query size `dq`; not accepted by the others).
-        max_length: Positive integer, the longest `Tv` of the `"location"` score
-            (required for it, not accepted for the others).
-        scale: Boolean, multiply the scores by a learned scalar. Defaults to
-            `None`: `True` for `"cosine"` and `"scaled_dot"`, `False` for the
-            others.
+            `"cosine"`, `"location"`. Defaults to `"cosine"` (use `"general"`
+            when `dq != dv`).
+        units: Positive integer, the hidden size of the `"concat"` score (not
+            accepted by the others). Defaults to `None`: the query size `dq`.
+        max_length: Positive integer, the longest `Tv` of the `"location"`
+            score (required for it, not accepted by the others). Defaults to
+            `None`.
+        scale: Boolean, multiply the scores by a learned scalar `g`. Defaults
+            to `None`: `True` for `"cosine"` and `"scaled_dot"`, `False` for
+            the others.
+        scale_by_dimension: Boolean, divide the `"dot"` and `"general"` scores
+            by `sqrt(d)`, `d` the size of the inner product (`dv` for `"dot"`,
+            `dq` for `"general"`). Defaults to `None`: `True` for `"general"`,
+            `False` (the score of Luong et al., 2015) for `"dot"`. Only
+            `None` or `True` is accepted by the other scores.
         scale_initializer: Initializer of `g` (`scale=True`). Defaults to
             `None`: `sqrt(dv)` for `"cosine"`, 1 for the others.
-        scale_by_dimension: Boolean, divide the `"dot"` and `"general"` scores
-            by `sqrt(d)` (see above). Defaults to `None`: `True` for
-            `"general"`, `False` (the score of Luong et al., 2015) for
-            `"dot"`. Not accepted by the other scores.
         kernel_initializer: Initializer of the kernels. Defaults to
             `"glorot_uniform"`.
-        kernel_regularizer: Optional regularizer of the kernels.
+        kernel_regularizer: Optional regularizer of the kernels. Defaults to
+            `None`.
         hard: Boolean, hard (argmax, one-hot) attention instead of the softmax.
             Not differentiable with respect to the scores. Defaults to `False`.
         dropout: Float in `[0, 1)`, dropout on the weights during training.
-        seed: Optional integer, the seed of the dropout.
+            Defaults to `0.0`.
+        seed: Optional integer, the seed of the dropout. Defaults to `None`.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -127,6 +114,8 @@ class LuongAttention(BaseAttention):
             zero context and weights. Defaults to the Keras mask of `query`.
         training: Boolean, whether dropout is applied.
         hard: Optional boolean overriding `hard` for this call.
+        use_causal_mask: Boolean, mask value positions `j > i` for query step
+            `i` (rank-3 query). Defaults to `False`.
 
     Returns:
         `(context, weights)`: `context` of shape `(batch_size, dv)` or
@@ -134,8 +123,9 @@ class LuongAttention(BaseAttention):
         `(batch_size, Tq, Tv)`.
 
     `prepare_keys()` on an unbuilt layer works for every score but
-    `"general"`, whose key projection needs `dq`: build that one first (call it
-    once, or `layer.build(query_shape, values_shape)`).
+    `"general"`, whose key projection needs `dq` (and `"concat"` without
+    `units`): build the layer first, by calling it once or with
+    `layer.build(query_shape, values_shape)`.
 
     Example:
 
