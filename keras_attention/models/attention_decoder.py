@@ -59,31 +59,53 @@ class AttentionDecoder(keras.layers.Layer):
     when `tie_embeddings=True`. The initial state is `s_0 = tanh(W_s summary)`.
 
     Args:
-        vocabulary_size: int, number of target token ids.
-        embedding_dim: int, size of the target embeddings.
-        units: int, decoder RNN units.
-        attention: `"luong"` (default), `"bahdanau"` or `"none"`.
-        score: Luong score function (see `LuongAttention`); ignored otherwise.
-        attention_units: int or None, units of the additive/concat score
-            (defaults to `units`).
-        cell: `"gru"` or `"lstm"`.
-        input_feeding: bool, Luong input feeding (off by default: it slowed
-            the start of training of every Luong score, benchmarks/RESULTS.md).
+        vocabulary_size: int, number of target token ids (required).
+        embedding_dim: int, size of the target embeddings. Defaults to `256`.
+        units: int, decoder RNN units. Defaults to `512`.
+        attention: `"luong"`, `"bahdanau"` or `"none"`. Defaults to
+            `"luong"`.
+        score: the Luong score function (see `LuongAttention`); ignored by
+            the other attention types. Defaults to `"cosine"`.
+        attention_units: int or None, units of the additive (`"bahdanau"`)
+            or `"concat"` score. Defaults to `None`: `units`.
+        cell: `"gru"` or `"lstm"`. Defaults to `"gru"`.
+        input_feeding: bool, Luong input feeding (`s_t = cell([e; h~_{t-1}],
+            s_{t-1})`). Defaults to `False`: in this project's runs it slowed
+            the start of training of every Luong score.
         tie_embeddings: bool, score outputs against the target embedding
-            matrix (`o_t` is then of size `embedding_dim`).
-        dropout: float, dropout on embeddings and on `o_t`.
-        max_source_length: int or None, needed by the `"location"` score.
-        deep_output: `"maxout"` (default) or `"tanh"`, the output layer of the
-            `"bahdanau"` and `"none"` decoders. `"tanh"` bounds `o_t` to
-            [-1, 1], which, with tied embeddings, keeps the logits near uniform
-            and stalled training (benchmarks/RESULTS.md); it remains for
+            matrix (`o_t` is then of size `embedding_dim`). Defaults to
+            `False`.
+        dropout: float, dropout on embeddings and on `o_t`. Defaults to
+            `0.0`.
+        max_source_length: int or None, the longest source; required by the
+            `"location"` score. Defaults to `None`.
+        deep_output: `"maxout"` or `"tanh"`, the output layer of the
+            `"bahdanau"` and `"none"` decoders. Defaults to `"maxout"`.
+            `"tanh"` bounds `o_t` to `[-1, 1]`, which, with tied embeddings,
+            keeps the logits near uniform and stalls training; it remains for
             models saved before maxout was the default.
         normalize: bool, the weight-normalized Bahdanau score (see
             `BahdanauAttention`); ignored by the other attention types.
+            Defaults to `False`.
         score_scale: bool or None, multiply the Luong scores by a learned
-            scalar (`LuongAttention(scale=...)`); `None` (default): the
-            score's default, on for `"cosine"` and `"scaled_dot"`. Ignored
-            by the other attention types.
+            scalar (`LuongAttention(scale=...)`); ignored by the other
+            attention types. Defaults to `None`: the score's default, on for
+            `"cosine"` and `"scaled_dot"`.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        target_in: int `(batch_size, Tt)`, `[START]` followed by the target.
+        annotations: `(batch_size, Ts, dv)`, the encoder outputs `H`.
+        source_mask: bool `(batch_size, Ts)`, `True` on real source tokens.
+        summary: `(batch_size, ds)`, the encoder's summary vector.
+        training: bool, whether dropout is applied. Defaults to `False`.
+
+    Returns:
+        `(logits, attention)`: float32 `(batch_size, Tt, vocabulary_size)` and
+        float32 `(batch_size, Tt, Ts)`.
+
+    Measurements behind the defaults: docs/results.md and
+    docs/research/model-notes.md.
     """
 
     def __init__(
@@ -322,8 +344,8 @@ class AttentionDecoder(keras.layers.Layer):
     # loop: the cell's input is `[e; x]` with `x` the context (Bahdanau,
     # none), the fed-back `h~` (Luong with input feeding) or nothing, so
     # `[e; x] W = e W_e + x W_x`. Decoding, one step at a time, keeps `W`
-    # whole (a slice of it at every step is a copy under XLA: batch-1 decoding
-    # ran at half the speed). The same math as the cell's `call`
+    # whole (a slice of it at every step is a copy under XLA, which slowed
+    # batch-1 decoding). The same math as the cell's `call`
     # (`implementation=2`, `reset_after=True` for the GRU); the weights are
     # cast to the compute dtype inside the step, as Keras' autocasting does,
     # so the gradients of a loop's steps add up in float32.
@@ -427,7 +449,10 @@ class AttentionDecoder(keras.layers.Layer):
 
         Args:
             target_in: int `(batch_size, Tt)`, `[START]` followed by the target.
-            annotations, source_mask, summary: see `initial_state`.
+            annotations: `(batch_size, Ts, dv)` encoder outputs.
+            source_mask: bool `(batch_size, Ts)`, True on real tokens.
+            summary: `(batch_size, ds)` encoder summary vector.
+            training: bool, whether dropout is applied.
 
         Returns:
             `(logits, attention)`: float32 `(batch_size, Tt, vocabulary_size)`

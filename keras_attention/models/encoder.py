@@ -27,24 +27,27 @@ class Encoder(keras.layers.Layer):
        layers are Keras' `GRU`/`LSTM` (in `Bidirectional`). In training a
        GRU's weights are run by `fused_gru.gru_sequence` (the same math, both
        directions in one loop, the input projection before it, the backward
-       pass written out: 1.09x the whole training step); inference calls
-       Keras' layers, whose two directions run side by side (measured faster
-       for exported float32 models, README *Benchmarks*).
+       pass written out); inference calls Keras' layers, whose two directions
+       run side by side. Measurements: docs/research/model-notes.md.
     3. The final states of the last layer (forward and backward hidden states
        concatenated) summarize the sentence.
 
     Args:
-        vocabulary_size: int, number of source token ids.
-        embedding_dim: int, size of the token embeddings.
-        units: int, RNN units per direction.
-        num_layers: int, number of stacked RNN layers.
-        cell: `"gru"` or `"lstm"`.
-        bidirectional: bool, read the source in both directions.
-        dropout: float, dropout on embeddings and between layers.
+        vocabulary_size: int, number of source token ids (required).
+        embedding_dim: int, size of the token embeddings. Defaults to `256`.
+        units: int, RNN units per direction. Defaults to `256`.
+        num_layers: int, number of stacked RNN layers. Defaults to `1`.
+        cell: `"gru"` or `"lstm"`. Defaults to `"gru"`.
+        bidirectional: bool, read the source in both directions. Defaults to
+            `True`.
+        dropout: float, dropout on embeddings and between layers. Defaults to
+            `0.0`.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
         source_ids: int tensor `(batch_size, Ts)`, 0 = padding.
-        training: bool.
+        training: bool, whether dropout is applied (and, for a GRU, whether
+            `fused_gru.gru_sequence` runs it). Defaults to `False`.
 
     Returns:
         `(annotations, summary)`: `(batch_size, Ts, output_dim)` and

@@ -18,33 +18,52 @@ class Seq2Seq(keras.Model):
     loop, so the model does not know the strategy.
 
     Args:
-        source_vocabulary_size: int, number of source token ids.
-        target_vocabulary_size: int, number of target token ids.
-        embedding_dim: int, source and target embedding size.
-        encoder_units: int, encoder RNN units per direction.
-        decoder_units: int, decoder RNN units.
-        encoder_layers: int, stacked encoder RNN layers.
-        cell: `"gru"` or `"lstm"`.
-        bidirectional: bool, bidirectional encoder.
-        attention: `"luong"` (the default: with the `"cosine"` score, the
-            best measured model), `"bahdanau"` or `"none"` (the plain
-            encoder-decoder baseline with one fixed context vector).
+        source_vocabulary_size: int, number of source token ids (required).
+        target_vocabulary_size: int, number of target token ids (required).
+        embedding_dim: int, source and target embedding size. Defaults to
+            `256`.
+        encoder_units: int, encoder RNN units per direction. Defaults to
+            `256`.
+        decoder_units: int, decoder RNN units. Defaults to `512`.
+        encoder_layers: int, stacked encoder RNN layers. Defaults to `1`.
+        cell: `"gru"` or `"lstm"`. Defaults to `"gru"`.
+        bidirectional: bool, bidirectional encoder. Defaults to `True`.
+        attention: `"luong"`, `"bahdanau"` or `"none"` (the plain
+            encoder-decoder baseline with one fixed context vector). Defaults
+            to `"luong"`.
         score: the Luong score function (`"dot"`, `"general"`, `"concat"`,
-            `"scaled_dot"`, `"cosine"`, `"location"`).
+            `"scaled_dot"`, `"cosine"`, `"location"`). Defaults to
+            `"cosine"`.
         attention_units: int or None, units of the additive/concat score.
+            Defaults to `None`: `decoder_units`.
         input_feeding: bool, Luong input feeding (feed `h~_{t-1}` to the
-            cell). Defaults to `False`: measured, it slowed the start of
-            training of every Luong score (benchmarks/RESULTS.md).
+            cell). Defaults to `False` (see `AttentionDecoder`).
         tie_embeddings: bool, tie the output projection to the target
-            embedding matrix.
-        dropout: float, dropout rate.
+            embedding matrix. Defaults to `False`.
+        dropout: float, dropout rate. Defaults to `0.0`.
         max_source_length: int or None, the longest source the model is used
-            with (required by the `"location"` score).
+            with (required by the `"location"` score). Defaults to `None`.
         deep_output: `"maxout"` or `"tanh"`, the output layer of the
             `"bahdanau"` and `"none"` decoders (see `AttentionDecoder`).
-        normalize: bool, weight-normalized Bahdanau score.
+            Defaults to `"maxout"`.
+        normalize: bool, weight-normalized Bahdanau score. Defaults to
+            `False`.
         score_scale: bool or None, multiply the Luong scores by a learned
-            scalar (see `AttentionDecoder`); `None`: the score's default.
+            scalar (see `AttentionDecoder`). Defaults to `None`: the score's
+            default.
+        **kwargs: `keras.Model` keyword arguments, such as `name`.
+
+    Call arguments:
+        inputs: tuple `(source_ids, target_in)` of int tensors
+            `(batch_size, Ts)` and `(batch_size, Tt)`, 0 = padding.
+        training: bool, whether dropout is applied. Defaults to `False`.
+
+    Returns:
+        float32 logits `(batch_size, Tt, target_vocabulary_size)`
+        (`call_with_attention` also returns the attention weights).
+
+    Measurements behind the defaults: docs/results.md and
+    docs/research/model-notes.md.
 
     Example:
 
