@@ -79,10 +79,10 @@ def train_subword_model(
         vocabulary_size: int, the most ids of the model, reserved ids and
             the 256 byte pieces included. A corpus too small to fill it gives
             a smaller model (`SubwordVectorizer.vocabulary_size` tells).
-        model_type: `"bpe"` (the default) or `"unigram"`. BPE gives 2-5 %
-            fewer pieces per sentence on the bundled corpus, and on a small or
-            repetitive corpus unigram can fall back to nearly one piece per
-            character (see the README's measurement).
+        model_type: `"bpe"` or `"unigram"`. Defaults to `"bpe"`, which
+            gives fewer pieces per sentence on the bundled corpus; on a small
+            or repetitive corpus unigram can fall back to nearly one piece per
+            character. Measurements: docs/research/model-notes.md.
 
     Returns:
         The serialized `ModelProto` (bytes): the contents of a `.model` file.

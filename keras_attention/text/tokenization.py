@@ -201,10 +201,10 @@ def detokenize(tokens, french_spacing=False, spacing=None):
        (`Go!`, `50%`).
 
     `detokenize(tokenize(s))` gives back `normalize(s)` for the large majority
-    of sentences of the bundled corpus (see the package README for the
-    measured figures). It does not for hand-made spacing that the rules
-    cannot know about (`"vous 'êtes"`, `"ravi(e)"`) or for French sentences
-    typed without the space before `!` or `?`.
+    of sentences of the bundled corpus (measurements:
+    docs/research/model-notes.md). It does not for hand-made spacing that the
+    rules cannot know about (`"vous 'êtes"`, `"ravi(e)"`) or for French
+    sentences typed without the space before `!` or `?`.
 
     Args:
         tokens: string `tf.RaggedTensor` `(batch_size, None)` or dense string

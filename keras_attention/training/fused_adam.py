@@ -13,11 +13,9 @@ class FusedAdam(keras.optimizers.Adam):
     variable, each a pass over memory; here it is TensorFlow's
     `ResourceApplyAdam`, which reads the gradient and the variable's slots
     once (`m = b1 m + (1 - b1) g`, `v = b2 v + (1 - b2) g^2`,
-    `w -= lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps)`). With the
-    masked cross-entropy's written-out gradient it made the default model's
-    bf16 training step 1.25x as fast on a 2-core CPU
-    (`benchmarks/train_throughput.py`). A sparse gradient (an embedding
-    lookup's) is made dense first, as Keras' Adam effectively does.
+    `w -= lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps)`). A sparse
+    gradient (an embedding lookup's) is made dense first, as Keras' Adam
+    effectively does. Measurements: docs/research/model-notes.md.
 
     With `amsgrad=True`, or with the variables mirrored over several replicas
     (a `tf.distribute` strategy), each update falls back to Keras' ops.

@@ -30,7 +30,7 @@ def sparse_cross_entropy(labels, logits):
     taken off at the label, from the exponentials the forward pass kept: on
     a CPU the large `(tokens, vocabulary)` softmax is a large part of a
     training step, and this is cheaper than TensorFlow's kernel followed by
-    its gradient (see `benchmarks/train_throughput.py`).
+    its gradient. Measurements: docs/research/model-notes.md.
 
     Args:
         labels: int `(...)` ids in `[0, V)`.

@@ -23,22 +23,24 @@ them against the models' own lists (`ATTENTION_TYPES`, `SCORES`, `RNN_CELLS`).
 
 
 VOCABULARY_SIZES = {"subwords": (8000, 8000), "words": (12000, 16000)}
-"""Default (source, target) vocabulary sizes per tokenizer: the measured recipe
-(benchmarks/RESULTS.md); word vocabularies need more entries to cover a corpus."""
+"""Default (source, target) vocabulary sizes per tokenizer. Word vocabularies
+need more entries to cover a corpus; subword pieces spell every word.
+Measurements: docs/results.md and docs/research/model-notes.md."""
 
 
 @dataclasses.dataclass
 class TrainConfig:
     """Everything that defines a training run.
 
-    The defaults train the bundled English→French corpus on a 2-core CPU in
-    about 20 minutes (see README for the measured figures).
+    The defaults train the bundled English→French corpus on a 2-core CPU
+    within the 20-minute `time_budget_minutes`. Measurements:
+    docs/results.md and docs/research/model-notes.md.
     """
 
     data: str | None = None  # TSV corpus path; None = the bundled fra-eng corpus
     reverse: bool = False  # swap the corpus columns: train target -> source (fr -> en)
     out: str = "runs/fra-eng"
-    attention: str = "luong"  # luong | bahdanau | none (luong cosine measured best, RESULTS.md)
+    attention: str = "luong"  # luong | bahdanau | none
     score: str = "cosine"  # Luong score: cosine dot general concat scaled_dot location
     cell: str = "gru"
     embedding_dim: int = 256
@@ -49,7 +51,7 @@ class TrainConfig:
     normalize: bool = False  # weight-normalized Bahdanau score
     # Luong: a learned scalar times the scores; None = the score's default (cosine, scaled_dot).
     score_scale: bool | None = None
-    input_feeding: bool = False  # Luong input feeding; slowed training (RESULTS.md)
+    input_feeding: bool = False  # Luong input feeding (feed h~_{t-1} to the cell)
     tie_embeddings: bool = True
     dropout: float = 0.1
     tokenizer: str = "subwords"  # subwords (SentencePiece) | words (rule-based, word vocabulary)
@@ -62,7 +64,7 @@ class TrainConfig:
     max_length: int = 30  # tokens per side; longer training pairs are dropped
     max_output_length: int = 50  # tokens a translation may have at inference
     batch_size: int = 64
-    epochs: int = 8  # 8 x 500 steps: 808 s on 2 cores (r8, benchmarks/RESULTS.md)
+    epochs: int = 8  # 8 x 500 steps fit the 20-minute budget on 2 cores
     steps_per_epoch: int | None = 500  # None = one pass over the training split
     learning_rate: float = 2e-3
     learning_rate_schedule: str = "cosine"  # cosine decay over epochs x steps, or constant
