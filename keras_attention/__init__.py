@@ -2,11 +2,17 @@
 
 Public names are imported lazily (PEP 562, through `lazy_loader`), so
 `import keras_attention` and the command line's `--help` do not load TensorFlow.
+
+Importing warns (`installation.ForeignDistributionWarning`) when the unrelated
+`keras-attention` distribution, which also installs a `keras_attention`
+package, is installed too: see `keras_attention.installation`.
 """
 
 import lazy_loader
 
-__version__ = "0.1.0"
+from keras_attention import installation
+
+__version__ = "0.2.0"
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
@@ -22,3 +28,5 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "text.text_vectorizer": ["TextVectorizer"],
     },
 )
+
+installation.warn_if_shared()

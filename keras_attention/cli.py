@@ -380,8 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     # Both modules import only the standard library at module level; the
     # heavy work is imported inside their handlers.
     from keras_attention.export import cli as export_cli
-    from keras_attention.installation import VersionAction
     from keras_attention.serving.server import cli as server_cli
+    from keras_attention.version_action import VersionAction
     from keras_attention_client import cli as client_cli
 
     parser = argparse.ArgumentParser(
