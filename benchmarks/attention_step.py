@@ -20,13 +20,12 @@ call (milliseconds) over several repeats, at batch 64 and 256 units by default:
 """
 
 import argparse
-import os
-import platform
 import statistics
-import time
 from collections.abc import Callable
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import harness
+
+harness.quiet_tensorflow()
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -54,19 +53,15 @@ class TutorialBahdanau(keras.layers.Layer):
 
 def time_per_call(fn: Callable[[], object], repeats: int, min_seconds: float) -> float:
     """Median seconds per call over `repeats` timed batches of calls (after warm-up)."""
-    fn()  # trace
-    start = time.perf_counter()
-    fn()
-    single = max(time.perf_counter() - start, 1e-6)
+    single = max(harness.time_calls(fn, 1)[0], 1e-6)  # the warm-up call traces
     calls = max(3, int(min_seconds / single))
-    batches = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+
+    def batch_of_calls():
         for _ in range(calls):
             result = fn()
         tf.nest.map_structure(lambda t: t.numpy(), result)  # make sure the work is done
-        batches.append((time.perf_counter() - start) / calls)
-    return statistics.median(batches)
+
+    return statistics.median(harness.time_calls(batch_of_calls, repeats, warmup=0)) / calls
 
 
 def bench_length(args: argparse.Namespace, length: int, rng: np.random.Generator) -> dict:
@@ -125,12 +120,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
     args = parse_args(argv)
+    harness.print_machine_header()
     keras.utils.set_random_seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    print(
-        f"TensorFlow {tf.__version__}, Keras {keras.__version__}, {platform.processor() or '?'}, "
-        f"{os.cpu_count()} CPUs, devices: {[d.device_type for d in tf.config.list_logical_devices()]}"
-    )
+    print(f"devices: {[d.device_type for d in tf.config.list_logical_devices()]}")
     print(
         f"batch {args.batch}, units {args.units}, query/values dim {args.dim}; "
         f"median ms per call of {args.repeats} repeats (shared machine: noisy)"

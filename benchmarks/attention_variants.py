@@ -22,8 +22,10 @@ no-attention baseline) this script
    too), the commonest offset and the task's token accuracy (the baseline's too).
 
 It writes `OUT/results.json` (updated after each variant, so a partial run keeps what
-finished), `OUT/variants.md` (the tables) and `OUT/bleu_by_length.png` (the BLEU against
-sentence length figure of Bahdanau et al., 2015, for all variants).
+finished; a variant's `machine` holds the date, commit, command and machine of the
+invocation that measured its `alignment` and its `translation` figures), `OUT/variants.md`
+(the tables) and `OUT/bleu_by_length.png` (the BLEU against sentence length figure of
+Bahdanau et al., 2015, for all variants).
 
     python benchmarks/attention_variants.py --out runs/variants       # ~3 h: 9 runs of 15-20 min
     python benchmarks/attention_variants.py --out runs/variants-1000 --steps 1000 \
@@ -41,11 +43,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import harness
 
 VARIANTS = {
     "bahdanau": {"attention": "bahdanau"},
@@ -323,9 +323,9 @@ def train_and_evaluate(name: str, args: argparse.Namespace) -> dict:
     run_dir = args.run.get(name)
     if run_dir is None:
         run_dir = Path(config.out)
-        started = time.monotonic()
-        summary = train(config, verbose=0)
-        train_seconds = time.monotonic() - started
+        with harness.Stopwatch() as watch:
+            summary = train(config, verbose=0)
+        train_seconds = watch.seconds
     else:
         summary = check_trained_run(name, run_dir, config)
         train_seconds = summary["seconds"]
@@ -430,19 +430,23 @@ def write_report(results: dict, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    machine = harness.print_machine_header()
+    harness.quiet_tensorflow()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.json"
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
     for name in args.variants:
         result = results.setdefault(name, {})
-        started = time.monotonic()
+        watch = harness.Stopwatch()
         if "alignment_token_accuracy" not in result:
             result.update(
                 measure_alignment(VARIANTS[name], args.alignment_steps, args.alignment_seeds)
             )
+            result.setdefault("machine", {})["alignment"] = machine
         if not args.alignment_only and "greedy" not in result:
             result.update(train_and_evaluate(name, args))
+            result.setdefault("machine", {})["translation"] = machine
         results_path.write_text(json.dumps(results, indent=2), encoding="utf-8")
         beam = result.get("beam", {}).get("bleu")
         print(
@@ -450,7 +454,7 @@ def main(argv: list[str] | None = None) -> dict:
             f"(within one {_percent(result['alignment_within_one'])}, token accuracy "
             f"{_percent(result['alignment_token_accuracy'])})"
             + (f", beam BLEU {beam:.2f}" if beam is not None else "")
-            + f" ({time.monotonic() - started:.0f} s)",
+            + f" ({watch.seconds:.0f} s)",
             flush=True,
         )
         write_report(results, out)

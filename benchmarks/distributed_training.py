@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
 import subprocess
@@ -32,7 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import harness
+
 WARMUP = 5  # steps excluded from timing (tracing, first all-reduces)
 
 
@@ -156,8 +156,7 @@ def run_mode(args, tmp: Path, mode: str, workers: int, cpu_replicas=None):
     hosts = [f"127.0.0.1:{p}" for p in free_ports(workers)]
     processes = []
     for index in range(workers):
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow")
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+        env = harness.child_environment(KERAS_BACKEND="tensorflow")
         if not args.gpu:
             env["CUDA_VISIBLE_DEVICES"] = ""
         env.pop("TF_CONFIG", None)
@@ -215,8 +214,11 @@ def main(argv=None) -> int:
     parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.role == "worker":
+        harness.quiet_tensorflow()
         return worker(args)
 
+    harness.print_machine_header()
+    harness.quiet_tensorflow()
     tmp = Path(tempfile.mkdtemp(prefix="distributed_benchmark_"))
     tokens = target_tokens_per_step(config_options(args, tmp / "probe"))
     modes = args.modes.split(",")
@@ -229,7 +231,7 @@ def main(argv=None) -> int:
     print(
         f"global batch {args.batch_size}, {tokens:.0f} target tokens/step, {args.steps} timed "
         f"steps, {args.precision}, units {args.units}, "
-        f"{results[modes[0]][0]['parameters']:,} parameters, {os.cpu_count()} CPUs"
+        f"{results[modes[0]][0]['parameters']:,} parameters"
     )
     print("| mode | processes x replicas | step ms | target tokens/s | vs 1 process "
           "| all-reduce ms | max weight diff vs 1 process |")  # fmt: skip

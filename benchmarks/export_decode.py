@@ -29,13 +29,12 @@ default) or `--size default` (TrainConfig's sizes: 256/256/512,
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import tempfile
-import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import harness
+
+harness.quiet_tensorflow()
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -71,9 +70,9 @@ def train_small_run(directory: Path, steps: int, size: str = "small") -> Path:
         precision="float32",
         time_budget_minutes=None,
     )
-    started = time.perf_counter()
-    train(config, verbose=0)
-    print(f"Trained a {size} model for {steps} steps in {time.perf_counter() - started:.0f} s")
+    with harness.Stopwatch() as watch:
+        train(config, verbose=0)
+    print(f"Trained a {size} model for {steps} steps in {watch.seconds:.0f} s")
     return Path(config.out)
 
 
@@ -109,12 +108,12 @@ def throughput(
     """Best sentences/second over `repeats` passes (after one untimed warmup batch)."""
     batches = [sentences[i : i + batch_size] for i in range(0, len(sentences), batch_size)]
     translate(batches[0])
-    best, outputs = 0.0, []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        outputs = [t for batch in batches for t in translate(batch)]
-        best = max(best, len(sentences) / (time.perf_counter() - started))
-    return best, outputs
+    outputs = []
+
+    def one_pass():
+        outputs[:] = [t for batch in batches for t in translate(batch)]
+
+    return len(sentences) / min(harness.time_calls(one_pass, repeats, warmup=0)), outputs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    machine = harness.print_machine_header()
 
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
@@ -152,11 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         for name, jit in (("export (Session)", False), ("export + XLA (Session)", True)):
             if jit and not args.jit:
                 continue
-            started = time.perf_counter()
-            exported = TranslatorExporter.from_run(run_dir, jit_compile=jit).export(scratch / "m")
-            session = ServingSession(exported.path)
+            with harness.Stopwatch() as watch:
+                exporter = TranslatorExporter.from_run(run_dir, jit_compile=jit)
+                session = ServingSession(exporter.export(scratch / "m").path)
             sessions.append(session)
-            print(f"{name}: exported and loaded in {time.perf_counter() - started:.1f} s")
+            print(f"{name}: exported and loaded in {watch.seconds:.1f} s")
             methods[name] = lambda texts, session=session: session_greedy(session, texts)
 
         config = translator.model.get_config()
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             f"decoder {config['decoder_units']}, vocabularies {config['source_vocabulary_size']}/"
             f"{config['target_vocabulary_size']}, {config['attention']} attention; "
             f"{len(sentences)} test sentences per measurement, max_output_length "
-            f"{translator.max_output_length}; TensorFlow {tf.__version__}, {os.cpu_count()} CPUs"
+            f"{translator.max_output_length}"
         )
         results: dict[str, dict[int, float | str]] = {name: {} for name in methods}
         agreement: dict[str, dict[int, float]] = {name: {} for name in methods}
@@ -207,8 +207,8 @@ def main(argv: list[str] | None = None) -> int:
             if row and min(row.values()) < 1.0:
                 print(f"{name}: identical translations {row} (share of sentences)")
         if args.json:
-            Path(args.json).write_text(
-                json.dumps({"sentences_per_second": results, "agreement": agreement}, indent=2)
+            harness.write_json(
+                args.json, {"sentences_per_second": results, "agreement": agreement}, machine
             )
         for session in sessions:
             session.close()

@@ -18,10 +18,8 @@ It prints the median and mean step time of each and their ratio:
 from __future__ import annotations
 
 import argparse
-import os
-import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import harness
 
 LENGTHS = (6, 8, 10, 12, 14, 18, 24)  # source tokens per batch; targets 2 longer
 
@@ -64,6 +62,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args(argv)
+    harness.print_machine_header()
+    harness.quiet_tensorflow()
 
     import keras
     import numpy as np
@@ -91,25 +91,12 @@ def main(argv=None):
     use_keras_gru_path(keras_path)
     models = {"fused GRUs (the library)": make_model(), "Keras' GRU path (before)": keras_path}
 
-    class StepTimes(keras.callbacks.Callback):
-        def __init__(self):
-            super().__init__()
-            self.times = []
-
-        def on_train_batch_begin(self, batch, logs=None):
-            self.started = time.perf_counter()
-
-        def on_train_batch_end(self, batch, logs=None):
-            self.times.append(time.perf_counter() - self.started)
-
     for model in models.values():  # trace every batch shape first
         model.fit(data, steps_per_epoch=2 * len(batches), epochs=1, verbose=0)
     times = {name: [] for name in models}
     for _ in range(args.rounds):
         for name, model in models.items():
-            callback = StepTimes()
-            model.fit(data, steps_per_epoch=len(batches), epochs=1, verbose=0, callbacks=[callback])
-            times[name] += callback.times
+            times[name] += harness.fit_step_seconds(model, data, len(batches))
     print(
         f"{args.precision}, batch {args.batch_size}, {args.rounds} rounds of {len(batches)} steps"
     )

@@ -13,10 +13,8 @@ which shows whether the attention learned anything at all.
 from __future__ import annotations
 
 import argparse
-import os
-import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import harness
 
 
 def parse_variant(spec: str) -> dict:
@@ -50,6 +48,8 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     parser.add_argument("--precision", default="float32")
     parser.add_argument("--dropout", type=float, default=0.1)
     args = parser.parse_args(argv)
+    harness.print_machine_header()
+    harness.quiet_tensorflow()
 
     import keras
     import tensorflow as tf
@@ -89,15 +89,14 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
             loss=MaskedSparseCategoricalCrossentropy(),
             metrics=[MaskedAccuracy()],
         )
-        started = time.monotonic()
-        history = model.fit(
-            train,
-            validation_data=validation,
-            epochs=args.steps // args.every,
-            steps_per_epoch=args.every,
-            verbose=0,
-        )
-        seconds = time.monotonic() - started
+        with harness.Stopwatch() as watch:
+            history = model.fit(
+                train,
+                validation_data=validation,
+                epochs=args.steps // args.every,
+                steps_per_epoch=args.every,
+                verbose=0,
+            )
         (source_ids, target_in), _ = next(iter(validation))
         _, attention = model.call_with_attention((source_ids, target_in))
         real_steps = tf.cast(tf.not_equal(target_in, 0), tf.float32)
@@ -109,7 +108,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
         print(
             f"{spec:40s} val loss {' '.join(f'{x:.2f}' for x in curves[spec])}  "
             f"accuracy {history.history['val_masked_accuracy'][-1]:.3f}  "
-            f"attention entropy {relative:.2f}  {seconds / args.steps * 1000:.0f} ms/step",
+            f"attention entropy {relative:.2f}  {watch.seconds / args.steps * 1000:.0f} ms/step",
             flush=True,
         )
     return curves

@@ -31,8 +31,6 @@ corpus and exported into a temporary directory (`export_decode.py`'s
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import signal
 import subprocess
 import sys
@@ -41,9 +39,9 @@ import threading
 import time
 from pathlib import Path
 
+import harness
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
 SENTENCES = [
     "The cat sat on the mat.",
     "I am cold.",
@@ -152,7 +150,7 @@ def _start_server(base: Path, model_name: str, port: int, batching: Path | None)
     command = [
         sys.executable,
         "-m",
-        "serving",
+        "keras_attention.serving",
         f"--port={port}",
         f"--model_name={model_name}",
         f"--model_base_path={base}",
@@ -162,8 +160,7 @@ def _start_server(base: Path, model_name: str, port: int, batching: Path | None)
     ]
     if batching is not None:
         command += ["--enable_batching", f"--batching_parameters_file={batching}"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(ROOT))
-    return subprocess.Popen(command, env=env)
+    return subprocess.Popen(command, env=harness.child_environment())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,9 +197,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repeats", type=int, default=3, help="Rounds per path and cell (medians reported)."
     )
-    parser.add_argument("--json", type=Path, default=None, help="Also write results here.")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="Also write the results here (JSON: `results`, a row per concurrency, and `machine`).",
+    )
     args = parser.parse_args(argv)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    machine = harness.print_machine_header()
+    harness.quiet_tensorflow()
 
     from keras_attention.serving.server.model_server import free_port
     from keras_attention_client import TranslationClient
@@ -289,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in results:
         print(f"  concurrency {row['concurrency']:3d}: {row['batching_speedup']:.2f}x")
     if args.json is not None:
-        args.json.write_text(json.dumps(results, indent=2))
+        harness.write_json(args.json, {"results": results}, machine)
     return 0
 
 

@@ -27,10 +27,11 @@ learned and tokens per sentence.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import harness
+
+harness.quiet_tensorflow()
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -101,6 +102,7 @@ def main() -> None:
     parser.add_argument("--max-pairs", type=int, default=None)
     parser.add_argument("--skip-wordpiece", action="store_true")
     args = parser.parse_args()
+    harness.print_machine_header()
 
     corpus = load_corpus(max_pairs=args.max_pairs)
     small_corpus(corpus.pairs, 3000, 2000)
@@ -126,9 +128,8 @@ def main() -> None:
         )
 
         if not args.skip_wordpiece:
-            started = time.perf_counter()
-            vocabulary = wordpiece_vocabulary(train_texts, args.vocabulary_size)
-            learned = time.perf_counter() - started
+            with harness.Stopwatch() as watch:
+                vocabulary = wordpiece_vocabulary(train_texts, args.vocabulary_size)
             wordpiece = tf_text.FastWordpieceTokenizer(
                 vocabulary,
                 token_out_type=tf.int32,
@@ -136,7 +137,7 @@ def main() -> None:
                 no_pretokenization=True,
                 support_detokenization=True,
             )
-            print(f"  (wordpiece vocabulary of {len(vocabulary)} learned in {learned:.0f} s)")
+            print(f"  (wordpiece vocabulary of {len(vocabulary)} learned in {watch.seconds:.0f} s)")
 
             def encode_wordpiece(t, w=wordpiece):
                 return w.tokenize(tokenize(t)).merge_dims(-2, -1)
@@ -150,12 +151,11 @@ def main() -> None:
             measure("wordpiece", side, texts, encode_wordpiece, decode_wordpiece, 1)
 
         for model_type in ("unigram", "bpe"):
-            started = time.perf_counter()
-            vectorizer = SubwordVectorizer(
-                train_subword_model(train_texts, args.vocabulary_size, model_type=model_type)
-            )
-            learned = time.perf_counter() - started
-            print(f"  (sentencepiece {model_type} model trained in {learned:.0f} s)")
+            with harness.Stopwatch() as watch:
+                vectorizer = SubwordVectorizer(
+                    train_subword_model(train_texts, args.vocabulary_size, model_type=model_type)
+                )
+            print(f"  (sentencepiece {model_type} model trained in {watch.seconds:.0f} s)")
             measure(
                 f"sentencepiece-{model_type}",
                 side,

@@ -34,10 +34,10 @@ for the default training configuration (`TrainConfig()`):
 from __future__ import annotations
 
 import argparse
-import os
-import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import harness
+
+harness.quiet_tensorflow()
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -221,13 +221,7 @@ def matmul_seconds(b, m, k, n, dtype, repeats=50):
 
         return tf.while_loop(lambda i, _: i < repeats, body, (1, 0.0))[1]
 
-    run(x, w).numpy()
-    times = []
-    for _ in range(5):
-        started = time.perf_counter()
-        run(x, w).numpy()
-        times.append((time.perf_counter() - started) / repeats)
-    return float(np.median(times))
+    return float(np.median(harness.time_calls(lambda: run(x, w).numpy(), 5))) / repeats
 
 
 def matmul_ceiling(rows, dtype):
@@ -270,13 +264,7 @@ def output_layer_seconds(tokens, embedding_dim, vocabulary, policy, repeats=10):
             loss = tf.reduce_mean(sparse_cross_entropy(labels, tf.cast(logits, tf.float32)))
         return tape.gradient(loss, [features, embeddings, bias])
 
-    step()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        [g.numpy() for g in step()]
-        times.append(time.perf_counter() - started)
-    return float(np.median(times))
+    return float(np.median(harness.time_calls(lambda: [g.numpy() for g in step()], repeats)))
 
 
 def prepared(model, data, compile_step, jit_compile=False):
@@ -286,32 +274,12 @@ def prepared(model, data, compile_step, jit_compile=False):
     return model
 
 
-def step_seconds_of(model, data, steps):
-    """Wall-clock seconds of each of `steps` `model.fit` batches."""
-    times = []
-
-    class StepTimer(keras.callbacks.Callback):
-        def on_train_batch_begin(self, batch, logs=None):
-            self.started = time.perf_counter()
-
-        def on_train_batch_end(self, batch, logs=None):
-            times.append(time.perf_counter() - self.started)
-
-    model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[StepTimer()])
-    return times
-
-
 def matmul_peak_gflops(dtype, size=2048, repeats=10):
     """Best GFLOP/s of a `size x size` matmul in `dtype` (this machine, now)."""
     a = tf.random.normal((size, size), dtype=tf.float32)
     a = tf.cast(a, dtype)
     matmul = tf.function(lambda x: tf.matmul(x, x))
-    matmul(a).numpy()
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        matmul(a).numpy()
-        best = min(best, time.perf_counter() - started)
+    best = min(harness.time_calls(lambda: matmul(a).numpy(), repeats))
     return 2 * size**3 / best / 1e9
 
 
@@ -351,11 +319,7 @@ def greedy_sentences_per_second(model, batch_size, source_length, max_length, re
     source = tf.constant(
         np.random.default_rng(1).integers(4, 1000, (batch_size, source_length)), tf.int32
     )
-    decode(source)
-    started = time.perf_counter()
-    for _ in range(repeats):
-        decode(source)
-    return repeats * batch_size / (time.perf_counter() - started)
+    return repeats * batch_size / sum(harness.time_calls(lambda: decode(source), repeats))
 
 
 def print_ceilings(rows, peak, step, tutorial_step, output_layer):
@@ -391,6 +355,7 @@ def main(argv=None):
     parser.add_argument("--source-length", type=int, default=10)
     parser.add_argument("--target-length", type=int, default=12)
     args = parser.parse_args(argv)
+    harness.print_machine_header()
     default = TrainConfig()
     sizes = dict(
         embedding_dim=default.embedding_dim,
@@ -489,7 +454,7 @@ def main(argv=None):
     times = [[] for _ in rows]
     for _ in range(args.rounds):
         for row_times, model in zip(times, models, strict=True):
-            row_times.extend(step_seconds_of(model, data, args.steps))
+            row_times.extend(harness.fit_step_seconds(model, data, args.steps))
         # The peak is measured in every round too, and the best kept: measured
         # once, it caught a slow moment of the machine (the same run's vocabulary
         # matmul alone then ran at 1.7x "the peak").
