@@ -72,3 +72,24 @@ def test_keras_docstrings_are_fenced():
         ">>> not a doctest inside a fence",
         "```",
     ]
+
+
+def test_call_arguments_become_a_parameters_table_with_the_call_defaults(tmp_path):
+    tree = api_tree.build_api_source(REPOSITORY, tmp_path / "api-src")
+    loader = griffe.GriffeLoader(
+        search_paths=[str(tree)],
+        extensions=griffe.load_extensions(str(REPOSITORY / "docs/hooks/keras_docstrings.py")),
+        docstring_parser="google",
+        docstring_options={"warn_missing_types": False},
+    )
+    # LuongAttention documents the arguments of `call`, which it inherits from BaseAttention.
+    layer = loader.load("keras_attention.layers.luong_attention")["LuongAttention"]
+    (section,) = [s for s in layer.docstring.parsed if s.title == "Call arguments:"]
+    assert section.kind is griffe.DocstringSectionKind.parameters
+    arguments = {argument.name: argument for argument in section.value}
+    assert {"query", "values", "mask", "use_causal_mask"} <= set(arguments)
+    assert arguments["use_causal_mask"].default == "False"
+    assert arguments["query"].default is None  # required
+    assert "Call arguments" not in [
+        s.title for s in layer.docstring.parsed if s.kind.value == "admonition"
+    ]
