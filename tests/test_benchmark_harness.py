@@ -1,0 +1,177 @@
+"""`benchmarks/harness.py`: the machine record every benchmark prints and writes."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import time
+
+import pytest
+from helpers.subprocesses import ROOT
+
+FIELDS = {
+    "date",
+    "commit",
+    "command",
+    "cpu",
+    "cores",
+    "cpu_flags",
+    "memory_gib",
+    "platform",
+    "python",
+    "tensorflow",
+    "keras",
+}
+
+
+@pytest.fixture(scope="module")
+def harness():
+    # The benchmarks are scripts, not a package: load the module from its file.
+    spec = importlib.util.spec_from_file_location(
+        "benchmark_harness", ROOT / "benchmarks" / "harness.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _git(directory, *args):
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=directory,
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_machine_info_has_every_field_and_the_header_shows_them(harness):
+    info = harness.machine_info()
+    assert set(info) == FIELDS
+    assert info["cores"] >= 1
+    header = harness.machine_header(info)
+    assert len(header.splitlines()) == 2
+    for field in ("date", "commit", "command", "cpu", "python", "tensorflow", "keras"):
+        assert str(info[field]) in header, field
+    assert f"{info['cores']} cores" in header
+
+
+def test_cpu_model_and_the_bf16_and_amx_flags_come_from_cpuinfo(harness, tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz\n"
+        "flags\t\t: fpu sse2 avx2 fma avx512f avx512_bf16 amx_bf16 amx_tile\n\n"
+        "processor\t: 1\nmodel name\t: another\nflags\t\t: avx512_fp16\n"
+    )
+    model, flags = harness.cpu_description(cpuinfo)
+    assert model == "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz"
+    assert flags == ["AVX2", "FMA", "AVX512F", "AVX512_BF16", "AMX_TILE", "AMX_BF16"]
+    info = harness.machine_info(cpuinfo=cpuinfo)
+    assert info["cpu_flags"] == flags
+    assert "AVX512_BF16 AMX_TILE AMX_BF16" in harness.machine_header(info)
+
+
+def test_cpu_description_without_cpuinfo_names_no_flags(harness, tmp_path):
+    model, flags = harness.cpu_description(tmp_path / "missing")
+    assert model
+    assert flags == []
+
+
+def test_write_json_adds_the_machine_record(harness, tmp_path):
+    path = tmp_path / "result.json"
+    harness.write_json(path, {"tokens_per_second": {1: 2.5}, "agreement": 1.0})
+    written = json.loads(path.read_text())
+    assert written["tokens_per_second"] == {"1": 2.5}
+    assert written["agreement"] == 1.0
+    assert set(written["machine"]) == FIELDS
+
+    info = harness.machine_info()
+    harness.write_json(path, {"rows": [1, 2]}, info)
+    assert json.loads(path.read_text()) == {"rows": [1, 2], "machine": info}
+
+
+def test_write_json_refuses_what_it_cannot_add_the_record_to(harness, tmp_path):
+    with pytest.raises(TypeError, match="Received: list"):
+        harness.write_json(tmp_path / "x.json", [1, 2])
+    with pytest.raises(ValueError, match="'machine'"):
+        harness.write_json(tmp_path / "x.json", {"machine": "mine"})
+
+
+def test_commit_is_the_short_hash_and_dirty_with_uncommitted_changes(harness, tmp_path):
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "a.txt").write_text("one\n")
+    _git(tmp_path, "add", "a.txt")
+    _git(tmp_path, "commit", "-q", "-m", "one")
+    full = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    commit = harness.git_commit(tmp_path)
+    assert 7 <= len(commit) < len(full) and full.startswith(commit)
+
+    (tmp_path / "untracked.txt").write_text("not part of the commit\n")
+    assert harness.git_commit(tmp_path) == commit
+    (tmp_path / "a.txt").write_text("two\n")
+    assert harness.git_commit(tmp_path) == commit + "+dirty"
+
+
+def test_commit_is_unknown_in_a_broken_repository_or_without_git(harness, tmp_path, monkeypatch):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / ".git").write_text("not a git directory\n")
+    assert harness.git_commit(broken) == "unknown"
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    assert harness.git_commit(outside) == "unknown"
+
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs-here"))
+    assert harness.git_commit(ROOT) == "unknown"
+    assert harness.machine_info()["commit"] == "unknown"
+
+
+def test_time_calls_warms_up_then_times_each_call(harness):
+    calls = []
+    seconds = harness.time_calls(lambda: calls.append(1), repeats=3, warmup=2)
+    assert len(calls) == 5
+    assert len(seconds) == 3 and all(s >= 0 for s in seconds)
+
+
+def test_stopwatch_stops_at_the_end_of_its_block(harness):
+    with harness.Stopwatch() as watch:
+        pass
+    stopped = watch.seconds
+    assert stopped >= 0
+    assert watch.seconds == stopped
+    running = harness.Stopwatch()
+    first = running.seconds
+    time.sleep(0.01)
+    assert running.seconds > first, "without `with`, it keeps counting"
+
+
+def test_child_environment_puts_the_checkout_first(harness, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    env = harness.child_environment(KERAS_BACKEND="tensorflow")
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(ROOT), "/elsewhere"]
+    assert env["KERAS_BACKEND"] == "tensorflow"
+    assert env["TF_CPP_MIN_LOG_LEVEL"] == "2"
+
+
+@pytest.mark.filterwarnings("ignore:`shuffle=True` was passed:UserWarning")
+def test_fit_step_seconds_times_each_batch(harness):
+    import keras
+    import tensorflow as tf
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    data = tf.data.Dataset.from_tensors((tf.zeros((8, 3)), tf.zeros((8, 1)))).repeat()
+    seconds = harness.fit_step_seconds(model, data, steps=3)
+    assert len(seconds) == 3 and all(s > 0 for s in seconds)
+
+
+@pytest.mark.parametrize(
+    "script",
+    sorted(p.name for p in (ROOT / "benchmarks").glob("*.py") if p.name != "harness.py"),
+)
+def test_every_benchmark_prints_the_machine_header(script):
+    source = (ROOT / "benchmarks" / script).read_text(encoding="utf-8")
+    assert "harness.print_machine_header()" in source
