@@ -179,10 +179,16 @@ def version_report() -> tuple[str, list[str]]:
     else:
         line = f"{DISTRIBUTION} {version} from {folder}"
         if own_version != version:
+            if not keras_attention.__file__:
+                found = "it is missing"
+            elif own_version is None:
+                found = "it sets no __version__"
+            else:
+                found = f"its __version__ is {own_version}"
             problems.append(
                 f"{os.path.join(folder, '__init__.py')} is not {DISTRIBUTION} {version}'s "
-                f"(its __version__ is {own_version!r}): another distribution replaced or "
-                f"removed it. Fix: pip install --force-reinstall --no-deps {DISTRIBUTION}."
+                f"({found}): another distribution replaced or removed it. "
+                f"Fix: pip install --force-reinstall --no-deps {DISTRIBUTION}."
             )
     return line, problems
 
