@@ -115,7 +115,8 @@ def find_known_foreign_distributions(path: list[str] | None = None) -> list[Fore
             # name-version.dist-info, name.egg-info or name-version-pyX.Y.egg-info
             if dot and suffix in ("dist-info", "egg-info"):
                 if normalize(stem.split("-")[0]) == KNOWN_OTHER:
-                    candidates.append(os.path.join(entry or ".", name))
+                    candidates.append(os.path.realpath(os.path.join(entry or ".", name)))
+    candidates = list(dict.fromkeys(candidates))  # a folder can be on sys.path twice
     if not candidates:
         return []
     from importlib import metadata
@@ -141,8 +142,8 @@ def conflict_message(foreign: list[ForeignDistribution]) -> str:
             f"{KNOWN_OTHER} is an unrelated PyPI project (and this project's name up to 0.1.0). "
         )
     return message + (
-        "The two cannot share an environment: the one installed last has overwritten the "
-        f"other's files. Fix: {fix(foreign)}."
+        "The two cannot share an environment: their files overwrite or hide each other's. "
+        f"Fix: {fix(foreign)}."
     )
 
 
