@@ -20,15 +20,42 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-DEFAULT_MODEL_NAME = "default"
 DEFAULT_SIGNATURE_NAME = DEFAULT_SIGNATURE
+
+LAST_ATTEMPT_SECONDS = 0.1
+"""The least time left for a retry: a request needs some to be answered."""
+
+LOADING_STATES = ("START", "LOADING")
+"""Version states of a model the server is still bringing up (`ModelVersionStatus.state`)."""
+
+
+class NoAnswer(ServingError):
+    """`UNAVAILABLE` with no answer from a server: nothing listens there, or connecting failed.
+
+    Raised by the transports; `TranslationClientBase` retries it like any
+    `UNAVAILABLE` and, at the deadline, names the address and the time waited.
+    """
+
+    def __init__(self, message: str = ""):
+        super().__init__("UNAVAILABLE", message)
 
 
 class TranslationClientBase:
     """Batching, retry and waiting logic; subclasses implement one transport.
 
-    Subclasses implement `_predict_once`, `_status_once` and `_metadata_once`,
-    each making exactly one request and raising `ServingError` on failure.
+    Every call has one deadline, `timeout` seconds from its start. Until
+    then the client waits for the server instead of failing: a server that
+    is not up yet or restarting (`UNAVAILABLE`, a refused connection) and a
+    model the server reports still loading (`NOT_FOUND` while a version is
+    `START` or `LOADING`) are retried with exponential backoff (`max_retries`
+    caps the number of retries; `None`: as many as the deadline allows).
+    Any other error is raised at once. So a client started right after its
+    server works as soon as the server serves.
+
+    Subclasses implement `endpoint`, `_predict_once`, `_status_once` and
+    `_metadata_once`, each making exactly one request within the seconds it
+    is given and raising `ServingError` on failure (`NoAnswer` when no
+    server answered).
     """
 
     def __init__(
@@ -40,7 +67,7 @@ class TranslationClientBase:
         version: int | None,
         version_label: str | None,
         batch_size: int,
-        max_retries: int,
+        max_retries: int | None,
         initial_backoff: float,
         max_backoff: float,
         backoff_multiplier: float,
@@ -62,8 +89,12 @@ class TranslationClientBase:
             raise ValueError(f"version must be an integer or None. Received: {version!r}")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer. Received: {batch_size!r}")
-        if not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"max_retries must be an integer >= 0. Received: {max_retries!r}")
+        if max_retries is not None and (
+            isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
+        ):
+            raise ValueError(
+                f"max_retries must be an integer >= 0 or None. Received: {max_retries!r}"
+            )
         if initial_backoff < 0 or max_backoff < 0 or backoff_multiplier < 1:
             raise ValueError(
                 "Backoff must satisfy initial_backoff >= 0, max_backoff >= 0, "
@@ -82,6 +113,11 @@ class TranslationClientBase:
         self.backoff_multiplier = float(backoff_multiplier)
         self._random = random.Random()
 
+    @property
+    def endpoint(self) -> str:
+        """The server's address as given (`host:port` or `http://host:port`)."""
+        raise NotImplementedError
+
     # Public API -------------------------------------------------------------------------------
 
     def translate(
@@ -98,14 +134,15 @@ class TranslationClientBase:
             texts: the source sentences (a list of `str`; not a single `str`).
             batch_size: sentences per request; defaults to the client's.
             signature_name: e.g. `"beam_search"`; defaults to the client's.
-            timeout: seconds allowed per request (the deadline is set on each
-                call, each retry gets a fresh one); defaults to the client's.
+            timeout: seconds allowed per request (one per batch), waiting for
+                the server and retries included; defaults to the client's.
 
         Returns:
             One `Translation` per input, in order.
 
         Raises:
-            ServingError: the server's error (after retries for `UNAVAILABLE`).
+            ServingError: the server's error, or `UNAVAILABLE` naming the
+                address when it was not ready by the deadline.
         """
         if isinstance(texts, (str, bytes)):
             raise TypeError(
@@ -150,7 +187,8 @@ class TranslationClientBase:
             inputs: arrays (or lists) by input alias, e.g. `{"text": ["a b"]}`.
             signature_name: defaults to the client's.
             output_filter: the output aliases to return (default: all).
-            timeout: seconds for the request; defaults to the client's.
+            timeout: seconds for the request, waiting for the server and
+                retries included; defaults to the client's.
 
         Returns:
             The outputs by alias. String tensors come back as `object` arrays
@@ -159,7 +197,7 @@ class TranslationClientBase:
         signature_name = self.signature_name if signature_name is None else signature_name
         timeout = self.timeout if timeout is None else timeout
         return self._with_retries(
-            self._predict_once, inputs, signature_name, list(output_filter or ()), timeout
+            self._predict_once, inputs, signature_name, list(output_filter or ()), timeout=timeout
         )
 
     def model_status(
@@ -173,12 +211,12 @@ class TranslationClientBase:
             timeout: seconds for the request.
         """
         timeout = self.timeout if timeout is None else timeout
-        return self._with_retries(self._status_once, version, timeout)
+        return self._with_retries(self._status_once, version, timeout=timeout)
 
     def model_metadata(self, *, timeout: float | None = None) -> ModelMetadata:
         """The served version's signatures (GetModelMetadata)."""
         timeout = self.timeout if timeout is None else timeout
-        return self._with_retries(self._metadata_once, timeout)
+        return self._with_retries(self._metadata_once, timeout=timeout)
 
     def wait_until_available(
         self, timeout: float = 60.0, *, poll_interval: float = 0.2
@@ -231,34 +269,73 @@ class TranslationClientBase:
 
     # Retry logic --------------------------------------------------------------------------
 
-    def backoff_delays(self) -> list[float]:
-        """The sleep before each retry, without jitter: exponential, capped."""
-        return [
-            min(self.max_backoff, self.initial_backoff * self.backoff_multiplier**attempt)
-            for attempt in range(self.max_retries)
-        ]
+    def backoff_delay(self, retry: int) -> float:
+        """The sleep before retry number `retry` (from 0), without jitter: exponential, capped."""
+        return min(
+            self.max_backoff, self.initial_backoff * self.backoff_multiplier ** min(retry, 64)
+        )
 
-    def _with_retries(self, fn: Callable[..., T], *args: Any) -> T:
-        delays = self.backoff_delays()
-        attempt = 0
+    def _with_retries(self, fn: Callable[..., T], *args: Any, timeout: float | None) -> T:
+        """Calls `fn(*args, seconds_left)` until it answers or waiting is over.
+
+        Waiting is over at an error that retrying cannot mend, after
+        `max_retries` retries, or at the deadline `timeout` seconds from now
+        (`None`: no deadline).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        retry = 0
         while True:
             try:
-                return fn(*args)
+                return fn(*args, _seconds_left(deadline))
             except ServingError as error:
-                if not error.retryable or attempt >= len(delays):
+                if self.max_retries is not None and retry >= self.max_retries:
+                    raise
+                if not self._not_ready_yet(error, deadline):
                     raise
                 # "Equal jitter": half the delay fixed, half random, so many clients
                 # retrying at once spread out.
-                delay = delays[attempt] * (0.5 + 0.5 * self._random.random())
-                logger.warning(
-                    "%s (attempt %d of %d); retrying in %.2f s",
-                    error,
-                    attempt + 1,
-                    len(delays) + 1,
-                    delay,
-                )
+                delay = self.backoff_delay(retry) * (0.5 + 0.5 * self._random.random())
+                if deadline is not None:
+                    # The last attempt comes just before the deadline, with time to answer.
+                    left = deadline - time.monotonic() - LAST_ATTEMPT_SECONDS
+                    if left <= 0:
+                        raise self._not_ready_error(error, timeout) from None
+                    delay = min(delay, left)
+                logger.info("%s; retrying in %.2f s (retry %d)", error, delay, retry + 1)
                 time.sleep(delay)
-                attempt += 1
+                retry += 1
+
+    def _not_ready_yet(self, error: ServingError, deadline: float | None) -> bool:
+        """Whether `error` says the server or the model is not ready yet (worth waiting for)."""
+        if error.retryable:
+            return True
+        if error.code != "NOT_FOUND":
+            return False
+        # Also the answer to a wrong model name: only wait if the server says it is loading.
+        try:
+            statuses = self._status_once(self.version, _seconds_left(deadline))
+        except ServingError:
+            return False
+        return any(status.state in LOADING_STATES for status in statuses)
+
+    def _not_ready_error(self, error: ServingError, timeout: float) -> ServingError:
+        """The error to raise when the deadline passes while the server is not ready."""
+        if isinstance(error, NoAnswer):
+            message = (
+                f"No model server answered at {self.endpoint} within {timeout:g} s "
+                f"({error.message}); is a model server running there?"
+            )
+        elif error.code == "NOT_FOUND":
+            message = (
+                f"Model {self.model_name!r} at {self.endpoint} was still loading after "
+                f"{timeout:g} s ({error.message})"
+            )
+        else:
+            message = (
+                f"The model server at {self.endpoint} was still unavailable after {timeout:g} s "
+                f"({error.message})"
+            )
+        return ServingError("UNAVAILABLE", message, http_status=error.http_status)
 
     # Transport hooks ----------------------------------------------------------------------
 
@@ -276,3 +353,10 @@ class TranslationClientBase:
 
     def _metadata_once(self, timeout: float | None) -> ModelMetadata:
         raise NotImplementedError
+
+
+def _seconds_left(deadline: float | None) -> float | None:
+    """Seconds until `deadline` (a `time.monotonic()` value), at least 1 ms; `None` for none."""
+    if deadline is None:
+        return None
+    return max(deadline - time.monotonic(), 0.001)

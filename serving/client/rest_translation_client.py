@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 from keras_attention_client.client_base import (
-    DEFAULT_MODEL_NAME,
     DEFAULT_SIGNATURE_NAME,
+    NoAnswer,
     TranslationClientBase,
 )
+from keras_attention_client.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MODEL_NAME, DEFAULT_TIMEOUT
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
 from keras_attention_client.serving_error import CODE_FOR_HTTP_STATUS, ServingError
@@ -26,9 +27,9 @@ from keras_attention_client.serving_error import CODE_FOR_HTTP_STATUS, ServingEr
 class RestTranslationClient(TranslationClientBase):
     """Translates sentences with a model served over TF Serving's REST API.
 
-    The same client as `TranslationClient` (batching, deadline per request,
-    retries on `UNAVAILABLE`, `ServingError`), speaking HTTP/JSON with the
-    standard library's `urllib` only:
+    The same client as `TranslationClient` (batching, one deadline per
+    request within which it waits for the server, `ServingError`), speaking
+    HTTP/JSON with the standard library's `urllib` only:
 
     - `POST /v1/models/NAME[/versions/N | /labels/L]:predict` with the columnar
       body `{"signature_name": ..., "inputs": {"text": [...]}}`; the answer is
@@ -39,7 +40,9 @@ class RestTranslationClient(TranslationClientBase):
       `ServingError(code, msg, http_status=S)`, the code mapped back with TF
       Serving's table (400 → `INVALID_ARGUMENT`, 404 → `NOT_FOUND`,
       503 → `UNAVAILABLE`, 504 → `DEADLINE_EXCEEDED`, ...). A refused
-      connection is `UNAVAILABLE`, a client timeout `DEADLINE_EXCEEDED`.
+      connection is `UNAVAILABLE` (retried until the deadline, like a 503,
+      and a 404 while the server reports the model loading), a client
+      timeout `DEADLINE_EXCEEDED`.
 
     JSON has no dtypes: numeric outputs of `predict` come back as float64 /
     int64 arrays, strings as `bytes` (like the gRPC client); `translate`
@@ -50,11 +53,13 @@ class RestTranslationClient(TranslationClientBase):
             8501); `https://` for TLS.
         model_name: the served model's name.
         signature_name: `"serving_default"` or `"beam_search"`.
-        timeout: seconds allowed per request (`None`: no limit).
+        timeout: seconds allowed per request, waiting for the server
+            included (`None`: no limit, wait as long as it takes).
         version: pin a version number.
         version_label: pin a version label; exclusive with `version`.
         batch_size: sentences per request in `translate`.
-        max_retries: retries after `UNAVAILABLE`.
+        max_retries: most retries of one request (`None`: as many as its
+            deadline allows; 0: none).
         initial_backoff: seconds before the first retry.
         max_backoff: cap on the seconds between retries.
         backoff_multiplier: growth of the backoff per retry.
@@ -79,13 +84,13 @@ class RestTranslationClient(TranslationClientBase):
         *,
         model_name: str = DEFAULT_MODEL_NAME,
         signature_name: str = DEFAULT_SIGNATURE_NAME,
-        timeout: float | None = 30.0,
+        timeout: float | None = DEFAULT_TIMEOUT,
         version: int | None = None,
         version_label: str | None = None,
-        batch_size: int = 32,
-        max_retries: int = 3,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_retries: int | None = None,
         initial_backoff: float = 0.1,
-        max_backoff: float = 5.0,
+        max_backoff: float = 1.0,
         backoff_multiplier: float = 2.0,
         ssl_context: ssl.SSLContext | None = None,
         cafile: str | None = None,
@@ -117,6 +122,11 @@ class RestTranslationClient(TranslationClientBase):
             ssl_context = ssl.create_default_context(cafile=cafile)
         self._ssl_context = ssl_context
         self._headers = dict(headers or {})
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL, `http(s)://host:port`."""
+        return self.base_url
 
     def __repr__(self) -> str:
         return (
@@ -200,9 +210,9 @@ class RestTranslationClient(TranslationClientBase):
             reason = error.reason
             if isinstance(reason, TimeoutError):
                 raise ServingError("DEADLINE_EXCEEDED", f"{method} {url}: {reason}") from None
-            raise ServingError("UNAVAILABLE", f"{method} {url}: {reason}") from None
+            raise NoAnswer(f"{method} {url}: {reason}") from None
         except (ConnectionError, OSError) as error:
-            raise ServingError("UNAVAILABLE", f"{method} {url}: {error}") from None
+            raise NoAnswer(f"{method} {url}: {error}") from None
         try:
             return json.loads(payload)
         except ValueError as error:

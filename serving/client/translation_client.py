@@ -10,10 +10,11 @@ import grpc
 import numpy as np
 
 from keras_attention_client.client_base import (
-    DEFAULT_MODEL_NAME,
     DEFAULT_SIGNATURE_NAME,
+    NoAnswer,
     TranslationClientBase,
 )
+from keras_attention_client.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MODEL_NAME, DEFAULT_TIMEOUT
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
 from keras_attention_client.protos import (
@@ -50,10 +51,14 @@ class TranslationClient(TranslationClientBase):
     2. Each batch is one `Predict` request: input `text` (`DT_STRING
        [batch]`), `model_spec` = model name, signature and the pinned version
        or label (if any), with a deadline of `timeout` seconds.
-    3. A failure with status `UNAVAILABLE` (server not up, restarting,
-       overloaded) is retried up to `max_retries` times, sleeping
+    3. Until that deadline the client waits for the server: for the channel
+       to connect (the call is made with `wait_for_ready=True`), then through
+       retries of `UNAVAILABLE` (restarting, overloaded) and of `NOT_FOUND`
+       while the server reports the model loading, sleeping
        `initial_backoff * backoff_multiplier**n` seconds (capped at
-       `max_backoff`, with jitter). Every other status is raised at once.
+       `max_backoff`, with jitter) between them. Every other status is
+       raised at once; a server that never answered is `UNAVAILABLE` naming
+       the address, the seconds waited and the last connection error.
     4. The padded batch outputs are split into `Translation`s.
 
     Args:
@@ -63,12 +68,14 @@ class TranslationClient(TranslationClientBase):
             `"default"`).
         signature_name: signature to call, `"serving_default"` (greedy) or
             `"beam_search"`.
-        timeout: deadline in seconds for each request (`None`: no deadline).
+        timeout: deadline in seconds for each request, waiting for the
+            server included (`None`: no deadline, wait as long as it takes).
         version: pin a version number (default: the latest the server serves).
         version_label: pin a version label from the server's model config
             (e.g. `"stable"`); exclusive with `version`.
         batch_size: sentences per request in `translate`.
-        max_retries: retries after `UNAVAILABLE` (0 disables retrying).
+        max_retries: most retries of one request (`None`: as many as its
+            deadline allows; 0: none, fail at the first `UNAVAILABLE`).
         initial_backoff: seconds before the first retry.
         max_backoff: cap on the seconds between retries.
         backoff_multiplier: growth of the backoff per retry.
@@ -102,13 +109,13 @@ class TranslationClient(TranslationClientBase):
         *,
         model_name: str = DEFAULT_MODEL_NAME,
         signature_name: str = DEFAULT_SIGNATURE_NAME,
-        timeout: float | None = 30.0,
+        timeout: float | None = DEFAULT_TIMEOUT,
         version: int | None = None,
         version_label: str | None = None,
-        batch_size: int = 32,
-        max_retries: int = 3,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_retries: int | None = None,
         initial_backoff: float = 0.1,
-        max_backoff: float = 5.0,
+        max_backoff: float = 1.0,
         backoff_multiplier: float = 2.0,
         tls: bool = False,
         root_certificates: bytes | str | os.PathLike | None = None,
@@ -165,6 +172,11 @@ class TranslationClient(TranslationClientBase):
         self._prediction = prediction_service_pb2_grpc.PredictionServiceStub(self._channel)
         self._model = model_service_pb2_grpc.ModelServiceStub(self._channel)
 
+    @property
+    def endpoint(self) -> str:
+        """The gRPC target, `host:port`."""
+        return self.target
+
     def close(self) -> None:
         """Closes the gRPC channel."""
         self._channel.close()
@@ -197,7 +209,7 @@ class TranslationClient(TranslationClientBase):
         )
         for alias, values in inputs.items():
             ndarray_to_tensor_proto(values, out=request.inputs[alias])
-        response = _call(self._prediction.Predict, request, timeout)
+        response = self._call(self._prediction.Predict, request, timeout)
         try:
             return {
                 alias: tensor_proto_to_ndarray(tensor) for alias, tensor in response.outputs.items()
@@ -210,24 +222,51 @@ class TranslationClient(TranslationClientBase):
         if version is not None:
             spec.version.value = version
         request = get_model_status_pb2.GetModelStatusRequest(model_spec=spec)
-        response = _call(self._model.GetModelStatus, request, timeout)
+        response = self._call(self._model.GetModelStatus, request, timeout)
         return [ModelVersionStatus.from_proto(status) for status in response.model_version_status]
 
     def _metadata_once(self, timeout: float | None) -> ModelMetadata:
         request = get_model_metadata_pb2.GetModelMetadataRequest(
             model_spec=self._model_spec(), metadata_field=["signature_def"]
         )
-        return ModelMetadata.from_proto(_call(self._prediction.GetModelMetadata, request, timeout))
+        return ModelMetadata.from_proto(
+            self._call(self._prediction.GetModelMetadata, request, timeout)
+        )
+
+    def _call(self, method, request, timeout: float | None):
+        """One call that waits for the channel to connect (`NoAnswer` if it never does)."""
+        try:
+            return method(request, timeout=timeout, wait_for_ready=True)
+        except grpc.RpcError as error:
+            serving_error = _serving_error(error)
+        if serving_error.code == "DEADLINE_EXCEEDED":
+            # Waiting for the connection and waiting for the answer end alike: ask which.
+            failure = self._connection_failure()
+            if failure is not None:
+                raise NoAnswer(failure) from None
+        raise serving_error
+
+    def _connection_failure(self) -> str | None:
+        """Why the channel cannot connect, from one fail-fast call; `None` if it can."""
+        request = get_model_status_pb2.GetModelStatusRequest(
+            model_spec=model_pb2.ModelSpec(name=self.model_name)
+        )
+        try:
+            self._model.GetModelStatus(request, timeout=1.0, wait_for_ready=False)
+        except grpc.RpcError as error:
+            probe = _serving_error(error)
+            if probe.code == "UNAVAILABLE":
+                return probe.message
+            if probe.code == "DEADLINE_EXCEEDED":
+                return "still connecting"
+        return None
 
 
-def _call(method, request, timeout: float | None):
-    try:
-        return method(request, timeout=timeout)
-    except grpc.RpcError as error:
-        code = error.code() if callable(getattr(error, "code", None)) else None
-        details = error.details() if callable(getattr(error, "details", None)) else str(error)
-        name = code.name if isinstance(code, grpc.StatusCode) else "UNKNOWN"
-        raise ServingError(name, details or "") from None
+def _serving_error(error: grpc.RpcError) -> ServingError:
+    code = error.code() if callable(getattr(error, "code", None)) else None
+    details = error.details() if callable(getattr(error, "details", None)) else str(error)
+    name = code.name if isinstance(code, grpc.StatusCode) else "UNKNOWN"
+    return ServingError(name, details or "")
 
 
 def _read_pem(value: bytes | str | os.PathLike | None) -> bytes | None:

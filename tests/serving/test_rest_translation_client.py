@@ -72,11 +72,24 @@ def test_connection_refused_is_unavailable_and_retried(caplog):
     client = RestTranslationClient(
         f"http://127.0.0.1:{free_port()}", model_name="m", max_retries=2, initial_backoff=0.05
     )
-    with caplog.at_level(logging.WARNING, logger="keras_attention_client.client_base"):
+    with caplog.at_level(logging.INFO, logger="keras_attention_client.client_base"):
         with pytest.raises(ServingError) as caught:
             client.translate(["a"])
     assert caught.value.code == "UNAVAILABLE"
     assert sum("retrying in" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_connection_refused_until_the_deadline_names_the_address():
+    url = f"http://127.0.0.1:{free_port()}"
+    client = RestTranslationClient(url, model_name="m", timeout=1.5)
+    start = time.monotonic()
+    with pytest.raises(ServingError) as caught:
+        client.translate(["a"])
+    elapsed = time.monotonic() - start
+    assert caught.value.code == "UNAVAILABLE"
+    assert caught.value.message.startswith(f"No model server answered at {url} within 1.5 s")
+    assert "Connection refused" in caught.value.message
+    assert 1.3 <= elapsed < 3  # retried until just before the deadline
 
 
 def test_client_timeout_is_deadline_exceeded(server):
