@@ -137,6 +137,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="Logging level of the server.",
     )
+    # The name the ready line starts with: `keras-attention serve`, `python -m ...`.
+    parser.set_defaults(serve_command=parser.prog)
 
 
 def options_from_args(args: argparse.Namespace):
@@ -171,17 +173,49 @@ def run_serve(args: argparse.Namespace) -> int:
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, lambda signum, frame: stop.set())
-    rest = f", REST at {server.rest_url}" if server.rest_url else ""
-    logger.info("Model server ready: gRPC at %s%s", server.address, rest)
+    command = getattr(args, "serve_command", None) or "python -m keras_attention.serving"
+    announced = _announce_when_serving(server, command, announced=False)
+    if not announced:
+        waiting = [name for name, versions in server.available_versions().items() if not versions]
+        logger.warning("Serving no version of %s yet; waiting for one", ", ".join(waiting))
     try:
         while not stop.wait(0.5) and not server.wait(0):
-            pass
+            announced = _announce_when_serving(server, command, announced)
     finally:
         server.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     logger.info("Model server stopped")
     return 0
+
+
+def serving_line(server, command: str) -> str | None:
+    """The line that says `server` serves, or `None` while a configured model has no version.
+
+    E.g. `keras-attention serve: serving fra-eng (version 1) on gRPC
+    127.0.0.1:8500, REST http://127.0.0.1:8501`: the endpoints as a client's
+    `--server` takes them.
+    """
+    versions = server.available_versions()
+    if not all(versions.values()):
+        return None
+    models = ", ".join(
+        f"{name} (version{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))})"
+        for name, numbers in versions.items()
+    )
+    rest = f", REST {server.rest_url}" if server.rest_url else ""
+    return f"{command}: serving {models or 'no models'} on gRPC {server.address}{rest}"
+
+
+def _announce_when_serving(server, command: str, announced: bool) -> bool:
+    """Prints `serving_line` to stdout (flushed) once; returns whether it has been."""
+    if announced:
+        return True
+    line = serving_line(server, command)
+    if line is None:
+        return False
+    print(line, flush=True)
+    return True
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -116,6 +116,11 @@ class ModelServer:
         host = self.address.rsplit(":", 1)[0]
         return f"http://{host}:{self.rest_port}"
 
+    def available_versions(self) -> dict[str, list[int]]:
+        """Each configured model's AVAILABLE versions, ascending (`[]`: not serving yet)."""
+        manager = self.manager
+        return {name: manager.available_versions(name) for name in manager.model_names()}
+
     # Lifecycle --------------------------------------------------------------------------------
 
     def start(self) -> None:
