@@ -74,7 +74,8 @@ TRAIN_HELP = {
 def add_search_arguments(parser: argparse.ArgumentParser, beam_width: int, beam_help: str) -> None:
     """`--beam-width N` (alias `--beam`), `--length-penalty A`, `--batch-size N`."""
     # One spelling across commands (the Python API's `beam_width`, as in
-    # export), the short one kept as an alias. `dest="beam"`: keras_attention_client.cli reads it.
+    # export), the short one kept as an alias. `translate` takes the same from
+    # keras_attention_client.cli.add_translate_arguments, which reads `dest="beam"`.
     parser.add_argument(
         "--beam-width",
         "--beam",
@@ -84,12 +85,14 @@ def add_search_arguments(parser: argparse.ArgumentParser, beam_width: int, beam_
         default=beam_width,
         help=beam_help,
     )
-    parser.add_argument(
-        "--length-penalty", type=float, default=0.6, help="GNMT length penalty alpha (default: 0.6)"
-    )
+    add_length_penalty_argument(parser, "GNMT length penalty alpha (default: 0.6)")
     parser.add_argument(
         "--batch-size", type=int, default=64, help="sentences per batch (default: 64)"
     )
+
+
+def add_length_penalty_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument("--length-penalty", type=float, default=0.6, help=help_text)
 
 
 def _optional(parse):
@@ -454,8 +457,17 @@ def build_parser() -> argparse.ArgumentParser:
         "run_dir", metavar="RUN_DIR", nargs="?", help="a trained run directory (omit with --server)"
     )
     translate.add_argument("texts", metavar="TEXT", nargs="*", help="sentences to translate")
-    translate.add_argument("--file", help="read sentences from this file, one per line")
-    add_search_arguments(translate, beam_width=1, beam_help="beam width (default: 1 = greedy)")
+    # The flags keras-attention-client translate takes too, with the same defaults.
+    client_cli.add_translate_arguments(
+        translate,
+        beam_help="beam width (default: 1 = greedy); with --server, N > 1 selects the "
+        "beam_search signature, whose width was fixed at export",
+    )
+    add_length_penalty_argument(
+        translate,
+        "GNMT length penalty alpha of beam search (default: 0.6); run directories only: "
+        "an export's beam_search signature has the one fixed at export",
+    )
     sampling = translate.add_argument_group(
         "sampling", "draw each translation at random instead of searching (run directories only)"
     )
@@ -485,7 +497,6 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument(
         "--attention-dir", help="with --show-attention: save heatmap PNGs here instead"
     )
-    client_cli.add_client_arguments(translate, include_batch_size=False)
     translate.set_defaults(handler=run_translate)
 
     export = commands.add_parser(

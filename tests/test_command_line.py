@@ -198,3 +198,61 @@ def test_train_twice_has_nothing_to_do_and_other_options_are_refused(
     err = capsys.readouterr().err
     assert err.startswith(f"keras-attention train: error: '{run}' already holds a completed")
     assert "batch_size: 32 -> 16; epochs: 3 -> 5 (saved -> given)" in err
+
+
+# `keras-attention translate` flags that need a run directory (the model in this process).
+LOCAL_TRANSLATE_FLAGS = {
+    "--length-penalty",
+    "--sample",
+    "--temperature",
+    "--top-k",
+    "--seed",
+    "--show-attention",
+    "--attention-dir",
+}
+
+
+def translate_flags(parser) -> dict[tuple[str, ...], tuple]:
+    """The `translate` command's flags: option strings -> (dest, default, choices)."""
+    import argparse
+
+    def default(action):
+        value = action.default
+        if value is argparse.SUPPRESS:  # left unset: the top-level parser's value stands
+            value = parser.get_default(action.dest)
+        return None if value is argparse.SUPPRESS else value
+
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {
+        tuple(action.option_strings): (action.dest, default(action), action.choices)
+        for action in commands.choices["translate"]._actions
+        if action.option_strings
+    }
+
+
+def test_both_translate_commands_take_the_same_flags_with_the_same_defaults():
+    from keras_attention.cli import build_parser
+    from keras_attention_client import cli as client_cli
+
+    ours = translate_flags(build_parser())
+    local = {flags for flags in ours if set(flags) & LOCAL_TRANSLATE_FLAGS}
+    assert {flag for flags in local for flag in flags} == LOCAL_TRANSLATE_FLAGS
+    shared = {flags: value for flags, value in ours.items() if flags not in local}
+    assert shared == translate_flags(client_cli.build_parser())
+    assert shared[("--beam-width", "--beam")] == ("beam", 1, None)
+    assert shared[("--batch-size",)] == ("batch_size", 64, None)
+    assert shared[("--format",)] == ("output_format", "text", ["text", "json"])
+    assert shared[("--timeout",)] == ("timeout", 30.0, None)
+    args = client_cli.build_parser().parse_args(["translate", "--beam-width", "4", "x"])
+    assert (args.beam, args.texts) == (4, ["x"])
+
+
+def test_beam_width_help_says_the_export_fixes_the_width(capsys):
+    from keras_attention_client import cli as client_cli
+
+    for command in (lambda: main(["translate", "--help"]), lambda: client_cli.main(["translate", "--help"])):  # fmt: skip
+        with pytest.raises(SystemExit):
+            command()
+        help_text = " ".join(capsys.readouterr().out.split())
+        assert "N > 1 selects the beam_search signature, whose width" in help_text
+        assert "was fixed at export" in help_text

@@ -1,8 +1,8 @@
 """The client's command line: `keras-attention-client translate --server HOST:PORT TEXT...`.
 
 The same flags as `keras-attention translate --server` (which wires
-`add_client_arguments` and `remote_translations` into its own parser), on a
-machine with only the `keras-attention-client` distribution installed:
+`add_translate_arguments` and `remote_translations` into its own parser), on
+a machine with only the `keras-attention-client` distribution installed:
 
     keras-attention-client translate --server localhost:8500 --model-name translator "Go."
     echo "I am cold." | keras-attention-client translate --server http://localhost:8501 --format json
@@ -12,45 +12,96 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from keras_attention_client.defaults import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MODEL_NAME,
+    DEFAULT_TIMEOUT,
+)
 from keras_attention_client.translation_contract import BEAM_SEARCH, DEFAULT_SIGNATURE
 
+REMOTE_BEAM_HELP = (
+    "beam width: N > 1 selects the beam_search signature, whose width (and length penalty) "
+    "was fixed at export; 1 = serving_default, greedy (default: 1)"
+)
+"""`--beam-width`'s help over the wire: the export's beam width cannot be changed per request."""
 
-def add_client_arguments(
-    parser: argparse.ArgumentParser, *, include_batch_size: bool = True
+
+def add_translate_arguments(
+    parser: argparse.ArgumentParser, *, beam_help: str = REMOTE_BEAM_HELP
 ) -> None:
-    """Adds the remote-translation flags (`--server`, `--model-name`, `--signature`, ...).
+    """Adds the flags of every `translate` command: `keras-attention-client translate`'s.
+
+    `keras-attention translate` adds the same (with its own `beam_help`,
+    since a run directory honours any width) plus its local-only flags, so
+    both commands take the same spellings with the same defaults: `--file`,
+    `--beam-width N` (alias `--beam`, read as `args.beam`), `--batch-size`,
+    `--format`, and `add_client_arguments`' server flags.
 
     Args:
         parser: the (sub)parser.
-        include_batch_size: add `--batch-size` (pass False when the parser
-            already has one; `client_from_args` reads `args.batch_size`).
+        beam_help: the help text of `--beam-width`.
+    """
+    parser.add_argument("--file", help="read sentences from this file, one per line")
+    parser.add_argument(
+        "--beam-width",
+        "--beam",
+        dest="beam",
+        metavar="N",
+        type=int,
+        default=1,
+        help=beam_help,
+    )
+    parser.add_argument(
+        "--batch-size",
+        dest="batch_size",
+        type=int,
+        default=DEFAULT_BATCH_SIZE,
+        help=f"sentences per batch (per request with --server) (default: {DEFAULT_BATCH_SIZE})",
+    )
+    parser.add_argument(
+        "--format",
+        dest="output_format",
+        choices=["text", "json"],
+        default="text",
+        help="text: one translation per line; json: one object per line with score, tokens "
+        "and attention (default: text)",
+    )
+    add_client_arguments(parser)
+
+
+def add_client_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the flags that reach a model server (`--server`, `--model-name`, `--timeout`, ...).
+
+    `client_from_args` reads them (and `args.beam`, `args.batch_size` when
+    the parser has them).
     """
     group = parser.add_argument_group("remote model server")
     group.add_argument(
         "--server",
         default=None,
         help="host:port of a gRPC endpoint (e.g. localhost:8500), or http(s)://host:port "
-        "for the REST API (e.g. http://localhost:8501).",
+        "for the REST API (e.g. http://localhost:8501)",
     )
     group.add_argument(
         "--model-name",
         "--model_name",
         dest="model_name",
         default=None,
-        help="Served model name: the server's --model_name (default: 'default', "
-        "TF Serving's own default).",
+        help="served model name: the server's --model_name (default: 'default', "
+        "TF Serving's own default)",
     )
     group.add_argument(
-        "--signature",
         "--signature-name",
+        "--signature",
         dest="signature_name",
         default=None,
-        help="Signature: serving_default (greedy) or beam_search (default: serving_default, "
-        "or beam_search with --beam > 1).",
+        help="signature: serving_default (greedy) or beam_search (default: serving_default, "
+        "or beam_search with --beam-width > 1)",
     )
     version = group.add_mutually_exclusive_group()
     version.add_argument(
@@ -58,61 +109,50 @@ def add_client_arguments(
         dest="model_version",
         type=int,
         default=None,
-        help="Pin a model version (default: latest).",
+        help="pin a model version (default: latest)",
     )
     version.add_argument(
         "--version-label",
         dest="version_label",
         default=None,
-        help="Pin a version label from the server's model config.",
+        help="pin a version label from the server's model config",
     )
     group.add_argument(
-        "--timeout", type=float, default=30.0, help="Seconds per request (default: %(default)s)."
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="seconds each request may take, waiting for the server to start and its model "
+        f"to load included (default: {DEFAULT_TIMEOUT:g})",
     )
-    if include_batch_size:
-        group.add_argument(
-            "--batch-size",
-            dest="batch_size",
-            type=int,
-            default=32,
-            help="Sentences per request (default: %(default)s).",
-        )
     group.add_argument(
         "--max-retries",
         dest="max_retries",
         type=int,
-        default=3,
-        help="Retries when the server is unavailable (default: %(default)s).",
+        default=None,
+        help="most retries of a request while the server is not ready (default: as many as "
+        "--timeout allows)",
     )
-    group.add_argument("--tls", action="store_true", help="Use TLS with the system's roots.")
+    group.add_argument("--tls", action="store_true", help="use TLS with the system's roots")
     group.add_argument(
         "--root-certificates",
         dest="root_certificates",
         default=None,
-        help="PEM file of the CA to trust (TLS).",
+        help="PEM file of the CA to trust (TLS)",
     )
     group.add_argument(
-        "--client-key", dest="client_key", default=None, help="PEM client key (mutual TLS)."
+        "--client-key", dest="client_key", default=None, help="PEM client key (mutual TLS)"
     )
     group.add_argument(
         "--client-certificate",
         dest="client_certificate",
         default=None,
-        help="PEM client certificate chain (mutual TLS).",
+        help="PEM client certificate chain (mutual TLS)",
     )
     group.add_argument(
         "--ssl-target-name-override",
         dest="ssl_target_name_override",
         default=None,
-        help="Host name to verify in the server certificate.",
-    )
-    group.add_argument(
-        "--format",
-        dest="output_format",
-        choices=["text", "json"],
-        default="text",
-        help="text: one translation per line; json: one object per line with score, tokens "
-        "and attention.",
+        help="host name to verify in the server certificate",
     )
 
 
@@ -120,8 +160,9 @@ def client_from_args(args: argparse.Namespace):
     """The `TranslationClient` or `RestTranslationClient` the parsed flags describe.
 
     Flags the parser lacks take their defaults, so a parser that added only
-    some of `add_client_arguments`' flags works too. `--beam N` (N > 1) selects
-    the `beam_search` signature unless `--signature` is given.
+    some of `add_translate_arguments`' flags works too. `--beam-width N`
+    (N > 1) selects the `beam_search` signature unless `--signature-name` is
+    given.
     """
     server = getattr(args, "server", None)
     if not server:
@@ -131,13 +172,13 @@ def client_from_args(args: argparse.Namespace):
         beam = getattr(args, "beam", 1) or 1
         signature = BEAM_SEARCH if beam > 1 else DEFAULT_SIGNATURE
     common = dict(
-        model_name=getattr(args, "model_name", None) or "default",
+        model_name=getattr(args, "model_name", None) or DEFAULT_MODEL_NAME,
         signature_name=signature,
-        timeout=getattr(args, "timeout", 30.0),
+        timeout=getattr(args, "timeout", DEFAULT_TIMEOUT),
         version=getattr(args, "model_version", None),
         version_label=getattr(args, "version_label", None),
-        batch_size=getattr(args, "batch_size", 32),
-        max_retries=getattr(args, "max_retries", 3),
+        batch_size=getattr(args, "batch_size", DEFAULT_BATCH_SIZE),
+        max_retries=getattr(args, "max_retries", None),
     )
     root_certificates = getattr(args, "root_certificates", None)
     if server.startswith(("http://", "https://")):
@@ -251,27 +292,18 @@ def build_parser() -> argparse.ArgumentParser:
         "stdin; one translation per line on stdout (exit 1 on a server error).",
     )
     translate.add_argument("texts", metavar="TEXT", nargs="*", help="sentences to translate")
-    translate.add_argument("--file", help="read sentences from this file, one per line")
     translate.add_argument(
-        "--beam",
-        type=int,
-        default=1,
-        help="beam width; > 1 selects the beam_search signature (the export fixes the width)",
+        "-v", "--verbose", action="store_true", help="log the retries while waiting for a server"
     )
-    translate.add_argument(
-        "--batch-size",
-        dest="batch_size",
-        type=int,
-        default=64,
-        help="sentences per request (default: %(default)s)",
-    )
-    add_client_arguments(translate, include_batch_size=False)
+    add_translate_arguments(translate)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`keras-attention-client translate --server HOST:PORT [flags] TEXT...`."""
     args = build_parser().parse_args(argv)
+    if args.verbose:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     texts = list(args.texts)
     if not texts and args.file:
         try:

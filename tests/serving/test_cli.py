@@ -1,4 +1,5 @@
-"""`python -m keras_attention.serving` (SIGTERM during load) and the remote-translate entry point."""
+"""`python -m keras_attention.serving` and `keras-attention serve` (the ready line, SIGTERM during
+load), and the remote-translate entry points (waiting for the server, the errors)."""
 
 import argparse
 import io
@@ -8,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -74,8 +76,12 @@ def test_sigterm_during_load_lets_in_flight_requests_finish(exports, tmp_path):
     assert exit_code == 0, output
     assert sorted(finished) == [(tag, [tag.encode()]) for tag in tags], output
     assert "Model server stopped" in output
+    ready = (
+        f"python -m keras_attention.serving: serving gate (version 1) on gRPC 127.0.0.1:{port}\n"
+    )
+    assert output.count(ready) == 1, output
     with pytest.raises(ServingError) as caught:
-        client.predict(gate_inputs(gate, "late"), timeout=5)
+        client.predict(gate_inputs(gate, "late"), timeout=2)
     assert caught.value.code == "UNAVAILABLE"
     client.close()
 
@@ -118,7 +124,7 @@ def test_serve_flags_take_both_spellings_and_booleans():
 
 def _client_args(*argv):
     parser = argparse.ArgumentParser()
-    client_cli.add_client_arguments(parser)
+    client_cli.add_translate_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -134,7 +140,7 @@ def test_remote_translate_text_and_json(server):
         server.rest_url,
         "--model-name",
         "translator",
-        "--signature",
+        "--signature-name",
         "beam_search",
         "--format",
         "json",
@@ -160,7 +166,7 @@ def test_wiring_into_a_parser_that_has_its_own_batch_size_and_beam(server):
     parser = argparse.ArgumentParser()
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--beam", type=int, default=1)
-    client_cli.add_client_arguments(parser, include_batch_size=False)
+    client_cli.add_client_arguments(parser)
     args = parser.parse_args(
         [
             "--server",
@@ -188,7 +194,8 @@ def test_keras_attention_client_translate(server, tmp_path, capsys):
     sentences = tmp_path / "sentences.txt"
     sentences.write_text("x y\n")
     assert (
-        client_cli.main([*argv, "--beam", "4", "--format", "json", "--file", str(sentences)]) == 0
+        client_cli.main([*argv, "--beam-width", "4", "--format", "json", "--file", str(sentences)])
+        == 0
     )
     (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert (record["source"], record["text"]) == ("x y", "Y X")
@@ -200,3 +207,95 @@ def test_keras_attention_client_translate(server, tmp_path, capsys):
     assert "cannot read --file" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         client_cli.main(["frobnicate"])
+
+
+def test_serving_line_waits_for_every_model(exports, tmp_path):
+    from keras_attention.serving import ModelServer, ServerOptions
+
+    base = tmp_path / "translator"
+    base.mkdir()
+    options = ServerOptions(
+        port=0, model_name="translator", model_base_path=str(base), file_system_poll_wait_seconds=0
+    )
+    with ModelServer(options) as model_server:
+        assert cli.serving_line(model_server, "serve") is None  # no version yet
+        add_version(base, 1, exports["upper"])
+        add_version(base, 2, exports["lower"])
+        model_server.manager.poll_once()
+        assert cli.serving_line(model_server, "serve") == (
+            f"serve: serving translator (version 2) on gRPC 127.0.0.1:{model_server.port}"
+        )
+
+
+def _start(*argv: str) -> subprocess.Popen:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.Popen(
+        [sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    )
+
+
+def test_translate_right_after_serve_waits_for_the_server(exports, tmp_path):
+    # `keras-attention serve ... &` then at once a client on each API: both wait for it.
+    base = tmp_path / "translator"
+    add_version(base, 1, exports["upper"])
+    port, rest_port = free_port(), free_port()
+    server = _start(
+        "-m", "keras_attention.cli", "serve", "--model_name", "translator",
+        "--model_base_path", str(base), "--port", str(port), "--rest_api_port", str(rest_port),
+    )  # fmt: skip
+    over_grpc = over_rest = None
+    try:
+        over_grpc = _start(
+            "-m", "keras_attention.cli", "translate", "--server", f"localhost:{port}",
+            "--model-name", "translator", "--timeout", "240", "the cat",
+        )  # fmt: skip
+        over_rest = _start(
+            "-m", "keras_attention_client", "translate", "--server",
+            f"http://127.0.0.1:{rest_port}", "--model-name", "translator", "--timeout", "240",
+            "a dog",
+        )  # fmt: skip
+        deadline = time.monotonic() + 300
+        while None in (over_grpc.poll(), over_rest.poll()) and time.monotonic() < deadline:
+            if server.poll() is not None:
+                pytest.fail(f"the server exited ({server.returncode}): {server.stderr.read()}")
+            time.sleep(0.2)
+        grpc_out, grpc_err = over_grpc.communicate(timeout=10)
+        rest_out, rest_err = over_rest.communicate(timeout=10)
+        assert server.poll() is None, "the server was up when both clients finished"
+        server.send_signal(signal.SIGTERM)
+        server_out, server_err = server.communicate(timeout=120)
+    finally:
+        for process in (server, over_grpc, over_rest):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+    assert (over_grpc.returncode, grpc_out, grpc_err) == (0, "CAT THE\n", "")
+    assert (over_rest.returncode, rest_out, rest_err) == (0, "DOG A\n", "")
+    assert server.returncode == 0, server_err
+    assert server_out == (
+        f"keras-attention serve: serving translator (version 1) on gRPC 127.0.0.1:{port}, "
+        f"REST http://127.0.0.1:{rest_port}\n"
+    )
+
+
+@pytest.mark.parametrize("scheme", ["", "http://"], ids=["grpc", "rest"])
+def test_translate_with_nothing_listening_fails_at_its_timeout(scheme, capsys):
+    from keras_attention.cli import main
+
+    address = f"{scheme}127.0.0.1:{free_port()}"
+    start = time.monotonic()
+    assert main(["translate", "--server", address, "--timeout", "2", "hello"]) == 1
+    elapsed = time.monotonic() - start
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"keras-attention translate: server error: UNAVAILABLE: No model server answered at "
+        f"{address} within 2 s ("
+    ), err
+    assert "Connection refused" in err
+    assert 1.5 <= elapsed < 5
+    start = time.monotonic()
+    assert client_cli.main(["translate", "--server", address, "--timeout", "1", "hello"]) == 1
+    assert f"error: UNAVAILABLE: No model server answered at {address} within 1 s" in (
+        capsys.readouterr().err
+    )
+    assert time.monotonic() - start < 4
