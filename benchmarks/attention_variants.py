@@ -134,16 +134,15 @@ def measure_alignment(variant: dict, steps: int, seeds: list[int]) -> dict:
     for seed in seeds:
         keras.utils.set_random_seed(seed)
         train = make_alignment_task(steps * 32 // 4, seed=seed)
-        model = Seq2Seq(
-            VOCABULARY_SIZE,
-            VOCABULARY_SIZE,
+        arguments = harness.seq2seq_arguments(
             embedding_dim=32,
             encoder_units=32,
             decoder_units=64,
-            max_source_length=train.source_ids.shape[1],
+            max_length=train.source_ids.shape[1],
             tie_embeddings=True,
             **variant,
         )
+        model = Seq2Seq(VOCABULARY_SIZE, VOCABULARY_SIZE, **arguments)
         model.compile(
             optimizer=keras.optimizers.Adam(5e-3, global_clipnorm=5.0),
             loss=MaskedSparseCategoricalCrossentropy(),
@@ -217,8 +216,15 @@ def check_trained_run(name: str, run_dir: Path, expected) -> dict:
     config = TrainConfig.load(run_dir)
     unused = {
         "luong": ("normalize",),
-        "bahdanau": ("score", "score_scale", "input_feeding"),
-        "none": ("score", "score_scale", "input_feeding", "normalize", "attention_units"),
+        "bahdanau": ("score", "score_scale", "scale_by_dimension", "input_feeding"),
+        "none": (
+            "score",
+            "score_scale",
+            "scale_by_dimension",
+            "input_feeding",
+            "normalize",
+            "attention_units",
+        ),
     }[expected.attention]
     differences = expected.differences(config, ignore=IGNORED_FIELDS + unused)
     if differences:
@@ -295,7 +301,7 @@ def attention_sharpness(run_dir: Path, sentences: int = 256) -> dict | None:
     from keras_attention.training.trainer import load_translator
 
     translator = load_translator(run_dir)
-    if translator.model.attention == "none":
+    if translator.model.decoder.attention_layer is None:
         return None
     sources = [source for source, _ in test_references(run_dir)[:sentences]]
     result = translator.translate(tf.constant(sources), translator.strategy())

@@ -45,13 +45,11 @@ def varied_batches(batch_size, vocabulary, seed=0, count=24):
 def use_keras_gru_path(model):
     """Swap `model`'s recurrences back to Keras' GRU layers (the encoder's
     inference path, in training too) and the decoder's step loop."""
-    from keras_attention.models.attention_decoder import AttentionDecoder
-
     encoder = model.encoder
     encoder._run_gru = lambda rnn, x, mask: encoder._run_keras_rnn(rnn, x, mask, training=True)
     model.decoder.__class__ = type(
         "StepLoopDecoder",
-        (AttentionDecoder,),
+        (type(model.decoder),),
         {"_recurrence_is_a_gru": property(lambda self: False)},
     )
 

@@ -21,6 +21,7 @@ source (date, commit, command, CPU, library versions):
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -65,6 +66,20 @@ def quiet_tensorflow() -> None:
     verbose = tensorflow_logging.verbose_from_environment()
     tensorflow_logging.configure(verbose)
     tensorflow_logging.import_tensorflow(verbose)
+
+
+def seq2seq_arguments(**settings) -> dict:
+    """`Seq2Seq` keyword arguments from `TrainConfig`-style settings (`attention`,
+    `score`, `normalize`, sizes, `precision`, ...), through the one description the
+    trainer uses (`TrainConfig.model_arguments()`); other `Seq2Seq` arguments (such as
+    `deep_output`) pass through. Precision float32 and no dropout unless given."""
+    from keras_attention.training.train_config import TrainConfig
+
+    fields = {field.name for field in dataclasses.fields(TrainConfig)}
+    known = {key: value for key, value in settings.items() if key in fields}
+    config = TrainConfig(**{"precision": "float32", "dropout": 0.0, **known})
+    others = {key: value for key, value in settings.items() if key not in fields}
+    return {**config.model_arguments(), **others}
 
 
 def child_environment(**overrides: str) -> dict[str, str]:

@@ -18,7 +18,8 @@ import harness
 
 
 def parse_variant(spec: str) -> dict:
-    """`"luong:score=general:tie_embeddings=false"` -> Seq2Seq keyword arguments."""
+    """`"luong:score=general:tie_embeddings=false"` -> model settings (`TrainConfig`
+    fields, or other `Seq2Seq` arguments such as `deep_output`)."""
     attention, *options = spec.split(":")
     kwargs: dict = {"attention": attention}
     for option in options:
@@ -72,18 +73,17 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     curves = {}
     for spec, kwargs in variants.items():
         keras.utils.set_random_seed(0)
-        model = Seq2Seq(
-            source.vocabulary_size,
-            target.vocabulary_size,
+        arguments = harness.seq2seq_arguments(
             embedding_dim=args.embedding_dim,
             encoder_units=args.encoder_units,
             decoder_units=args.decoder_units,
             tie_embeddings=args.tie_embeddings,
             dropout=args.dropout,
-            max_source_length=30,
-            dtype=args.precision,
+            max_length=30,
+            precision=args.precision,
             **kwargs,
         )
+        model = Seq2Seq(source.vocabulary_size, target.vocabulary_size, **arguments)
         model.compile(
             optimizer=keras.optimizers.Adam(args.learning_rate, global_clipnorm=5.0),
             loss=MaskedSparseCategoricalCrossentropy(),

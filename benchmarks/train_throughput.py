@@ -449,7 +449,8 @@ def main(argv=None):
             model = TutorialSeq2Seq(source_size, target_size, **sizes)
             keras.config.set_dtype_policy("float32")
         else:
-            model = Seq2Seq(source_size, target_size, dtype=policy, **sizes, **options)
+            arguments = harness.seq2seq_arguments(precision=policy, **sizes, **options)
+            model = Seq2Seq(source_size, target_size, **arguments)
         models.append(prepared(model, data, compile_step, jit_compile=jit))
     times = [[] for _ in rows]
     for _ in range(args.rounds):
@@ -489,7 +490,8 @@ def main(argv=None):
             f"{gflops:>8.1f} {gflops / peak:>7.1%} {ratio:>10.2f}x"
         )
 
-    model = Seq2Seq(source_size, target_size, dtype="mixed_bfloat16", **sizes, **default_model)
+    arguments = harness.seq2seq_arguments(precision="mixed_bfloat16", **sizes, **default_model)
+    model = Seq2Seq(source_size, target_size, **arguments)
     for batch_size, repeats in ((1, 20), (64, 5)):
         speed = greedy_sentences_per_second(model, batch_size, args.source_length, 20, repeats)
         print(f"greedy decode (20 steps), batch {batch_size:>2}: {speed:8.1f} sentences/s")

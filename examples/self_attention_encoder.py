@@ -2,7 +2,8 @@
 
 Self-attention is the attention layer called with `query = values`: each token's
 feature vector queries all the others (Luong's `"general"` score `s . W_a h` can learn
-to match one token to another), and the contexts are max-pooled into one sentence
+to match one token to another; divided by `sqrt(d)`, as self-attention usually is,
+with `scale_by_dimension=True`), and the contexts are max-pooled into one sentence
 vector. The synthetic task needs tokens to find each other: the vocabulary comes in
 partner pairs (`k` and `k + half`), and the label is 1 when some token and its partner
 both occur. A bag of embeddings cannot see pairs; self-attention learns to put each
@@ -63,7 +64,8 @@ def build_models(pairs: int, embedding_dim: int) -> tuple[keras.Model, keras.Mod
     tokens = keras.Input((None,), dtype="int32", name="tokens")
     embedded = keras.layers.Embedding(2 * pairs + 1, embedding_dim, mask_zero=True)(tokens)
     # Self-attention: the same masked sequence is the query and the values.
-    context, weights = LuongAttention(score="general", name="self_attention")(embedded, embedded)
+    attention = LuongAttention(score="general", scale_by_dimension=True, name="self_attention")
+    context, weights = attention(embedded, embedded)
     features = keras.layers.Concatenate()([embedded, context])
     hidden = keras.layers.Dense(2 * embedding_dim, activation="relu")(features)
     pooled = keras.layers.GlobalMaxPooling1D()(hidden)

@@ -37,8 +37,10 @@ TRAIN_HELP = {
     "encoder_layers": "stacked bidirectional encoder layers",
     "attention_units": "units of the additive/concat score (default: decoder units)",
     "normalize": "weight-normalized Bahdanau score (--attention bahdanau)",
-    "score_scale": "multiply the Luong scores by a learned scalar (default: on for cosine "
-    "and scaled_dot, off for the others)",
+    "score_scale": "multiply the Luong scores by a learned scalar g (default: on for cosine, "
+    "g from sqrt(d), and scaled_dot, g from 1; off for the others)",
+    "scale_by_dimension": "divide the Luong dot or general scores by sqrt(d) (default: on for "
+    "general, off for dot)",
     "input_feeding": "Luong input feeding",
     "tie_embeddings": "tie the output projection to the target embeddings",
     "dropout": "dropout rate",

@@ -10,8 +10,8 @@ from keras_attention.layers.bahdanau_attention import additive_scores
 from keras_attention.layers.base_attention import BaseAttention
 
 SCORES = ("dot", "general", "concat", "scaled_dot", "cosine", "location")
-# The scores that a learned scalar multiplies by default (`scale=None`).
-LEARNED_SCALE_SCORES = ("cosine", "scaled_dot")
+# The scores that `scale_by_dimension=True` divides by sqrt(d).
+SCALED_BY_DIMENSION_SCORES = ("dot", "general")
 
 # Floor of the squared norm in the cosine score, as in `tf.math.l2_normalize`, so a zero
 # vector (e.g. padding) scores 0 instead of NaN. Applied in float32.
@@ -33,37 +33,35 @@ class LuongAttention(BaseAttention):
 
     For a query `s` (a decoder state) and values `h_1..h_Tv`, the score of
     position `i` is one of (Luong et al., 2015; Vaswani et al., 2017;
-    Graves et al., 2014):
+    Graves et al., 2014). Built with default arguments, the layer computes
+    exactly this table:
 
-    | `score`        | `score(s, h_i)`                  | keys (`prepare_keys`)   |
-    | -------------- | -------------------------------- | ----------------------- |
-    | `"dot"`        | `s . h_i`                        | `h`                     |
-    | `"scaled_dot"` | `g * s . h_i / sqrt(d)`          | `h`                     |
-    | `"general"`    | `s . (W_a h_i) / sqrt(dq)`, `W_a` `(dq, dv)` | `h @ W_a^T` |
-    | `"concat"`     | `v . tanh(W_q s + W_k h_i)`      | `h @ W_k`               |
-    | `"cosine"`     | `g * s . h_i / (norm(s) norm(h_i))` | `h / norm(h)`        |
+    | `score`        | `score(s, h_i)`                     | keys (`prepare_keys`) |
+    | -------------- | ----------------------------------- | --------------------- |
+    | `"dot"`        | `s . h_i`                           | `h`                   |
+    | `"scaled_dot"` | `s . h_i / sqrt(d)`                 | `h`                   |
+    | `"general"`    | `s . (W_a h_i)`, `W_a` `(dq, dv)`   | `h @ W_a^T`           |
+    | `"concat"`     | `v . tanh(W_q s + W_k h_i)`         | `h @ W_k`             |
+    | `"cosine"`     | `s . h_i / (norm(s) norm(h_i))`     | `h / norm(h)`         |
     | `"location"`   | `(s @ W_a)_i`, `W_a` `(dq, max_length)`, cut to `Tv` | `h` |
 
-    Two options set the scale of the scores (the table shows their defaults):
+    Two opt-in arguments change the scale of the scores:
 
-    - `scale_by_dimension` divides `"dot"` and `"general"` by `sqrt(d)`, `d`
-      the size of the inner product. It is on for `"general"`, whose raw
-      score over large states saturates the softmax (as Vaswani et al., 2017,
-      note for the dot product), and off for `"dot"`, the paper's raw score;
-      with it, `"dot"` is `"scaled_dot"` without `g`.
+    - `scale_by_dimension=True` divides `"dot"` and `"general"` by `sqrt(d)`,
+      `d` the size of the inner product (`dv` for `"dot"`, `dq` for
+      `"general"`); `"dot"` then equals `"scaled_dot"`.
     - `scale=True` multiplies the scores by a learned scalar `g`, as TF-Addons
-      `LuongAttention(scale=True)` does. It is on for `"cosine"`, where `g` is
-      the key strength of content-based addressing (Graves et al., 2014): a
-      cosine in `[-1, 1]` alone cannot make the softmax sharp. There `g`
-      starts at `sqrt(dv)`, the scale of `"scaled_dot"` for vectors of unit
-      mean square, because a `g` learned from 1 grows slowly. It is on for
-      `"scaled_dot"` too, with `g` from 1 (the paper's score), to learn the
-      larger scale that small RNN states need.
+      `LuongAttention(scale=True)` does; for `"cosine"` this is the key
+      strength of content-based addressing (Graves et al., 2014). `g` starts
+      at `sqrt(dv)` for `"cosine"` (the scale of `"scaled_dot"` for vectors of
+      unit mean square) and at 1 for the other scores.
 
     `"dot"`, `"scaled_dot"` and `"cosine"` need `dq == dv`. `"concat"` is
     Bahdanau's additive score (the same code as `BahdanauAttention`).
     `"location"` depends on the query only and needs `Tv <= max_length`.
-    Measurements behind the defaults: docs/results.md and
+    The translation recipe (`keras_attention.training.TrainConfig`) turns on
+    `scale` for `"cosine"` and `"scaled_dot"` and `scale_by_dimension` for
+    `"general"`; measurements: docs/results.md and
     docs/research/model-notes.md.
 
     The computation follows the steps:
@@ -84,13 +82,11 @@ class LuongAttention(BaseAttention):
             score (required for it, not accepted by the others). Defaults to
             `None`.
         scale: Boolean, multiply the scores by a learned scalar `g`. Defaults
-            to `None`: `True` for `"cosine"` and `"scaled_dot"`, `False` for
-            the others.
+            to `False`.
         scale_by_dimension: Boolean, divide the `"dot"` and `"general"` scores
             by `sqrt(d)`, `d` the size of the inner product (`dv` for `"dot"`,
-            `dq` for `"general"`). Defaults to `None`: `True` for `"general"`,
-            `False` (the score of Luong et al., 2015) for `"dot"`. Only
-            `None` or `True` is accepted by the other scores.
+            `dq` for `"general"`); only those two scores accept `True`.
+            Defaults to `False`.
         scale_initializer: Initializer of `g` (`scale=True`). Defaults to
             `None`: `sqrt(dv)` for `"cosine"`, 1 for the others.
         kernel_initializer: Initializer of the kernels. Defaults to
@@ -146,8 +142,8 @@ class LuongAttention(BaseAttention):
         score="cosine",
         units=None,
         max_length=None,
-        scale=None,
-        scale_by_dimension=None,
+        scale=False,
+        scale_by_dimension=False,
         scale_initializer=None,
         kernel_initializer="glorot_uniform",
         kernel_regularizer=None,
@@ -176,21 +172,17 @@ class LuongAttention(BaseAttention):
                     f"`{name}` is only used by score={needed_by!r}. "
                     f"Received: {name}={value}, score={score!r}"
                 )
-        if scale is None:
-            scale = score in LEARNED_SCALE_SCORES
         if not isinstance(scale, bool):
             raise ValueError(f"`scale` must be a boolean. Received: scale={scale}")
-        if scale_by_dimension is None:
-            scale_by_dimension = score != "dot"
         if not isinstance(scale_by_dimension, bool):
             raise ValueError(
                 "`scale_by_dimension` must be a boolean. "
                 f"Received: scale_by_dimension={scale_by_dimension}"
             )
-        if not scale_by_dimension and score not in ("dot", "general"):
+        if scale_by_dimension and score not in SCALED_BY_DIMENSION_SCORES:
             raise ValueError(
-                "`scale_by_dimension=False` applies to the 'dot' and 'general' scores only. "
-                f"Received: scale_by_dimension={scale_by_dimension}, score={score!r}"
+                f"`scale_by_dimension=True` applies to the scores {SCALED_BY_DIMENSION_SCORES} "
+                f"only. Received: scale_by_dimension={scale_by_dimension}, score={score!r}"
             )
         self.score = score
         self.units = units
@@ -296,9 +288,7 @@ class LuongAttention(BaseAttention):
             if self.score == "cosine":
                 query = _l2_normalize(query)
             scores = ops.matmul(query, ops.swapaxes(keys, 1, 2))
-            if self.score == "scaled_dot" or (
-                self.score in ("dot", "general") and self.scale_by_dimension
-            ):
+            if self.score == "scaled_dot" or self.scale_by_dimension:
                 # The size of the inner product: dv for dot, dq for general (keys = h W_a^T).
                 scores = scores * ops.cast(1.0 / math.sqrt(keys.shape[-1]), scores.dtype)
         if self.scale:
@@ -307,9 +297,10 @@ class LuongAttention(BaseAttention):
 
     @classmethod
     def from_config(cls, config):
-        # Layers saved before `scale_by_dimension` existed used the raw scores.
-        if config.get("score") in ("dot", "general"):
-            config = {"scale_by_dimension": False, **config}
+        # Layers saved before 0.2.0 stored `scale_by_dimension=True` for every score but
+        # "dot", though it only ever changed "dot" and "general".
+        if config.get("score") not in SCALED_BY_DIMENSION_SCORES:
+            config = {**config, "scale_by_dimension": False}
         return super().from_config(config)
 
     def get_config(self):

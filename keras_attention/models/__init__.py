@@ -1,7 +1,9 @@
-"""The sequence-to-sequence model: `Encoder`, `AttentionDecoder`, `Seq2Seq`."""
+"""The sequence-to-sequence model: `Encoder`, the decoders, `Seq2Seq`."""
 
-from keras_attention.models.attention_decoder import AttentionDecoder
+from keras_attention.models.bahdanau_decoder import BahdanauDecoder
+from keras_attention.models.base_decoder import BaseDecoder
 from keras_attention.models.encoder import Encoder
+from keras_attention.models.luong_decoder import LuongDecoder
 from keras_attention.models.seq2seq import Seq2Seq
 
-__all__ = ["AttentionDecoder", "Encoder", "Seq2Seq"]
+__all__ = ["BahdanauDecoder", "BaseDecoder", "Encoder", "LuongDecoder", "Seq2Seq"]

@@ -2,13 +2,20 @@
 
 import keras
 
-from keras_attention.models.attention_decoder import AttentionDecoder, saved_score_scale
+from keras_attention.layers.bahdanau_attention import BahdanauAttention
+from keras_attention.layers.base_attention import BaseAttention
+from keras_attention.layers.luong_attention import LuongAttention
+from keras_attention.models.bahdanau_decoder import BahdanauDecoder
 from keras_attention.models.encoder import Encoder
+from keras_attention.models.luong_decoder import LuongDecoder
+
+DECODERS = {"bahdanau": BahdanauDecoder, "luong": LuongDecoder}
+ATTENTION_SHORTCUTS = ("luong", "bahdanau", "none")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
 class Seq2Seq(keras.Model):
-    """An RNN encoder-decoder with Bahdanau, Luong or no attention.
+    """An RNN encoder-decoder composed with an attention layer and a decoder family.
 
     Trained with plain `model.fit` on `((source_ids, target_in), target_out)`
     batches of int token ids (0 = padding); `call` returns float32 logits
@@ -16,6 +23,15 @@ class Seq2Seq(keras.Model):
     supplies the next-step logits and state (`initial_decode_state`,
     `next_logits`); the search strategy (`keras_attention.decoding`) runs the
     loop, so the model does not know the strategy.
+
+    The attention is a layer object: any `BaseAttention`, a built-in
+    configured as you like or your own subclass (registered with
+    `keras.saving.register_keras_serializable` so that `.keras` files and
+    exports round-trip it). The decoder family says where its query comes
+    from: `"bahdanau"` queries with the previous state `s_{t-1}` and feeds
+    the context into the cell (`BahdanauDecoder`); `"luong"` queries with the
+    current state `s_t` and combines `h~_t = tanh(W_c [c_t; s_t])`
+    (`LuongDecoder`). Any attention layer works with either family.
 
     Args:
         source_vocabulary_size: int, number of source token ids (required).
@@ -28,30 +44,23 @@ class Seq2Seq(keras.Model):
         encoder_layers: int, stacked encoder RNN layers. Defaults to `1`.
         cell: `"gru"` or `"lstm"`. Defaults to `"gru"`.
         bidirectional: bool, bidirectional encoder. Defaults to `True`.
-        attention: `"luong"`, `"bahdanau"` or `"none"` (the plain
-            encoder-decoder baseline with one fixed context vector). Defaults
-            to `"luong"`.
-        score: the Luong score function (`"dot"`, `"general"`, `"concat"`,
-            `"scaled_dot"`, `"cosine"`, `"location"`). Defaults to
-            `"cosine"`.
-        attention_units: int or None, units of the additive/concat score.
-            Defaults to `None`: `decoder_units`.
+        attention: a `BaseAttention` layer; `None` (or `"none"`) for the
+            plain encoder-decoder baseline with one fixed context vector; or a
+            shortcut: `"luong"` = `LuongAttention(score="cosine", scale=True)`,
+            `"bahdanau"` = `BahdanauAttention(decoder_units)`. A shortcut's
+            layer takes the model's dtype policy. Defaults to `"luong"`.
+        decoder: `"bahdanau"` or `"luong"`, the decoder family. Defaults to
+            `None`: `"bahdanau"` for a `BahdanauAttention` layer and for no
+            attention, `"luong"` otherwise.
         input_feeding: bool, Luong input feeding (feed `h~_{t-1}` to the
-            cell). Defaults to `False` (see `AttentionDecoder`).
+            cell); `"luong"` decoder only. Defaults to `False`.
         tie_embeddings: bool, tie the output projection to the target
             embedding matrix. Defaults to `False`.
         dropout: float, dropout rate. Defaults to `0.0`.
-        max_source_length: int or None, the longest source the model is used
-            with (required by the `"location"` score). Defaults to `None`.
         deep_output: `"maxout"` or `"tanh"`, the output layer of the
-            `"bahdanau"` and `"none"` decoders (see `AttentionDecoder`).
-            Defaults to `"maxout"`.
-        normalize: bool, weight-normalized Bahdanau score. Defaults to
-            `False`.
-        score_scale: bool or None, multiply the Luong scores by a learned
-            scalar (see `AttentionDecoder`). Defaults to `None`: the score's
-            default.
-        **kwargs: `keras.Model` keyword arguments, such as `name`.
+            `"bahdanau"` decoder (see `BahdanauDecoder`). Defaults to
+            `"maxout"`.
+        **kwargs: `keras.Model` keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
         inputs: tuple `(source_ids, target_in)` of int tensors
@@ -62,15 +71,17 @@ class Seq2Seq(keras.Model):
         float32 logits `(batch_size, Tt, target_vocabulary_size)`
         (`call_with_attention` also returns the attention weights).
 
-    Measurements behind the defaults: docs/results.md and
-    docs/research/model-notes.md.
-
     Example:
 
     >>> model = Seq2Seq(100, 120, embedding_dim=8, encoder_units=8, decoder_units=16)
     >>> source = keras.ops.ones((2, 5), dtype="int32")
     >>> target_in = keras.ops.ones((2, 7), dtype="int32")
     >>> model((source, target_in)).shape
+    TensorShape([2, 7, 120])
+    >>> from keras_attention.layers import LuongAttention
+    >>> general = Seq2Seq(100, 120, embedding_dim=8, encoder_units=8, decoder_units=16,
+    ...                   attention=LuongAttention(score="general"), decoder="bahdanau")
+    >>> general((source, target_in)).shape
     TensorShape([2, 7, 120])
     """
 
@@ -85,18 +96,30 @@ class Seq2Seq(keras.Model):
         cell="gru",
         bidirectional=True,
         attention="luong",
-        score="cosine",
-        attention_units=None,
+        decoder=None,
         input_feeding=False,
         tie_embeddings=False,
         dropout=0.0,
-        max_source_length=None,
         deep_output="maxout",
-        normalize=False,
-        score_scale=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        attention = self._attention_layer(attention, decoder_units)
+        if decoder is None:
+            decoder = (
+                "bahdanau"
+                if attention is None or isinstance(attention, BahdanauAttention)
+                else "luong"
+            )
+        if decoder not in DECODERS:
+            raise ValueError(
+                f"`decoder` must be one of {tuple(DECODERS)}. Received: decoder={decoder!r}"
+            )
+        if input_feeding and decoder != "luong":
+            raise ValueError(
+                "`input_feeding` feeds Luong's h~_t back into the cell: it needs "
+                f"decoder='luong'. Received: input_feeding=True, decoder={decoder!r}"
+            )
         self.source_vocabulary_size = source_vocabulary_size
         self.target_vocabulary_size = target_vocabulary_size
         self.embedding_dim = embedding_dim
@@ -105,15 +128,14 @@ class Seq2Seq(keras.Model):
         self.encoder_layers = encoder_layers
         self.cell = cell
         self.bidirectional = bidirectional
-        self.attention = attention
-        self.score = score
-        self.attention_units = attention_units
+        # The attention layer lives in the decoder only (`decoder.attention_layer`):
+        # `.keras` files store a layer's weights under the first attribute path that
+        # reaches it, and old files have them under `decoder/attention_layer`.
+        self.decoder_family = decoder
         self.input_feeding = input_feeding
         self.tie_embeddings = tie_embeddings
         self.dropout = dropout
-        self.max_source_length = max_source_length
         self.deep_output = deep_output
-        self.normalize = normalize
 
         self.encoder = Encoder(
             source_vocabulary_size,
@@ -126,25 +148,42 @@ class Seq2Seq(keras.Model):
             dtype=self.dtype_policy,
             name="encoder",
         )
-        self.decoder = AttentionDecoder(
+        family_arguments = (
+            {"input_feeding": input_feeding}
+            if decoder == "luong"
+            else {"deep_output": deep_output}
+        )
+        self.decoder = DECODERS[decoder](
             target_vocabulary_size,
+            attention=attention,
             embedding_dim=embedding_dim,
             units=decoder_units,
-            attention=attention,
-            score=score,
-            attention_units=attention_units,
             cell=cell,
-            input_feeding=input_feeding,
             tie_embeddings=tie_embeddings,
             dropout=dropout,
-            max_source_length=max_source_length,
-            deep_output=deep_output,
-            normalize=normalize,
-            score_scale=score_scale,
             dtype=self.dtype_policy,
             name="decoder",
+            **family_arguments,
         )
-        self.score_scale = self.decoder.score_scale
+
+    def _attention_layer(self, attention, decoder_units):
+        """The layer for `attention`: itself, a shortcut's layer, or None."""
+        if attention is None or attention == "none":
+            return None
+        if isinstance(attention, BaseAttention):
+            return attention
+        if isinstance(attention, dict):  # a serialized layer (`get_config`)
+            return keras.saving.deserialize_keras_object(attention)
+        if attention == "luong":
+            return LuongAttention(
+                score="cosine", scale=True, dtype=self.dtype_policy, name="attention"
+            )
+        if attention == "bahdanau":
+            return BahdanauAttention(decoder_units, dtype=self.dtype_policy, name="attention")
+        raise ValueError(
+            "`attention` must be a BaseAttention layer, None, or one of "
+            f"{ATTENTION_SHORTCUTS}. Received: attention={attention!r}"
+        )
 
     def build(self, input_shape=None):
         # Run one tiny batch so every sublayer creates its weights; a
@@ -229,23 +268,53 @@ class Seq2Seq(keras.Model):
                 "encoder_layers": self.encoder_layers,
                 "cell": self.cell,
                 "bidirectional": self.bidirectional,
-                "attention": self.attention,
-                "score": self.score,
-                "attention_units": self.attention_units,
+                "attention": keras.saving.serialize_keras_object(self.decoder.attention_layer),
+                "decoder": self.decoder_family,
                 "input_feeding": self.input_feeding,
                 "tie_embeddings": self.tie_embeddings,
                 "dropout": self.dropout,
-                "max_source_length": self.max_source_length,
                 "deep_output": self.deep_output,
-                "normalize": self.normalize,
-                "score_scale": self.score_scale,
             }
         )
         return config
 
     @classmethod
     def from_config(cls, config):
-        # Models saved before `deep_output` existed had the tanh readout.
-        return super().from_config(
-            {"deep_output": "tanh", "score_scale": saved_score_scale(config), **config}
+        if "decoder" not in config:
+            config = legacy_config(config)
+        return cls(**config)
+
+
+def legacy_config(config):
+    """A model config saved before 0.2.0 (attention and its settings as flat
+    arguments) as today's, with the attention layer those models trained with."""
+    config = dict(config)
+    attention = config.pop("attention", "luong")
+    score = config.pop("score", "cosine")
+    units = config.pop("attention_units", None) or config.get("decoder_units", 512)
+    max_length = config.pop("max_source_length", None)
+    normalize = config.pop("normalize", False)
+    # Before `score_scale` existed only the cosine score learned its scale.
+    score_scale = config.pop("score_scale", score == "cosine")
+    # Models saved before `deep_output` existed had the tanh readout.
+    config.setdefault("deep_output", "tanh")
+    dtype = config.get("dtype")
+    if attention == "luong":
+        layer = LuongAttention(
+            score=score,
+            units=units if score == "concat" else None,
+            max_length=max_length if score == "location" else None,
+            scale=score in ("cosine", "scaled_dot") if score_scale is None else score_scale,
+            scale_by_dimension=score == "general",
+            dtype=dtype,
+            name="attention",
         )
+    elif attention == "bahdanau":
+        layer = BahdanauAttention(units, normalize=normalize, dtype=dtype, name="attention")
+    else:
+        layer = None
+    config["decoder"] = "luong" if attention == "luong" else "bahdanau"
+    if config["decoder"] != "luong":
+        config["input_feeding"] = False
+    config["attention"] = layer
+    return config

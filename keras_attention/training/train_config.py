@@ -28,6 +28,13 @@ need more entries to cover a corpus; subword pieces spell every word.
 Measurements: docs/results.md and docs/research/model-notes.md."""
 
 
+RECIPE_SCALES = {"score_scale": ("cosine", "scaled_dot"), "scale_by_dimension": ("general",)}
+"""The Luong scores for which the translation recipe turns on each option (when the
+field is None): a learned scale `g` for cosine and scaled_dot, and the division by
+sqrt(d) for general. The layers themselves compute the plain equations unless asked.
+Measurements: docs/results.md and docs/research/model-notes.md."""
+
+
 @dataclasses.dataclass
 class TrainConfig:
     """Everything that defines a training run.
@@ -49,8 +56,10 @@ class TrainConfig:
     encoder_layers: int = 1
     attention_units: int | None = None
     normalize: bool = False  # weight-normalized Bahdanau score
-    # Luong: a learned scalar times the scores; None = the score's default (cosine, scaled_dot).
+    # Luong: a learned scalar times the scores; None = the recipe's (RECIPE_SCALES).
     score_scale: bool | None = None
+    # Luong dot/general: divide by sqrt(d); None = the recipe's (RECIPE_SCALES).
+    scale_by_dimension: bool | None = None
     input_feeding: bool = False  # Luong input feeding (feed h~_{t-1} to the cell)
     tie_embeddings: bool = True
     dropout: float = 0.1
@@ -88,9 +97,19 @@ class TrainConfig:
             self.source_vocabulary_size = default_sizes[0]
         if self.target_vocabulary_size is None:
             self.target_vocabulary_size = default_sizes[1]
-        if self.score_scale is not None and not isinstance(self.score_scale, bool):
+        for name, scores in RECIPE_SCALES.items():
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bool):
+                raise ValueError(f"`{name}` must be a boolean or None. Received: {name}={value!r}")
+            if self.attention == "luong" and value is None:
+                setattr(self, name, self.score in scores)  # saved resolved, in config.json
+        if self.attention == "luong" and self.scale_by_dimension and self.score not in (
+            "dot",
+            "general",
+        ):
             raise ValueError(
-                f"`score_scale` must be a boolean or None. Received: score_scale={self.score_scale!r}"
+                "`scale_by_dimension` divides the 'dot' and 'general' scores by sqrt(d). "
+                f"Received: scale_by_dimension=True, score={self.score!r}"
             )
         for name in ("batch_size", "epochs", "max_length", "max_output_length"):
             value = getattr(self, name)
@@ -117,6 +136,50 @@ class TrainConfig:
             raise ValueError(
                 f"`steps_per_epoch` must be >= 1 or None. Received: steps_per_epoch={self.steps_per_epoch}"
             )
+
+    def model_arguments(self) -> dict:
+        """The `Seq2Seq` keyword arguments of this run, besides the vocabulary sizes.
+
+        One nested description: the attention layer is given as a serialized
+        layer (`{"class_name", "registered_name", "config"}`), which `Seq2Seq`
+        deserializes, so this module needs no TensorFlow.
+        """
+        arguments = {
+            "embedding_dim": self.embedding_dim,
+            "encoder_units": self.encoder_units,
+            "decoder_units": self.decoder_units,
+            "encoder_layers": self.encoder_layers,
+            "cell": self.cell,
+            "attention": self._attention_description(),
+            "decoder": "luong" if self.attention == "luong" else "bahdanau",
+            "tie_embeddings": self.tie_embeddings,
+            "dropout": self.dropout,
+            "dtype": self.precision,
+        }
+        if self.attention == "luong":
+            arguments["input_feeding"] = self.input_feeding
+        return arguments
+
+    def _attention_description(self) -> dict | None:
+        units = self.attention_units or self.decoder_units
+        if self.attention == "bahdanau":
+            layer, config = "BahdanauAttention", {"units": units, "normalize": self.normalize}
+        elif self.attention == "luong":
+            layer = "LuongAttention"
+            config = {
+                "score": self.score,
+                "units": units if self.score == "concat" else None,
+                "max_length": self.max_length if self.score == "location" else None,
+                "scale": self.score_scale,
+                "scale_by_dimension": self.scale_by_dimension,
+            }
+        else:
+            return None
+        return {
+            "class_name": layer,
+            "registered_name": f"keras_attention>{layer}",
+            "config": {**config, "name": "attention", "dtype": self.precision},
+        }
 
     def differences(self, other: TrainConfig, ignore: tuple[str, ...] = ("out",)) -> list[str]:
         """The fields that differ from `other`, as `"name: mine -> other's"` lines.

@@ -62,25 +62,7 @@ def build_model(
     `total_steps` is the length of the learning-rate schedule (default:
     `config.epochs * config.steps_per_epoch`).
     """
-    model = Seq2Seq(
-        source_size,
-        target_size,
-        embedding_dim=config.embedding_dim,
-        encoder_units=config.encoder_units,
-        decoder_units=config.decoder_units,
-        encoder_layers=config.encoder_layers,
-        cell=config.cell,
-        attention=config.attention,
-        score=config.score,
-        attention_units=config.attention_units,
-        normalize=config.normalize,
-        score_scale=config.score_scale,
-        input_feeding=config.input_feeding,
-        tie_embeddings=config.tie_embeddings,
-        dropout=config.dropout,
-        max_source_length=config.max_length,
-        dtype=config.precision,
-    )
+    model = Seq2Seq(source_size, target_size, **config.model_arguments())
     compile_model(model, config, total_steps)
     return model
 

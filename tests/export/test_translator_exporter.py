@@ -379,8 +379,8 @@ def test_failed_export_leaves_no_trace(exporter, tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "variant",
     [
-        {"attention": "luong", "score": "general", "cell": "lstm"},
-        {"attention": "luong", "score": "location", "max_source_length": 6},
+        {"attention": ("general", {}), "cell": "lstm"},
+        {"attention": ("location", {"max_length": 6})},
         {"attention": "none"},
         {"attention": "bahdanau", "dtype": "mixed_bfloat16"},
     ],
@@ -389,6 +389,7 @@ def test_failed_export_leaves_no_trace(exporter, tmp_path, monkeypatch):
 def test_every_model_variant_exports_and_matches(variant, tmp_path):
     # Untrained (random) weights: parity needs deterministic outputs, not good ones.
     from keras_attention.export import ServingSession
+    from keras_attention.layers import LuongAttention
     from keras_attention.models.seq2seq import Seq2Seq
     from keras_attention.text import TextVectorizer
     from keras_attention.translator import Translator
@@ -396,6 +397,9 @@ def test_every_model_variant_exports_and_matches(variant, tmp_path):
     reserved = ["", "[UNK]", "[START]", "[END]"]
     source = TextVectorizer(reserved + "I see the cat dog .".split(), max_length=6)
     target = TextVectorizer(reserved + "je vois le chat chien .".split(), max_length=6)
+    if isinstance(variant["attention"], tuple):  # a Luong score and its arguments
+        score, arguments = variant["attention"]
+        variant = {**variant, "attention": LuongAttention(score=score, **arguments)}
     model = Seq2Seq(
         source.vocabulary_size,
         target.vocabulary_size,

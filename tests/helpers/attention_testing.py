@@ -19,12 +19,15 @@ VARIANTS = {
     "cosine": (LuongAttention, {"score": "cosine", "scale": True}),
     "location": (LuongAttention, {"score": "location", "max_length": MAX_LENGTH}),
     "general_scaled": (LuongAttention, {"score": "general", "scale": True}),
-    # The other setting of `scale_by_dimension` (dot: raw by default; general: scaled).
-    "dot_scaled": (LuongAttention, {"score": "dot", "scale_by_dimension": True}),
-    "general_raw": (LuongAttention, {"score": "general", "scale_by_dimension": False}),
+    "scaled_dot_scaled": (LuongAttention, {"score": "scaled_dot", "scale": True}),
+    # The opt-in division by sqrt(d) of the dot and general scores.
+    "dot_by_dimension": (LuongAttention, {"score": "dot", "scale_by_dimension": True}),
+    "general_by_dimension": (LuongAttention, {"score": "general", "scale_by_dimension": True}),
 }
+# Variants without weights (a test that needs one adds the learned scale).
+WEIGHT_FREE_VARIANTS = {"dot", "scaled_dot", "cosine", "dot_by_dimension"}
 # Variants whose score needs dq == dv.
-SAME_DIM_VARIANTS = {"dot", "scaled_dot", "cosine", "dot_scaled"}
+SAME_DIM_VARIANTS = {"dot", "scaled_dot", "cosine", "dot_by_dimension", "scaled_dot_scaled"}
 
 
 def make_layer(variant, **overrides):

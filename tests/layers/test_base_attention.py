@@ -13,6 +13,7 @@ import tensorflow as tf
 from helpers.attention_testing import (
     SAME_DIM_VARIANTS,
     VARIANTS,
+    WEIGHT_FREE_VARIANTS,
     assert_matches_numpy,
     make_layer,
     numpy_attention,
@@ -359,7 +360,7 @@ def test_gradients_reach_every_weight(variant):
     dq = 4 if variant in SAME_DIM_VARIANTS else 3
     query, values, mask = random_inputs(dq=dq)
     # Weight-free scores get their learned scale so there is a weight to reach.
-    weight_free = variant in ("dot", "scaled_dot", "dot_scaled")
+    weight_free = variant in WEIGHT_FREE_VARIANTS
     layer = make_layer(variant, scale=True) if weight_free else make_layer(variant)
     layer.build(query.shape, values.shape)
     rng = np.random.default_rng(5)
@@ -515,7 +516,7 @@ def test_one_fit_step_updates_every_weight(variant):
     the layer, so gradients reach them all (the backend-neutral twin of the tape test)."""
     dq = 4 if variant in SAME_DIM_VARIANTS else 3
     query, values, _ = random_inputs(dq=dq)
-    weight_free = variant in ("dot", "scaled_dot", "dot_scaled")
+    weight_free = variant in WEIGHT_FREE_VARIANTS
     layer = make_layer(variant, scale=True) if weight_free else make_layer(variant)
     query_in = keras.Input(query.shape[1:])
     values_in = keras.Input(values.shape[1:])

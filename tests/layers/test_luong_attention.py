@@ -23,8 +23,9 @@ LUONG_VARIANTS = [
     "cosine",
     "location",
     "general_scaled",
-    "dot_scaled",
-    "general_raw",
+    "scaled_dot_scaled",
+    "dot_by_dimension",
+    "general_by_dimension",
 ]
 
 
@@ -45,8 +46,8 @@ def test_matches_numpy(variant, one_step, masked):
     "score, extra, weights",
     [
         ("dot", {}, {}),
-        ("scaled_dot", {}, {"score_scale": ()}),  # its learned g, on by default
-        ("scaled_dot", {"scale": False}, {}),
+        ("scaled_dot", {}, {}),
+        ("cosine", {}, {}),
         ("general", {}, {"kernel": (3, 4)}),
         ("location", {"max_length": 9}, {"kernel": (3, 9)}),
         (
@@ -66,29 +67,90 @@ def test_weights(score, extra, weights):
     assert {w.name: tuple(w.shape) for w in scaled.weights} == {**weights, "score_scale": ()}
 
 
-def test_cosine_and_scaled_dot_learn_their_scale_by_default():
-    """The cosine and scaled_dot scores have the learned scale unless told not to; the
-    others do not."""
-    for scale, weights in ((None, {"score_scale": ()}), (True, {"score_scale": ()}), (False, {})):
+def _table_scores(score, weights, query, values):
+    """The score table of the docstring (and SPEC.md), nothing else: `(batch, Tq, Tv)`
+    for a rank-3 query, with explicit loops over the positions."""
+    q, h = query.astype("float64"), values.astype("float64")
+    scores = np.zeros((q.shape[0], q.shape[1], h.shape[1]))
+    for b, t, i in np.ndindex(scores.shape):
+        s, hi = q[b, t], h[b, i]
+        if score == "dot":
+            e = s @ hi
+        elif score == "scaled_dot":
+            e = s @ hi / np.sqrt(len(hi))
+        elif score == "general":
+            e = s @ weights["kernel"] @ hi
+        elif score == "concat":
+            e = weights["score_kernel"] @ np.tanh(
+                s @ weights["query_kernel"] + hi @ weights["key_kernel"]
+            )
+        elif score == "cosine":
+            e = s @ hi / (np.linalg.norm(s) * np.linalg.norm(hi))
+        else:  # location
+            e = (s @ weights["kernel"])[i]
+        scores[b, t, i] = e
+    return scores
+
+
+@pytest.mark.parametrize(
+    "score, extra",
+    [
+        ("dot", {}),
+        ("scaled_dot", {}),
+        ("general", {}),
+        ("concat", {"units": 5}),
+        ("cosine", {}),
+        ("location", {"max_length": MAX_LENGTH}),
+    ],
+)
+@pytest.mark.parametrize("one_step", [True, False], ids=["2d_query", "3d_query"])
+@pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])
+def test_default_arguments_compute_the_tables_equation(score, extra, one_step, masked):
+    """A layer built with default arguments computes exactly its row of the score table:
+    no learned scale, no division by sqrt(d) unless the row has it."""
+    dq = 4 if score in ("dot", "scaled_dot", "cosine") else 3
+    query, values, mask = random_inputs(dq=dq, dv=4)
+    layer = LuongAttention(score=score, **extra)
+    layer.build(query.shape, values.shape)
+    rng = np.random.default_rng(1)
+    for variable in layer.weights:
+        variable.assign(rng.normal(size=variable.shape).astype("float32"))
+    weights = {w.name: to_numpy(w).astype("float64") for w in layer.weights}
+    scores = _table_scores(score, weights, query, values)
+    expected = np.exp(scores - scores.max(-1, keepdims=True))
+    if masked:
+        expected = expected * mask[:, None, :]
+    expected = expected / expected.sum(-1, keepdims=True)
+    expected_context = np.einsum("btv,bvd->btd", expected, values)
+    if one_step:
+        context, attention = layer(query[:, 0], values, mask=mask if masked else None)
+        expected, expected_context = expected[:, 0], expected_context[:, 0]
+    else:
+        context, attention = layer(query, values, mask=mask if masked else None)
+    np.testing.assert_allclose(to_numpy(attention), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(context), expected_context, rtol=1e-5, atol=1e-5)
+
+
+def test_no_score_learns_a_scale_unless_asked():
+    """`scale` and `scale_by_dimension` are opt-in for every score; configs saved with
+    an explicit setting reload as saved."""
+    for score in ("dot", "general", "scaled_dot", "cosine"):
+        layer = LuongAttention(score=score)
+        assert (layer.scale, layer.scale_by_dimension) == (False, False)
+    for scale, weights in ((False, {}), (True, {"score_scale": ()})):
         layer = LuongAttention(score="cosine", scale=scale)
         layer.build((None, 4), (None, None, 4))
         assert {w.name: tuple(w.shape) for w in layer.weights} == weights
-        assert layer.get_config()["scale"] is bool(weights)
-    assert LuongAttention(score="dot").scale is False
-    assert LuongAttention(score="scaled_dot").scale is True
-    assert LuongAttention(score="scaled_dot", scale=False).scale is False
-    # Layers saved with an explicit scale load as saved.
-    old = LuongAttention.from_config(
-        {**LuongAttention(score="cosine").get_config(), "scale": False}
-    )
-    assert old.scale is False
+        assert layer.get_config()["scale"] is scale
+    saved = LuongAttention.from_config({**LuongAttention(score="cosine").get_config(), "scale": True})
+    assert saved.scale is True
 
 
 def test_key_strength_starts_at_sqrt_d_for_cosine_and_at_one_otherwise():
     """g = sqrt(d) makes the cosine score of unit-mean-square vectors equal their scaled
     dot product at initialisation; an explicit initializer wins and round-trips."""
     query, values, _ = random_inputs(tv=5, dq=16, dv=16)
-    cosine = LuongAttention(score="cosine")
+    cosine = LuongAttention(score="cosine", scale=True)
     cosine(query, values)
     np.testing.assert_allclose(to_numpy(cosine.score_scale), 4.0)
     unit_query = query / np.sqrt(np.mean(query**2, -1, keepdims=True))
@@ -100,7 +162,7 @@ def test_key_strength_starts_at_sqrt_d_for_cosine_and_at_one_otherwise():
     general = LuongAttention(score="general", scale=True)
     general(query, values)
     np.testing.assert_allclose(to_numpy(general.score_scale), 1.0)
-    explicit = LuongAttention(score="cosine", scale_initializer="ones")
+    explicit = LuongAttention(score="cosine", scale=True, scale_initializer="ones")
     explicit(query, values)
     np.testing.assert_allclose(to_numpy(explicit.score_scale), 1.0)
     restored = LuongAttention.from_config(explicit.get_config())
@@ -186,7 +248,8 @@ def test_same_dim_scores_reject_different_dims(score):
         ({"score": "dot", "scale": 1}, "scale=1"),
         ({"score": "dot", "hard": "yes"}, "hard=yes"),
         ({"score": "dot", "dropout": 1.5}, "dropout=1.5"),
-        ({"score": "cosine", "scale_by_dimension": False}, "scale_by_dimension=False"),
+        ({"score": "cosine", "scale_by_dimension": True}, "scale_by_dimension=True"),
+        ({"score": "scaled_dot", "scale_by_dimension": True}, "scale_by_dimension=True"),
         ({"score": "dot", "scale_by_dimension": 0}, "scale_by_dimension=0"),
     ],
 )
@@ -245,16 +308,22 @@ def test_concat_is_the_bahdanau_score():
         np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
 
 
-@pytest.mark.parametrize("score, default", [("dot", False), ("general", True)])
-def test_layers_saved_before_scale_by_dimension_keep_the_raw_score(score, default):
-    """`dot` is the paper's raw score by default, `general` scaled; new configs round-trip
-    the setting, and a config without the key (a file saved by an earlier version)
-    reloads with the raw score it was trained with."""
-    config = LuongAttention(score=score).get_config()
-    assert config["scale_by_dimension"] is default
-    assert LuongAttention.from_config(config).scale_by_dimension is default
-    for setting in (True, False):
+@pytest.mark.parametrize("score", ["dot", "general"])
+def test_scale_by_dimension_round_trips(score):
+    """`dot` and `general` are the raw scores by default; the setting round-trips, and a
+    config without the key (saved by an early version) reloads with the raw score."""
+    for setting in (False, True):
         config = LuongAttention(score=score, scale_by_dimension=setting).get_config()
+        assert config["scale_by_dimension"] is setting
         assert LuongAttention.from_config(config).scale_by_dimension is setting
     del config["scale_by_dimension"]
+    assert LuongAttention.from_config(config).scale_by_dimension is False
+
+
+@pytest.mark.parametrize("score", ["scaled_dot", "cosine", "concat"])
+def test_configs_saved_before_0_2_reload(score):
+    """Before 0.2.0 every score but dot saved `scale_by_dimension=True`, which changed
+    dot and general only: such configs still load, with the same scores."""
+    extra = {"units": 3} if score == "concat" else {}
+    config = {**LuongAttention(score=score, **extra).get_config(), "scale_by_dimension": True}
     assert LuongAttention.from_config(config).scale_by_dimension is False

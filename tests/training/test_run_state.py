@@ -165,10 +165,10 @@ def test_status_and_its_text(tmp_path):
 
 def test_choices_match_the_models_own_lists():
     from keras_attention.layers.luong_attention import SCORES
-    from keras_attention.models.attention_decoder import ATTENTION_TYPES
     from keras_attention.models.encoder import RNN_CELLS
+    from keras_attention.models.seq2seq import ATTENTION_SHORTCUTS
 
-    assert set(CHOICES["attention"]) == set(ATTENTION_TYPES)
+    assert set(CHOICES["attention"]) == set(ATTENTION_SHORTCUTS)
     assert set(CHOICES["score"]) == set(SCORES)
     assert set(CHOICES["cell"]) == set(RNN_CELLS)
     with pytest.raises(ValueError, match="`cell` must be one of"):

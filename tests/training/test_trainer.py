@@ -1,6 +1,7 @@
 """Training runs: learning, attention alignment, resume after a kill, run-directory rules."""
 
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -152,11 +153,13 @@ def test_configs_saved_before_the_schedule_existed_load_with_a_constant_rate():
 
 def test_configs_saved_before_score_scale_keep_the_scale_they_trained_with():
     """Only cosine learned its scale then: an old scaled_dot run resumes with the fixed
-    score (`False`), the others with the default (None)."""
-    for score, expected in (("scaled_dot", False), ("cosine", None), ("dot", None)):
-        saved = TrainConfig(score=score).to_json().replace('"score_scale": null,', "")
-        assert "score_scale" not in saved
-        assert TrainConfig.from_json(saved).score_scale is expected
-    assert TrainConfig.from_json(TrainConfig(score="scaled_dot").to_json()).score_scale is None
+    score (`False`), the others with the recipe's (resolved when loaded)."""
+    for score, expected in (("scaled_dot", False), ("cosine", True), ("dot", False)):
+        values = json.loads(TrainConfig(score=score).to_json())
+        del values["score_scale"], values["scale_by_dimension"]
+        assert TrainConfig.from_json(json.dumps(values)).score_scale is expected
+    # Saved resolved since 0.2.0: the recipe's learned scale for scaled_dot.
+    assert TrainConfig.from_json(TrainConfig(score="scaled_dot").to_json()).score_scale is True
+    assert TrainConfig(score="scaled_dot").to_json().count('"score_scale": true') == 1
     with pytest.raises(ValueError, match="score_scale"):
         TrainConfig(score_scale="yes")
