@@ -29,6 +29,7 @@ from keras_attention.export.translation_signatures import (
 )
 from keras_attention.export.version_directory import VersionDirectory
 from keras_attention.export.warmup import predict_log, write_warmup_requests
+from keras_attention.models.seq2seq import require_registered
 from keras_attention.translator import Translator
 
 logger = logging.getLogger(__name__)
@@ -117,6 +118,10 @@ class TranslatorExporter:
         run_dir: str | os.PathLike | None = None,
         train_config: dict | None = None,
     ):
+        decoder = getattr(translator.model, "decoder", None)
+        attention = getattr(decoder, "attention_layer", None)
+        if attention is not None:
+            require_registered(attention)
         self.translator = translator
         self.signatures = TranslationSignatures(
             translator,

@@ -44,3 +44,19 @@ def test_self_attention_encoder_finds_partners():
     assert results["accuracy"] > 0.7  # chance: 0.5; a bag of embeddings cannot see pairs
     assert results["partner_attention"] > 0.6  # a paired token attends to its partner
     assert results["max_weight_on_padding"] == 0.0
+
+
+def test_custom_attention_trains_saves_reloads_and_exports(tmp_path):
+    """A user's own registered `BaseAttention` subclass in `Seq2Seq`: `model.fit` lowers
+    the loss, the `.keras` file reloads it with identical outputs, and the export passes
+    the checks of `check-export --native` (TF Serving's C API loader)."""
+    main = load_example("custom_attention").main
+    results = main(
+        ["--out", str(tmp_path), "--pairs", "1500", "--steps", "60", "--batch-size", "32"]
+        + ["--embedding-dim", "16", "--encoder-units", "16"]
+    )
+    assert results["losses"][1] < results["losses"][0]
+    assert results["reloaded_attention"] == "WeightedDistanceAttention"
+    assert results["reload_difference"] == 0.0
+    assert results["export_ok"]
+    assert len(results["translations"]) == 2

@@ -285,6 +285,22 @@ class Seq2Seq(keras.Model):
         return cls(**config)
 
 
+def require_registered(layer) -> None:
+    """Raises `ValueError` unless `layer`'s class is registered with Keras.
+
+    A saved model or run stores the attention layer by its registered name;
+    an unregistered class would save but could not be loaded again.
+    """
+    cls = type(layer)
+    if keras.saving.get_registered_object(keras.saving.get_registered_name(cls)) is not cls:
+        raise ValueError(
+            f"The attention layer class {cls.__name__} is not registered with Keras, so a "
+            "saved model or an export of it could not be reloaded: decorate it with "
+            "`@keras.saving.register_keras_serializable(package=...)`. "
+            f"Received: {cls.__module__}.{cls.__qualname__}"
+        )
+
+
 def legacy_config(config):
     """A model config saved before 0.2.0 (attention and its settings as flat
     arguments) as today's, with the attention layer those models trained with."""

@@ -440,3 +440,26 @@ def test_every_model_variant_exports_and_matches(variant, tmp_path):
                 for row, length in zip(outputs["attention"], outputs["length"], strict=True):
                     if length and row[0].sum() > 0:  # the empty input attends to nothing
                         np.testing.assert_allclose(row[:length].sum(-1), 1.0, atol=1e-5)
+
+
+def test_a_model_with_an_unregistered_attention_layer_is_refused():
+    """An export (or a saved model) of an unregistered attention class could not be
+    reloaded: the exporter says so, naming the decorator to use."""
+    import keras
+
+    from keras_attention.layers import BaseAttention
+    from keras_attention.models.seq2seq import Seq2Seq
+    from keras_attention.text import TextVectorizer
+    from keras_attention.translator import Translator
+
+    class PlainDot(BaseAttention):  # not registered
+        def _score(self, query, keys):
+            return keras.ops.matmul(query, keras.ops.swapaxes(keys, 1, 2))
+
+    reserved = ["", "[UNK]", "[START]", "[END]"]
+    source = TextVectorizer(reserved + ["a", "b"], max_length=4)
+    target = TextVectorizer(reserved + ["c", "d"], max_length=4)
+    model = Seq2Seq(6, 6, embedding_dim=4, encoder_units=4, decoder_units=8, attention=PlainDot())
+    translator = Translator(model, source, target, max_output_length=3)
+    with pytest.raises(ValueError, match="register_keras_serializable.*PlainDot"):
+        TranslatorExporter(translator)
