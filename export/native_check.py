@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+import keras_attention
 from keras_attention.export.native_session import decode_tensor, encode_tensor
 
 LIBRARY = "libtensorflow_cc.so.2"
@@ -83,7 +84,9 @@ def run_native(
             for feeds, fetches in requests
         ],
     }
-    root = Path(__file__).resolve().parents[1]
+    # The folder that holds the `keras_attention` package the caller imported, so the
+    # child finds the same one (in an installed package: site-packages).
+    root = Path(keras_attention.__file__).resolve().parents[1]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     try:
