@@ -16,63 +16,12 @@ import typing
 
 from keras_attention import tensorflow_logging
 from keras_attention.training import distribution
-from keras_attention.training.train_config import CHOICES, TrainConfig
+from keras_attention.training.train_config import CHOICES, FIELD_HELP, TrainConfig
 
 VERBOSE_HELP = (
     "log progress details and keep TensorFlow's own logs and warnings "
     "(also: KERAS_ATTENTION_VERBOSE=1)"
 )
-
-TRAIN_HELP = {
-    "data": "parallel corpus, source<TAB>target lines, plain or .gz (default: the bundled fra-eng corpus)",
-    "reverse": "swap the corpus columns: translate its second column into its first "
-    "(the bundled corpus: French to English)",
-    "out": "run directory (config, vocabularies, model, logs, metrics); re-run to resume",
-    "attention": "attention mechanism; none = the plain encoder-decoder baseline",
-    "score": "Luong score function (dot, scaled_dot and cosine need decoder units = 2 x encoder units)",
-    "cell": "RNN cell",
-    "embedding_dim": "embedding size (source and target)",
-    "encoder_units": "encoder RNN units per direction",
-    "decoder_units": "decoder RNN units",
-    "encoder_layers": "stacked bidirectional encoder layers",
-    "attention_units": "units of the additive/concat score (default: decoder units)",
-    "normalize": "weight-normalized Bahdanau score (--attention bahdanau)",
-    "score_scale": "multiply the Luong scores by a learned scalar g (default: on for cosine, "
-    "g from sqrt(d), and scaled_dot, g from 1; off for the others)",
-    "scale_by_dimension": "divide the Luong dot or general scores by sqrt(d) (default: on for "
-    "general, off for dot)",
-    "input_feeding": "Luong input feeding",
-    "tie_embeddings": "tie the output projection to the target embeddings",
-    "dropout": "dropout rate",
-    "tokenizer": "subwords: SentencePiece models learned from the training split, any "
-    "language, no [UNK] (measured best); words: rule-based word tokens (tuned for English "
-    "and French) and word vocabularies",
-    "source_vocabulary_size": "source vocabulary size (words or subword pieces), reserved "
-    "tokens included (default: 8000 with subwords, 12000 with words)",
-    "target_vocabulary_size": "target vocabulary size (words or subword pieces), reserved "
-    "tokens included (default: 8000 with subwords, 16000 with words)",
-    "french_spacing": "override the target spacing measured on the training targets: French "
-    "(space before ! ? : ;, inside « ») or, with --no-french-spacing, none; --tokenizer words "
-    "only (default: measured)",
-    "max_length": "tokens per side; longer training pairs are dropped, longer inputs truncated",
-    "max_output_length": "most tokens a translation may have",
-    "batch_size": "sentence pairs per batch",
-    "epochs": "maximum number of epochs",
-    "steps_per_epoch": "batches per epoch ('none' = one pass over the training split)",
-    "learning_rate": "Adam learning rate (the peak of the cosine schedule)",
-    "learning_rate_schedule": "cosine: decay to 2% of --learning-rate over epochs x steps per epoch; constant",
-    "global_clipnorm": "clip the global gradient norm",
-    "precision": "dtype policy (mixed_bfloat16 trained the default model 1.27x as fast as "
-    "float32 on a CPU with AVX512_BF16; measure on yours: docs/benchmarks.md)",
-    "jit_compile": "compile the training step with XLA (slower on CPU with the length "
-    "buckets: docs/benchmarks.md)",
-    "max_pairs": "use at most this many sentence pairs of the corpus ('none' = all)",
-    "validation_fraction": "share of source sentences held out for validation",
-    "test_fraction": "share of source sentences held out for the test split",
-    "seed": "random seed (shuffle, split, initialization)",
-    "patience": "early stopping patience in epochs (on validation loss)",
-    "time_budget_minutes": "stop training after this many minutes ('none' = no limit)",
-}
 
 
 def add_search_arguments(parser: argparse.ArgumentParser, beam_width: int, beam_help: str) -> None:
@@ -118,7 +67,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     for field in dataclasses.fields(TrainConfig):
         flag = "--" + field.name.replace("_", "-")
         hint = hints[field.name]
-        help_text = TRAIN_HELP[field.name]
+        help_text = FIELD_HELP[field.name]
         if "default" not in help_text:
             default = "none" if field.default is None else field.default
             if hint is bool:
