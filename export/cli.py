@@ -205,12 +205,16 @@ def run_check_export(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from keras_attention_client.cli import IntermixedArgumentParser
+
     parser = argparse.ArgumentParser(
         prog="python -m keras_attention.export.cli",
         description="Export trained translators for TensorFlow Serving and check exports.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=IntermixedArgumentParser
+    )
     export = commands.add_parser(
         "export",
         help="write a versioned SavedModel for TensorFlow Serving",

@@ -360,7 +360,11 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
     )
     commands = _Commands(
-        parser.add_subparsers(dest="command", metavar="COMMAND"), parents=[verbose]
+        # Each command's options may come before, between and after its positionals.
+        parser.add_subparsers(
+            dest="command", metavar="COMMAND", parser_class=client_cli.IntermixedArgumentParser
+        ),
+        parents=[verbose],
     )
 
     train = commands.add_parser(

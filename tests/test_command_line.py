@@ -8,7 +8,7 @@ import sys
 import pytest
 from helpers.subprocesses import modules_loaded_by
 
-from keras_attention.cli import main
+from keras_attention.cli import build_parser, main
 
 
 def test_help_is_instant_and_lists_commands():
@@ -256,3 +256,65 @@ def test_beam_width_help_says_the_export_fixes_the_width(capsys):
         help_text = " ".join(capsys.readouterr().out.split())
         assert "N > 1 selects the beam_search signature, whose width" in help_text
         assert "was fixed at export" in help_text
+
+
+OPTIONS_ANYWHERE = [
+    # (argv with the options first, the same with them last, the fields compared)
+    (
+        ["translate", "--beam-width", "4", "RUN", "I am very happy."],
+        ["translate", "RUN", "I am very happy.", "--beam-width", "4"],
+        ("run_dir", "texts", "beam"),
+    ),
+    (
+        ["translate", "RUN", "--batch-size", "3", "a", "--show-attention", "b"],
+        ["translate", "RUN", "a", "b", "--batch-size", "3", "--show-attention"],
+        ("run_dir", "texts", "batch_size", "show_attention"),
+    ),
+    (["status", "--json", "RUN"], ["status", "RUN", "--json"], ("run_dir", "json")),
+    (
+        ["evaluate", "--max-sentences", "5", "RUN"],
+        ["evaluate", "RUN", "--max-sentences", "5"],
+        ("run_dir", "max_sentences"),
+    ),
+    (
+        ["plot", "--out", "o", "R1", "--sentence", "s", "R2"],
+        ["plot", "R1", "R2", "--out", "o", "--sentence", "s"],
+        ("run_dirs", "out", "sentence"),
+    ),
+    (
+        ["export", "--export-dir", "B", "--version", "2", "RUN"],
+        ["export", "RUN", "--export-dir", "B", "--version", "2"],
+        ("run_dir", "export_dir", "version"),
+    ),
+    (
+        ["check-export", "--native", "P"],
+        ["check-export", "P", "--native"],
+        ("native",),
+    ),
+]
+
+
+@pytest.mark.parametrize("first, last, fields", OPTIONS_ANYWHERE, ids=lambda v: v[0] if isinstance(v, list) else "")
+def test_options_go_before_between_or_after_positionals(first, last, fields):
+    """Every command with positionals takes its options anywhere among them."""
+    parser = build_parser()
+    assert {f: getattr(parser.parse_args(first), f) for f in fields} == {
+        f: getattr(parser.parse_args(last), f) for f in fields
+    }
+
+
+def test_double_dash_still_ends_the_options():
+    args = build_parser().parse_args(["translate", "RUN", "--beam-width", "2", "--", "-5 °C"])
+    assert (args.run_dir, args.texts, args.beam) == ("RUN", ["-5 °C"], 2)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["translate", "RUN", "text", "--no-such-option"])
+
+
+def test_the_client_and_the_export_module_take_options_anywhere():
+    from keras_attention.export.cli import build_parser as export_parser
+    from keras_attention_client.cli import build_parser as client_parser
+
+    client = client_parser().parse_args(["translate", "--server", "h:1", "a", "--beam-width", "3", "b"])
+    assert (client.texts, client.beam) == (["a", "b"], 3)
+    exported = export_parser().parse_args(["export", "--export-dir", "B", "RUN"])
+    assert (exported.run_dir, exported.export_dir) == ("RUN", "B")

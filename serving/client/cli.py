@@ -31,6 +31,30 @@ REMOTE_BEAM_HELP = (
 """`--beam-width`'s help over the wire: the export's beam width cannot be changed per request."""
 
 
+class IntermixedArgumentParser(argparse.ArgumentParser):
+    """A command's parser whose options may come before, between and after its positional
+    arguments (`translate --beam-width 4 RUN "text"`, `translate RUN --beam-width 4
+    "text"`); `--` still ends the options (a text that starts with `-`).
+
+    argparse's own `parse_args` stops filling a `nargs="*"` positional at the first
+    option; `parse_known_intermixed_args` does not, but refuses parsers with commands of
+    their own, so this class is the parser of each command (`add_subparsers(
+    parser_class=IntermixedArgumentParser)`), not of the program.
+    """
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        # parse_known_intermixed_args calls parse_known_args itself (twice).
+        if self._intermixing or self._subparsers is not None:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
 def add_translate_arguments(
     parser: argparse.ArgumentParser, *, beam_help: str = REMOTE_BEAM_HELP
 ) -> None:
@@ -284,7 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Translate with a model served by TensorFlow Serving (or python -m keras_attention.serving), "
         "over gRPC or REST, without TensorFlow.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=IntermixedArgumentParser
+    )
     translate = commands.add_parser(
         "translate",
         help="translate TEXT arguments, else the lines of --file, else the lines of stdin",
