@@ -24,6 +24,12 @@ class BahdanauDecoder(BaseDecoder):
 
     Then `logits_t = W_o o_t + b` (see `BaseDecoder`).
 
+    With `conditional=True`, the conditional GRU of Sennrich et al. (2017,
+    Nematus) replaces step 1's query: a first GRU transition reads the previous
+    token, `s'_t = GRU_q(e, s_{t-1})`, the query is `s'_t`, and the cell
+    continues from it, `s_t = cell([e; c_t], s'_t)`. The paper's query
+    `s_{t-1}` has not seen `y_{t-1}` yet, which slows the start of training.
+
     Args:
         vocabulary_size: int, number of target token ids (required).
         attention: a `BaseAttention` layer (e.g. `BahdanauAttention(units)`,
@@ -33,16 +39,34 @@ class BahdanauDecoder(BaseDecoder):
             `"maxout"`. `"tanh"` (one tanh layer) bounds `o_t` to `[-1, 1]`,
             which keeps tied logits near uniform; it remains for models saved
             before maxout was the default.
+        conditional: bool, query with `s'_t = GRU_q(e, s_{t-1})` (the
+            conditional GRU) instead of `s_{t-1}`; GRU cells only. Defaults
+            to `False` (the paper's decoder).
         **kwargs: `BaseDecoder` arguments (`embedding_dim`, `units`, `cell`,
             `tie_embeddings`, `dropout`) and base layer keyword arguments.
 
     Call arguments and returns: as `BaseDecoder`.
     """
 
-    def __init__(self, vocabulary_size, attention=None, deep_output="maxout", **kwargs):
+    def __init__(
+        self, vocabulary_size, attention=None, deep_output="maxout", conditional=False, **kwargs
+    ):
         check_choice("deep_output", deep_output, DEEP_OUTPUTS)
+        if not isinstance(conditional, bool):
+            raise ValueError(f"`conditional` must be a boolean. Received: conditional={conditional!r}")
         super().__init__(vocabulary_size, attention=attention, **kwargs)
+        if conditional and (attention is None or self.cell != "gru"):
+            raise ValueError(
+                "`conditional=True` (the conditional GRU) needs an attention layer and "
+                f"cell='gru'. Received: attention={attention!r}, cell={self.cell!r}"
+            )
         self.deep_output = deep_output
+        self.conditional = conditional
+        self.query_cell = (
+            keras.layers.GRUCell(self.units, dtype=self.dtype_policy, name="query_gru_cell")
+            if conditional
+            else None
+        )
         width = 2 * self.output_dim if deep_output == "maxout" else self.output_dim
         self.readout = keras.layers.Dense(
             width,
@@ -56,10 +80,31 @@ class BahdanauDecoder(BaseDecoder):
             return state["summary"].shape[-1]
         return state["values"].shape[-1]
 
+    def _query_weights(self, split):
+        """`CellWeights` of the query cell `GRU_q`, whose input is `e` alone."""
+        return self._weights_of(self.query_cell, 0, split)
+
+    def _projected_inputs(self, embedded, cell_weights):
+        projected = super()._projected_inputs(embedded, cell_weights)
+        if not self.conditional:
+            return projected
+        # Both cells' embedding projections for all steps, side by side.
+        query_projected = self._input_projection(embedded, self._query_weights(split=True))
+        return keras.ops.concatenate([projected, query_projected], axis=-1)
+
     def recurrent_step(self, embedded, state, cell_weights):
         """`([s_t; c_t], new_state, a_t)`; see `BaseDecoder.recurrent_step`."""
         rnn_state = state["rnn"]
-        if self.attention_layer is None:
+        if self.conditional:
+            if cell_weights.split:  # `_projected_inputs`: the two cells' projections
+                embedded, query_input = keras.ops.split(embedded, 2, axis=-1)
+            else:  # the embedding itself
+                query_input = self._input_projection(embedded, self._query_weights(split=False))
+            query, rnn_state = self._cell(
+                query_input, None, rnn_state, self._query_weights(split=True)
+            )
+            context, weights = self._attend(query, state)
+        elif self.attention_layer is None:
             context = state["summary"]
             weights = keras.ops.zeros(keras.ops.shape(state["mask"]), dtype="float32")
         else:
@@ -81,4 +126,5 @@ class BahdanauDecoder(BaseDecoder):
     def get_config(self):
         config = super().get_config()
         config["deep_output"] = self.deep_output
+        config["conditional"] = self.conditional
         return config

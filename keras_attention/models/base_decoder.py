@@ -236,8 +236,11 @@ class BaseDecoder(keras.layers.Layer):
         """The cell's float32 weights: `CellWeights(kernel, extra_kernel,
         recurrent_kernel, input_bias, recurrent_bias, split)`; with `split`,
         `kernel` is `W_e` (the embeddings' rows) and `extra_kernel` `W_x`."""
-        cell = self.rnn_cell
-        extra = self._extra_input_dim(state)
+        return self._weights_of(self.rnn_cell, self._extra_input_dim(state), split)
+
+    def _weights_of(self, cell, extra, split):
+        """`_cell_weights` of any cell of this decoder's type whose input is `[e; x]`,
+        `x` of size `extra`."""
         if not cell.built:
             cell.build((None, self.embedding_dim + extra))
         kernel = keras.ops.convert_to_tensor(cell.kernel)
@@ -251,6 +254,11 @@ class BaseDecoder(keras.layers.Layer):
         return CellWeights(
             kernel, extra_kernel, recurrent_kernel, input_bias, recurrent_bias, split
         )
+
+    def _projected_inputs(self, embedded, cell_weights):
+        """What training's loop reads at each step, for all steps at once: the
+        embeddings' part of the cell's input projection, `e W_e + b`."""
+        return self._input_projection(embedded, cell_weights)
 
     def _input_projection(self, inputs, cell_weights):
         """`inputs @ kernel + b`: with split weights the embeddings' part `e W_e + b`,
@@ -341,7 +349,7 @@ class BaseDecoder(keras.layers.Layer):
         recurrent = {k: v for k, v in state.items() if k not in MEMORY_KEYS}
         cell_weights = self._cell_weights(state, split=True)
         # The embeddings' part of the cell's input projection for all steps at once.
-        projected = self._input_projection(embedded, cell_weights)
+        projected = self._projected_inputs(embedded, cell_weights)
         if self._recurrence_is_a_gru:
             outputs = self._gru_recurrence(projected, recurrent, cell_weights, training)
             weights = None

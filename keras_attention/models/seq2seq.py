@@ -60,6 +60,9 @@ class Seq2Seq(keras.Model):
         deep_output: `"maxout"` or `"tanh"`, the output layer of the
             `"bahdanau"` decoder (see `BahdanauDecoder`). Defaults to
             `"maxout"`.
+        conditional: bool, the `"bahdanau"` decoder queries with the state after
+            reading the previous token (the conditional GRU, see
+            `BahdanauDecoder`). Defaults to `False`.
         **kwargs: `keras.Model` keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -101,6 +104,7 @@ class Seq2Seq(keras.Model):
         tie_embeddings=False,
         dropout=0.0,
         deep_output="maxout",
+        conditional=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -114,6 +118,11 @@ class Seq2Seq(keras.Model):
         if decoder not in DECODERS:
             raise ValueError(
                 f"`decoder` must be one of {tuple(DECODERS)}. Received: decoder={decoder!r}"
+            )
+        if conditional and decoder != "bahdanau":
+            raise ValueError(
+                "`conditional` (the conditional GRU) is a Bahdanau decoder's query: it needs "
+                f"decoder='bahdanau'. Received: conditional=True, decoder={decoder!r}"
             )
         if input_feeding and decoder != "luong":
             raise ValueError(
@@ -136,6 +145,7 @@ class Seq2Seq(keras.Model):
         self.tie_embeddings = tie_embeddings
         self.dropout = dropout
         self.deep_output = deep_output
+        self.conditional = conditional
 
         self.encoder = Encoder(
             source_vocabulary_size,
@@ -151,7 +161,7 @@ class Seq2Seq(keras.Model):
         family_arguments = (
             {"input_feeding": input_feeding}
             if decoder == "luong"
-            else {"deep_output": deep_output}
+            else {"deep_output": deep_output, "conditional": conditional}
         )
         self.decoder = DECODERS[decoder](
             target_vocabulary_size,
@@ -274,6 +284,7 @@ class Seq2Seq(keras.Model):
                 "tie_embeddings": self.tie_embeddings,
                 "dropout": self.dropout,
                 "deep_output": self.deep_output,
+                "conditional": self.conditional,
             }
         )
         return config

@@ -47,6 +47,9 @@ FIELD_HELP = {
     "scale_by_dimension": "divide the Luong dot or general scores by sqrt(d) (default: on for "
     "general, off for dot)",
     "input_feeding": "Luong input feeding",
+    "conditional": "Bahdanau decoder: query with the state after reading the previous token "
+    "(the conditional GRU of Sennrich et al., 2017) instead of s_{t-1}; GRU only (default: "
+    "the recipe's, see RECIPE_CONDITIONAL)",
     "tie_embeddings": "tie the output projection to the target embeddings",
     "dropout": "dropout rate",
     "tokenizer": "subwords: SentencePiece models learned from the training split, any "
@@ -89,6 +92,11 @@ sqrt(d) for general. The layers themselves compute the plain equations unless as
 Measurements: docs/results.md and docs/research/model-notes.md."""
 
 
+RECIPE_CONDITIONAL = False
+"""Whether the recipe's Bahdanau decoder queries with the conditional GRU's state (when
+`conditional` is None)."""
+
+
 @dataclasses.dataclass
 class TrainConfig:
     """Everything that defines a training run.
@@ -115,6 +123,8 @@ class TrainConfig:
     # Luong dot/general: divide by sqrt(d); None = the recipe's (RECIPE_SCALES).
     scale_by_dimension: bool | None = None
     input_feeding: bool = False  # Luong input feeding (feed h~_{t-1} to the cell)
+    # Bahdanau: the conditional GRU's query; None = the recipe's (RECIPE_CONDITIONAL).
+    conditional: bool | None = None
     tie_embeddings: bool = True
     dropout: float = 0.1
     tokenizer: str = "subwords"  # subwords (SentencePiece) | words (rule-based, word vocabulary)
@@ -157,6 +167,20 @@ class TrainConfig:
                 raise ValueError(f"`{name}` must be a boolean or None. Received: {name}={value!r}")
             if self.attention == "luong" and value is None:
                 setattr(self, name, self.score in scores)  # saved resolved, in config.json
+        if self.conditional is not None and not isinstance(self.conditional, bool):
+            raise ValueError(
+                f"`conditional` must be a boolean or None. Received: conditional={self.conditional!r}"
+            )
+        if self.conditional is None:  # saved resolved, in config.json
+            self.conditional = RECIPE_CONDITIONAL and self.attention == "bahdanau" and (
+                self.cell == "gru"
+            )
+        if self.conditional and (self.attention != "bahdanau" or self.cell != "gru"):
+            raise ValueError(
+                "`conditional` (the conditional GRU's query) is an option of the Bahdanau "
+                "decoder with GRU cells. Received: conditional=True, "
+                f"attention={self.attention!r}, cell={self.cell!r}"
+            )
         if self.attention == "luong" and self.scale_by_dimension and self.score not in (
             "dot",
             "general",
@@ -212,6 +236,8 @@ class TrainConfig:
         }
         if self.attention == "luong":
             arguments["input_feeding"] = self.input_feeding
+        else:
+            arguments["conditional"] = self.conditional
         return arguments
 
     def _attention_description(self) -> dict | None:
@@ -260,6 +286,8 @@ class TrainConfig:
         # Runs saved before these fields existed trained at a constant rate, on words.
         values.setdefault("learning_rate_schedule", "constant")
         values.setdefault("tokenizer", "words")
+        # Runs saved before `conditional` existed queried with s_{t-1}.
+        values.setdefault("conditional", False)
         # Before `score_scale`, only the cosine score learned its scale; None keeps that.
         values.setdefault("score_scale", False if values.get("score") == "scaled_dot" else None)
         return cls(**values)

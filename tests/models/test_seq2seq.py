@@ -35,6 +35,8 @@ VARIANTS = [
     # Any attention layer with either decoder family.
     dict(attention="bahdanau", decoder="luong"),
     dict(attention=luong("general", scale_by_dimension=True), decoder="bahdanau"),
+    # The conditional GRU's query.
+    dict(attention="bahdanau", conditional=True, tie_embeddings=True),
 ]
 
 
@@ -91,6 +93,7 @@ def test_teacher_forcing_equals_step_by_step_decoding(variant):
         dict(attention="luong"),
         dict(attention="none"),
         dict(attention="bahdanau", decoder="luong", input_feeding=True),
+        dict(attention="bahdanau", conditional=True),
     ],
     ids=variant_id,
 )
@@ -145,7 +148,7 @@ def test_attention_rows_sum_to_one_and_skip_padding(variant):
 
 @pytest.mark.parametrize(
     "variant",
-    [VARIANTS[0], VARIANTS[1], VARIANTS[4], VARIANTS[8], VARIANTS[10], VARIANTS[11]],
+    [VARIANTS[i] for i in (0, 1, 4, 8, 10, 11, 12)],
     ids=variant_id,
 )
 def test_keras_save_and_load_reproduce_outputs(tmp_path, variant):
@@ -163,7 +166,7 @@ def test_keras_save_and_load_reproduce_outputs(tmp_path, variant):
     np.testing.assert_array_equal(restored((source, target_in)), expected)
 
 
-@pytest.mark.parametrize("variant", VARIANTS[:4] + VARIANTS[-2:-1], ids=variant_id)
+@pytest.mark.parametrize("variant", VARIANTS[:4] + VARIANTS[-3:], ids=variant_id)
 def test_xla_compiled_training_matches_the_graph_run(variant):
     """`jit_compile=True` (TrainConfig's `--jit-compile`) compiles every decoder's training
     step, the attention in the loop or after it: two steps give the losses of the same
@@ -339,6 +342,10 @@ def test_input_feeding_needs_the_luong_decoder():
         make_model(attention="bahdanau", input_feeding=True)
     with pytest.raises(ValueError, match="Received: attention=None"):
         make_model(attention=None, decoder="luong")
+    with pytest.raises(ValueError, match="conditional=True, decoder='luong'"):
+        make_model(attention="luong", conditional=True)
+    with pytest.raises(ValueError, match="cell='lstm'"):
+        make_model(attention="bahdanau", conditional=True, cell="lstm")
 
 
 def test_library_defaults_are_the_measured_recipe():
