@@ -26,18 +26,9 @@ VERBOSE_HELP = (
 
 def add_search_arguments(parser: argparse.ArgumentParser, beam_width: int, beam_help: str) -> None:
     """`--beam-width N` (alias `--beam`), `--length-penalty A`, `--batch-size N`."""
-    # One spelling across commands (the Python API's `beam_width`, as in
-    # export), the short one kept as an alias. `translate` takes the same from
-    # keras_attention_client.cli.add_translate_arguments, which reads `dest="beam"`.
-    parser.add_argument(
-        "--beam-width",
-        "--beam",
-        dest="beam",
-        metavar="N",
-        type=int,
-        default=beam_width,
-        help=beam_help,
-    )
+    from keras_attention_client.cli import add_beam_width_argument
+
+    add_beam_width_argument(parser, beam_width, beam_help)
     add_length_penalty_argument(parser, "GNMT length penalty alpha (default: 0.6)")
     parser.add_argument(
         "--batch-size", type=int, default=64, help="sentences per batch (default: 64)"

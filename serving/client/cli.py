@@ -55,6 +55,14 @@ class IntermixedArgumentParser(argparse.ArgumentParser):
             self._intermixing = False
 
 
+def add_beam_width_argument(parser: argparse.ArgumentParser, default: int, help_text: str) -> None:
+    """`--beam-width N` (alias `--beam`, read as `args.beam`): one spelling for every command
+    (the Python API's `beam_width`), the short one kept as an alias."""
+    parser.add_argument(
+        "--beam-width", "--beam", dest="beam", metavar="N", type=int, default=default, help=help_text
+    )
+
+
 def add_translate_arguments(
     parser: argparse.ArgumentParser, *, beam_help: str = REMOTE_BEAM_HELP
 ) -> None:
@@ -71,15 +79,7 @@ def add_translate_arguments(
         beam_help: the help text of `--beam-width`.
     """
     parser.add_argument("--file", help="read sentences from this file, one per line")
-    parser.add_argument(
-        "--beam-width",
-        "--beam",
-        dest="beam",
-        metavar="N",
-        type=int,
-        default=1,
-        help=beam_help,
-    )
+    add_beam_width_argument(parser, 1, beam_help)
     parser.add_argument(
         "--batch-size",
         dest="batch_size",
