@@ -215,7 +215,7 @@ def check_trained_run(name: str, run_dir: Path, expected) -> dict:
 
     config = TrainConfig.load(run_dir)
     unused = {
-        "luong": ("normalize",),
+        "luong": ("normalize", "conditional"),
         "bahdanau": ("score", "score_scale", "scale_by_dimension", "input_feeding"),
         "none": (
             "score",
@@ -224,6 +224,7 @@ def check_trained_run(name: str, run_dir: Path, expected) -> dict:
             "input_feeding",
             "normalize",
             "attention_units",
+            "conditional",
         ),
     }[expected.attention]
     differences = expected.differences(config, ignore=IGNORED_FIELDS + unused)
