@@ -48,8 +48,11 @@ from pathlib import Path
 import harness
 
 VARIANTS = {
-    "bahdanau": {"attention": "bahdanau"},
-    "bahdanau normalized": {"attention": "bahdanau", "normalize": True},
+    # The paper's decoder (query s_{t-1}), as the recorded table was trained; the
+    # recipe's Bahdanau decoder is the conditional GRU ("bahdanau conditional").
+    "bahdanau": {"attention": "bahdanau", "conditional": False},
+    "bahdanau normalized": {"attention": "bahdanau", "normalize": True, "conditional": False},
+    "bahdanau conditional": {"attention": "bahdanau", "conditional": True},
     "luong dot": {"attention": "luong", "score": "dot"},
     "luong general": {"attention": "luong", "score": "general"},
     "luong scaled_dot": {"attention": "luong", "score": "scaled_dot"},
