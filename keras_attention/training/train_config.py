@@ -7,11 +7,13 @@ import json
 import os
 from pathlib import Path
 
+from keras_attention.precision import resolve_precision
+
 CHOICES = {
     "attention": ("luong", "bahdanau", "none"),
     "score": ("dot", "general", "concat", "scaled_dot", "cosine", "location"),
     "cell": ("gru", "lstm"),
-    "precision": ("float32", "mixed_bfloat16", "mixed_float16"),
+    "precision": ("auto", "float32", "mixed_bfloat16", "mixed_float16"),
     "tokenizer": ("subwords", "words"),
     "learning_rate_schedule": ("cosine", "constant"),
 }
@@ -70,8 +72,9 @@ FIELD_HELP = {
     "learning_rate": "Adam learning rate (the peak of the cosine schedule)",
     "learning_rate_schedule": "cosine: decay to 2% of --learning-rate over epochs x steps per epoch; constant",
     "global_clipnorm": "clip the global gradient norm",
-    "precision": "dtype policy (mixed_bfloat16 trained the default model 1.27x as fast as "
-    "float32 on a CPU with AVX512_BF16; measure on yours: docs/benchmarks.md)",
+    "precision": "dtype policy; auto = mixed_bfloat16 on a GPU or a CPU with native bfloat16 "
+    "(AVX512_BF16, AMX), float32 elsewhere, a resumed run's saved precision; saved resolved "
+    "in config.json (measurements: docs/benchmarks.md)",
     "jit_compile": "compile the training step with XLA (slower on CPU with the length "
     "buckets: docs/benchmarks.md)",
     "max_pairs": "use at most this many sentence pairs of the corpus ('none' = all)",
@@ -143,7 +146,9 @@ class TrainConfig:
     learning_rate: float = 2e-3
     learning_rate_schedule: str = "cosine"  # cosine decay over epochs x steps, or constant
     global_clipnorm: float = 5.0
-    precision: str = "mixed_bfloat16"  # float32 | mixed_bfloat16 | mixed_float16
+    # auto | float32 | mixed_bfloat16 | mixed_float16; auto is resolved when the run starts
+    # (keras_attention.precision) and saved resolved, in config.json.
+    precision: str = "auto"
     jit_compile: bool = False  # compile the training step with XLA
     max_pairs: int | None = None
     validation_fraction: float = 0.02
@@ -233,7 +238,7 @@ class TrainConfig:
             "decoder": "luong" if self.attention == "luong" else "bahdanau",
             "tie_embeddings": self.tie_embeddings,
             "dropout": self.dropout,
-            "dtype": self.precision,
+            "dtype": resolve_precision(self.precision).policy,
         }
         if self.attention == "luong":
             arguments["input_feeding"] = self.input_feeding
@@ -259,7 +264,11 @@ class TrainConfig:
         return {
             "class_name": layer,
             "registered_name": f"keras_attention>{layer}",
-            "config": {**config, "name": "attention", "dtype": self.precision},
+            "config": {
+                **config,
+                "name": "attention",
+                "dtype": resolve_precision(self.precision).policy,
+            },
         }
 
     def differences(self, other: TrainConfig, ignore: tuple[str, ...] = ("out",)) -> list[str]:

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from keras_attention.data import load_corpus, make_dataset, split_corpus
 from keras_attention.models.seq2seq import Seq2Seq
+from keras_attention.precision import resolve_run_precision
 from keras_attention.training import distribution as dist
 from keras_attention.training import run_state
 from keras_attention.training.fused_adam import FusedAdam
@@ -180,6 +181,9 @@ def train(
     `epochs_done` set). Any other error leaves the run `failed` and is
     re-raised. Either way, re-running resumes.
 
+    `config.precision` `"auto"` is resolved in place first
+    (`keras_attention.precision.resolve_run_precision`).
+
     Returns the training summary that is also written to metrics.json:
     `epochs_run` counts all epochs of the run, over resumes;
     `epochs_this_session` those of this call.
@@ -195,6 +199,8 @@ def train(
             completed with other options.
         TrainingInterrupted: a signal stopped the training.
     """
+    choice = resolve_run_precision(config)  # `auto` -> a policy, saved so in config.json
+    logger.info("precision: %s", choice.describe())
     finished = RunDirectory(config.out)
     if run_state.completed_with(finished, config):
         recorded = finished.read_metrics().get("training", {})
