@@ -52,16 +52,19 @@ class Translator:
         beam_width: int = 1,
         length_penalty: float = 0.6,
         *,
+        n_best: int | None = None,
         sample: bool = False,
         temperature: float = 1.0,
         top_k: int | None = None,
+        top_p: float | None = None,
         seed: int | None = None,
     ):
         """The decoding strategy for these settings.
 
-        Greedy search for `beam_width == 1`, beam search above; with
-        `sample=True`, `RandomSampling(temperature, top_k, seed)` (which needs
-        `beam_width == 1`). Bad values raise `ValueError`.
+        Greedy search for `beam_width == 1` (and no `n_best` above 1), beam
+        search otherwise (`n_best` hypotheses per sentence when given); with
+        `sample=True`, `RandomSampling(temperature, top_k, top_p, seed)`
+        (which needs `beam_width == 1`). Bad values raise `ValueError`.
         """
         common = dict(
             max_length=self.max_output_length,
@@ -69,15 +72,20 @@ class Translator:
             pad_id=self.target_vectorizer.pad_id,
         )
         if sample:
-            if beam_width != 1:
+            if beam_width != 1 or (n_best is not None and n_best != 1):
                 raise ValueError(
                     "Sampling draws one translation per sentence; it cannot be combined with "
-                    f"beam search. Received: sample=True, beam_width={beam_width!r}"
+                    f"beam search. Received: sample=True, beam_width={beam_width!r}, "
+                    f"n_best={n_best!r}"
                 )
-            return RandomSampling(temperature=temperature, top_k=top_k, seed=seed, **common)
-        if beam_width == 1:
+            return RandomSampling(
+                temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, **common
+            )
+        if beam_width == 1 and n_best in (None, 1):
             return GreedySearch(**common)
-        return BeamSearch(beam_width=beam_width, length_penalty=length_penalty, **common)
+        return BeamSearch(
+            beam_width=beam_width, length_penalty=length_penalty, n_best=n_best, **common
+        )
 
     def encode_source(self, texts) -> tuple[tf.Tensor, tf.Tensor]:
         """Source ids (int32) and tokens (string), both `(batch_size, T_in)`.
@@ -108,7 +116,7 @@ class Translator:
             logits = tf.where(banned, lowest, logits)
         return logits, state, attention
 
-    def translate(self, texts, strategy) -> dict[str, tf.Tensor]:
+    def translate(self, texts, strategy, **options) -> dict[str, tf.Tensor]:
         """Translates a batch of strings.
 
         Args:
@@ -116,6 +124,8 @@ class Translator:
             strategy: a decoding strategy (`GreedySearch`, `BeamSearch`,
                 `RandomSampling`), or any callable
                 `strategy(next_fn, initial_state, start_ids) -> DecodeResult`.
+            **options: the strategy's per-call options (e.g. `beam_width`,
+                `max_length`, as scalar tensors in an export).
 
         Returns:
             A dict of dense tensors: `translation` string `(batch_size,)`,
@@ -124,7 +134,12 @@ class Translator:
             `(batch_size, T_out)`, `source_tokens` string `(batch_size, T_in)`
             (padded with `""`), `attention` float32 `(batch_size, T_out, T_in)`.
             Inputs with no token (empty or blank strings) translate to `""`
-            with score 0 and length 0.
+            with score 0 and length 0. For a strategy that returns n-best
+            lists (`BeamSearch` with `n_best`), every output but
+            `source_tokens` has an n-best axis after the batch axis:
+            `translation`, `score`, `length` `(batch_size, n_best)`, `tokens`
+            `(batch_size, n_best, T_out)`, `attention`
+            `(batch_size, n_best, T_out, T_in)`.
         """
         texts = tf.reshape(tf.convert_to_tensor(texts, dtype=tf.string), [-1])
         source_ids, source_tokens = self.encode_source(texts)
@@ -133,8 +148,15 @@ class Translator:
         batch_size = tf.shape(texts)[0]
         start_ids = tf.fill([batch_size], tf.constant(self.target_vectorizer.start_id, tf.int32))
         state = self.model.initial_decode_state(source_ids)
-        result = strategy(self.next_logits, state, start_ids)
+        result = strategy(self.next_logits, state, start_ids, **options)
+        if result.tokens.shape.rank == 3:
+            return self._n_best_outputs(result, has_tokens, source_tokens)
+        outputs = self._outputs(result, has_tokens)
+        outputs["source_tokens"] = source_tokens
+        return {key: outputs[key] for key in OUTPUT_KEYS}
 
+    def _outputs(self, result, has_tokens) -> dict[str, tf.Tensor]:
+        """Strings, scores, lengths and attention of a `DecodeResult` without an n-best axis."""
         lengths = tf.where(has_tokens, result.lengths, 0)
         steps = tf.shape(result.tokens)[1]
         keep = tf.sequence_mask(lengths, steps)
@@ -146,9 +168,30 @@ class Translator:
             "score": tf.where(has_tokens, result.scores, 0.0),
             "length": lengths,
             "tokens": tokens,
-            "source_tokens": source_tokens,
             "attention": attention,
         }
+
+    def _n_best_outputs(self, result, has_tokens, source_tokens) -> dict[str, tf.Tensor]:
+        """`translate`'s outputs with an n-best axis: the rows flattened, processed, reshaped."""
+        batch_size, n_best = tf.shape(result.tokens)[0], tf.shape(result.tokens)[1]
+        steps, source_length = tf.shape(result.tokens)[2], tf.shape(result.attention)[3]
+        flat = type(result)(
+            tokens=tf.reshape(result.tokens, [-1, steps]),
+            scores=tf.reshape(result.scores, [-1]),
+            lengths=tf.reshape(result.lengths, [-1]),
+            attention=tf.reshape(result.attention, [-1, steps, source_length]),
+        )
+        outputs = self._outputs(flat, tf.repeat(has_tokens, n_best))
+        shaped = {
+            "translation": [batch_size, n_best],
+            "score": [batch_size, n_best],
+            "length": [batch_size, n_best],
+            "tokens": [batch_size, n_best, steps],
+            "attention": [batch_size, n_best, steps, source_length],
+        }
+        outputs = {key: tf.reshape(outputs[key], shape) for key, shape in shaped.items()}
+        outputs["source_tokens"] = source_tokens
+        return {key: outputs[key] for key in OUTPUT_KEYS}
 
     def compile(self, strategy):
         """`translate` with `strategy` as a `tf.function` over a `[None]` string batch."""
@@ -166,23 +209,29 @@ class Translator:
         batch_size: int = 64,
         progress: bool = False,
         *,
+        n_best: int | None = None,
         sample: bool = False,
         temperature: float = 1.0,
         top_k: int | None = None,
+        top_p: float | None = None,
         seed: int | None = None,
-    ) -> list[dict]:
-        """Translates a list of strings in batches; returns one dict per input.
+    ) -> list:
+        """Translates a list of strings in batches; returns one result per input.
 
         Inputs are sorted by length into batches (less padding) and the results
-        returned in input order. Each dict holds `translation` (str), `score`
-        (float), `length` (int), `tokens` and `source_tokens` (lists of str
-        without padding), and `attention` (a NumPy array `[length, n_source]`).
+        returned in input order. Each result is a dict holding `translation`
+        (str), `score` (float), `length` (int), `tokens` and `source_tokens`
+        (lists of str without padding), and `attention` (a NumPy array
+        `[length, n_source]`). With `n_best > 1` (beam search) each result is
+        a list of `n_best` such dicts, best first.
 
         `sample=True` draws each translation with `RandomSampling(temperature,
-        top_k)` instead of searching (`score` is then the model's
+        top_k, top_p)` instead of searching (`score` is then the model's
         log-probability of the drawn translation). With a `seed`, batch `i`
-        is sampled with seed `seed + i`, so the same `texts`, `batch_size` and
-        `seed` give the same translations; without one every call differs.
+        is sampled with seed `seed + i` (modulo 2**31), so the same `texts`,
+        `batch_size` and `seed` give the same translations; without one every
+        call differs. The serving clients batch and seed the same way, so an
+        export's `sample` signature gives the same translations.
         """
         if batch_size < 1:
             raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
@@ -191,9 +240,11 @@ class Translator:
         strategy = self.strategy(
             beam_width,
             length_penalty,
+            n_best=n_best,
             sample=sample,
             temperature=temperature,
             top_k=top_k,
+            top_p=top_p,
             seed=seed,
         )
         if sample:
@@ -220,23 +271,34 @@ class Translator:
                 return compiled(texts)
 
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        results: list[dict | None] = [None] * len(texts)
+        results: list = [None] * len(texts)
         bar = keras.utils.Progbar(len(texts), unit_name="sentence") if progress else None
         for batch_index, start in enumerate(range(0, len(order), batch_size)):
             indices = order[start : start + batch_size]
             batch = tf.constant([texts[i] for i in indices])
             outputs = {k: v.numpy() for k, v in translate(batch, batch_index).items()}
             for row, index in enumerate(indices):
-                length = int(outputs["length"][row])
                 source = [t.decode("utf-8") for t in outputs["source_tokens"][row] if t]
-                results[index] = {
-                    "translation": outputs["translation"][row].decode("utf-8"),
-                    "score": float(outputs["score"][row]),
-                    "length": length,
-                    "tokens": [t.decode("utf-8") for t in outputs["tokens"][row][:length]],
-                    "source_tokens": source,
-                    "attention": outputs["attention"][row][:length, : len(source)],
-                }
+                if outputs["translation"].ndim == 2:
+                    results[index] = [
+                        _result(outputs, (row, rank), source)
+                        for rank in range(outputs["translation"].shape[1])
+                    ]
+                else:
+                    results[index] = _result(outputs, (row,), source)
             if bar is not None:
                 bar.add(len(indices))
         return results
+
+
+def _result(outputs: dict, index: tuple[int, ...], source: list[str]) -> dict:
+    """One translation of `translate`'s NumPy outputs (`index`: the row, and the rank in an n-best list)."""
+    length = int(outputs["length"][index])
+    return {
+        "translation": outputs["translation"][index].decode("utf-8"),
+        "score": float(outputs["score"][index]),
+        "length": length,
+        "tokens": [t.decode("utf-8") for t in outputs["tokens"][index][:length]],
+        "source_tokens": source,
+        "attention": outputs["attention"][index][:length, : len(source)],
+    }

@@ -58,13 +58,21 @@ class BeamSearch(DecodingStrategy):
        hypotheses' parents; a kept candidate whose token is `end_id` is
        finished.
     5. The loop stops when every hypothesis of every sentence is finished, or
-       after `max_length` steps. The best-ranked hypothesis is returned.
+       after `max_length` steps. The best-ranked hypothesis is returned, or
+       with `n_best` the `n_best` best-ranked ones, best first.
 
-    With `beam_width=1` this is exactly `GreedySearch`.
+    With `beam_width=1` this is exactly `GreedySearch`. `beam_width`,
+    `length_penalty`, `n_best` and `max_length` may also be passed per call,
+    as Python values or scalar tensors (`call_options`): a graph built with
+    tensors serves every beam width, the beam axis being dynamic inside the
+    `tf.while_loop`.
 
     Args:
         beam_width: int >= 1, hypotheses kept per sentence. Defaults to 4.
         length_penalty: float >= 0, the GNMT `alpha`. Defaults to 0.6.
+        n_best: int in `[1, beam_width]` or `None`, how many hypotheses to
+            return per sentence; `None` returns the best one without the
+            n-best axis. Defaults to `None`.
         max_length: int >= 1, the most decoding steps (counting the step that
             emits the end token). Defaults to 50.
         end_id: int >= 0, the id that ends a sentence. Defaults to 3.
@@ -87,7 +95,12 @@ class BeamSearch(DecodingStrategy):
         A `DecodeResult` for the best hypothesis of each sentence: `tokens`
         `(batch_size, T)`, `scores` `(batch_size,)` (raw log-probability),
         `lengths` `(batch_size,)` and `attention` `(batch_size, T, Tv)`, where
-        `T <= max_length` is the number of steps run.
+        `T <= max_length` is the number of steps run. With `n_best`, every
+        field has an n-best axis after the batch axis: `tokens`
+        `(batch_size, n_best, T)`, `scores` and `lengths`
+        `(batch_size, n_best)`, `attention` `(batch_size, n_best, T, Tv)`.
+        A hypothesis that never lived (more beams than candidates) has score
+        `-inf`.
 
     Example:
 
@@ -107,6 +120,8 @@ class BeamSearch(DecodingStrategy):
     [[4]]
     """
 
+    call_options = ("max_length", "beam_width", "length_penalty", "n_best")
+
     def __init__(
         self,
         beam_width: int = 4,
@@ -114,6 +129,7 @@ class BeamSearch(DecodingStrategy):
         max_length: int = 50,
         end_id: int = 3,
         pad_id: int = 0,
+        n_best: int | None = None,
     ):
         super().__init__(max_length=max_length, end_id=end_id, pad_id=pad_id)
         self.beam_width = check_int("beam_width", beam_width, minimum=1)
@@ -128,10 +144,20 @@ class BeamSearch(DecodingStrategy):
                 f"Received: length_penalty={length_penalty!r}"
             )
         self.length_penalty = float(length_penalty)
+        if n_best is not None:
+            n_best = check_int("n_best", n_best, minimum=1)
+            if n_best > self.beam_width:
+                raise ValueError(
+                    "`n_best` must be <= beam_width (the search keeps beam_width hypotheses). "
+                    f"Received: n_best={n_best}, beam_width={self.beam_width}"
+                )
+        self.n_best = n_best
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
         config.update({"beam_width": self.beam_width, "length_penalty": self.length_penalty})
+        if self.n_best is not None:
+            config["n_best"] = self.n_best
         return config
 
     def normalize(self, scores: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
@@ -153,7 +179,7 @@ class BeamSearch(DecodingStrategy):
         beam_width, max_length = self.beam_width, self.max_length
         state = tf.nest.map_structure(lambda x: tf.repeat(x, beam_width, axis=0), initial_state)
         # Only the first copy of each sentence is live at step 0.
-        first_live = tf.constant([0.0] + [-math.inf] * (beam_width - 1), tf.float32)
+        first_live = tf.where(tf.range(beam_width) > 0, -math.inf, 0.0)
         search = {
             "log_probs": tf.tile(first_live[tf.newaxis], [batch_size, 1]),
             "lengths": tf.zeros([batch_size, beam_width], tf.int32),
@@ -210,6 +236,8 @@ class BeamSearch(DecodingStrategy):
         return next_ids, state, search, attention
 
     def finalize(self, steps, search, attention):
+        if self.n_best is not None:
+            return self._finalize_n_best(steps, search, attention)
         max_length = self.max_length
         # top_k sorts the kept hypotheses by the ranking score, so the best is first.
         scores = search["log_probs"][:, 0]
@@ -228,4 +256,26 @@ class BeamSearch(DecodingStrategy):
             scores=scores,
             lengths=best_lengths,
             attention=best_attention[:, :steps],
+        )
+
+    def _finalize_n_best(self, steps, search, attention):
+        """`finalize` for the `n_best` best hypotheses: an n-best axis after the batch axis."""
+        max_length, n_best = self.max_length, self.n_best
+        batch_size = tf.shape(search["log_probs"])[0]
+        scores = search["log_probs"][:, :n_best]
+        lengths = search["lengths"][:, :n_best] - tf.cast(search["finished"][:, :n_best], tf.int32)
+        # The ancestors' rows of each kept hypothesis: (max_length, batch * n_best).
+        rows = tf.transpose(tf.reshape(search["ancestry"][:, :n_best, :], [-1, max_length]))
+        kept_attention = tf.gather(attention, rows, batch_dims=1)  # (max_length, batch * n, Tv)
+        kept_attention = tf.reshape(
+            tf.transpose(kept_attention, [1, 0, 2]),
+            [batch_size, n_best, max_length, tf.shape(attention)[-1]],
+        )
+        emitted = tf.range(max_length) < lengths[..., tf.newaxis]  # (batch, n, max_length)
+        kept_attention = tf.where(emitted[..., tf.newaxis], kept_attention, 0.0)
+        return DecodeResult(
+            tokens=search["tokens"][:, :n_best, :steps],
+            scores=scores,
+            lengths=lengths,
+            attention=kept_attention[:, :, :steps],
         )

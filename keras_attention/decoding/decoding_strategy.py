@@ -28,6 +28,7 @@ by TensorFlow Serving.
 
 from __future__ import annotations
 
+import copy
 import numbers
 from collections.abc import Callable
 from typing import Any
@@ -150,23 +151,72 @@ class DecodingStrategy:
         initial_state: a nest of tensors, every leaf of shape
             `(batch_size, ...)`.
         start_ids: int tensor of shape `(batch_size,)`, the ids fed at step 0.
-        **kwargs: passed to `initialize` (e.g. `seed=` for `RandomSampling`).
+        **options: values of `call_options` for this call only, as Python
+            values (checked like the constructor's) or scalar tensors (e.g. a
+            serving signature's inputs, which the export checks in the graph):
+            `max_length` (at most the constructor's, which sizes the loop's
+            buffers) and the subclass' own (`beam_width`, `seed`, ...).
 
     Returns:
         A `DecodeResult`.
     """
 
+    call_options: tuple[str, ...] = ("max_length",)
+    """The options `__call__` may override per call."""
+
     def __init__(self, max_length: int = 50, end_id: int = 3, pad_id: int = 0):
         self.max_length = check_int("max_length", max_length, minimum=1)
         self.end_id = check_int("end_id", end_id, minimum=0)
         self.pad_id = check_int("pad_id", pad_id, minimum=0)
+        # The loop's step limit: `max_length` unless a call passes a smaller one.
+        self.max_steps: int | tf.Tensor = self.max_length
+
+    def with_options(self, **options: Any) -> DecodingStrategy:
+        """A copy of this strategy with some `call_options` replaced.
+
+        Python values are checked by building a new strategy from the merged
+        config; tensors (scalars) replace the attributes as they are. A
+        `max_length` only limits the steps: the buffers keep this strategy's
+        `max_length`, so a tensor can vary from call to call.
+
+        Raises:
+            ValueError: an unknown option, or a bad Python value.
+        """
+        unknown = sorted(set(options) - set(self.call_options))
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__} takes the call options {list(self.call_options)}. "
+                f"Received: {unknown}"
+            )
+        max_steps = options.pop("max_length", None)
+        python = {k: v for k, v in options.items() if not tf.is_tensor(v)}
+        tensors = {k: v for k, v in options.items() if tf.is_tensor(v)}
+        strategy = (
+            type(self).from_config({**self.get_config(), **python}) if python else copy.copy(self)
+        )
+        for name, value in tensors.items():
+            setattr(strategy, name, value)
+        if max_steps is not None:
+            if tf.is_tensor(max_steps):
+                strategy.max_steps = tf.cast(max_steps, tf.int32)
+            else:
+                steps = check_int("max_length", max_steps, minimum=1)
+                if steps > self.max_length:
+                    raise ValueError(
+                        f"`max_length` must be <= the strategy's max_length={self.max_length}. "
+                        f"Received: max_length={max_steps!r}"
+                    )
+                strategy.max_steps = steps
+        return strategy
 
     def __call__(
-        self, next_fn: NextFn, initial_state: Any, start_ids: Any, **kwargs: Any
+        self, next_fn: NextFn, initial_state: Any, start_ids: Any, **options: Any
     ) -> DecodeResult:
+        if options:
+            return self.with_options(**options)(next_fn, initial_state, start_ids)
         start_ids = prepare_start_ids(start_ids)
         initial_state = tf.nest.map_structure(tf.convert_to_tensor, initial_state)
-        token_ids, state, search = self.initialize(initial_state, start_ids, **kwargs)
+        token_ids, state, search = self.initialize(initial_state, start_ids)
 
         def body(step, token_ids, state, search, attention):
             log_probs, new_state, step_attention = call_next_fn(next_fn, step, token_ids, state)
@@ -200,7 +250,7 @@ class DecodingStrategy:
             body,
             loop_vars,
             shape_invariants=shape_invariants,
-            maximum_iterations=self.max_length,
+            maximum_iterations=self.max_steps,
         )
         return self.finalize(steps, search, attention.stack())
 

@@ -1,4 +1,4 @@
-"""`RandomSampling`: draw each token from the model's (tempered, top-k) distribution."""
+"""`RandomSampling`: draw each token from the model's (tempered, top-k, top-p) distribution."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ _MAX_SEED = 2**31 - 1
 
 @keras.saving.register_keras_serializable(package="keras_attention")
 class RandomSampling(GreedySearch):
-    """Random sampling with a temperature and an optional top-k cut.
+    """Random sampling with a temperature and optional top-k and top-p (nucleus) cuts.
 
     Greedy search with one change: the token of each step is drawn at random
     instead of taken as the argmax (as keras-hub's `RandomSampler` /
@@ -30,7 +30,11 @@ class RandomSampling(GreedySearch):
     1. `log_probs = log_softmax(logits)` in float32.
     2. The sampling logits are `log_probs / temperature`; with `top_k`, only
        the `top_k` most probable ids stay candidates (ties go to the lowest
-       id).
+       id); with `top_p < 1`, only the most probable candidates whose
+       probabilities (after the temperature and the top-k cut) sum to at
+       least `top_p`: a candidate stays when the mass of the ones ranked
+       above it is below `top_p`, so the first one always stays (Holtzman
+       et al., 2020).
     3. A token is drawn from `softmax` of those logits with
        `tf.random.stateless_categorical`, seeded by `(seed, t)`.
     4. `score += log_probs[token]`: the score is the model's own
@@ -50,6 +54,8 @@ class RandomSampling(GreedySearch):
             flattens it. Defaults to 1.0.
         top_k: int >= 1 or `None` (the whole vocabulary), the number of most
             probable ids to sample from. Defaults to `None`.
+        top_p: float in `(0, 1]` or `None` (no cut), the nucleus mass.
+            Defaults to `None`.
         seed: int in `[0, 2**31 - 1]` or `None`. Defaults to `None`.
         max_length: int >= 1, the most decoding steps (counting the step that
             emits the end token). Defaults to 50.
@@ -59,8 +65,10 @@ class RandomSampling(GreedySearch):
 
     Call arguments:
         next_fn, initial_state, start_ids: as for `GreedySearch`.
-        seed: optional scalar int tensor (or int) that replaces the
-            constructor's `seed` for this call, e.g. one per batch.
+        **options: `temperature`, `top_k`, `top_p`, `seed` and `max_length`
+            for this call only (`call_options`), e.g. one seed per batch. As
+            scalar tensors, `top_k = 0` means the whole vocabulary, `top_p =
+            1` no cut and `seed < 0` a seed drawn at this call.
 
     Returns:
         A `DecodeResult`, as for `GreedySearch`.
@@ -83,6 +91,8 @@ class RandomSampling(GreedySearch):
     [2, 2, 2, 2, 2]
     """
 
+    call_options = ("max_length", "temperature", "top_k", "top_p", "seed")
+
     def __init__(
         self,
         temperature: float = 1.0,
@@ -91,6 +101,7 @@ class RandomSampling(GreedySearch):
         max_length: int = 50,
         end_id: int = 3,
         pad_id: int = 0,
+        top_p: float | None = None,
     ):
         super().__init__(max_length=max_length, end_id=end_id, pad_id=pad_id)
         if (
@@ -104,6 +115,11 @@ class RandomSampling(GreedySearch):
             )
         self.temperature = float(temperature)
         self.top_k = None if top_k is None else check_int("top_k", top_k, minimum=1)
+        if top_p is not None and (
+            not isinstance(top_p, numbers.Real) or isinstance(top_p, bool) or not 0 < top_p <= 1
+        ):
+            raise ValueError(f"`top_p` must be a number in (0, 1]. Received: top_p={top_p!r}")
+        self.top_p = None if top_p is None else float(top_p)
         if seed is not None:
             seed = check_int("seed", seed, minimum=0)
             if seed > _MAX_SEED:
@@ -113,29 +129,67 @@ class RandomSampling(GreedySearch):
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
         config.update({"temperature": self.temperature, "top_k": self.top_k, "seed": self.seed})
+        if self.top_p is not None:
+            config["top_p"] = self.top_p
         return config
 
-    def initialize(self, initial_state, start_ids, seed=None):
+    def initialize(self, initial_state, start_ids):
         token_ids, state, search = super().initialize(initial_state, start_ids)
-        if seed is None:
-            seed = self.seed
+        seed = self.seed
         if seed is None:
             # Stateful on purpose: a new draw at every call, eager or in a graph.
             seed = tf.random.uniform([], maxval=_MAX_SEED, dtype=tf.int32)
+        elif tf.is_tensor(seed):
+            if seed.shape.rank not in (None, 0):
+                raise ValueError(f"`seed` must be a scalar. Received: seed.shape={seed.shape}")
+            seed = tf.cast(seed, tf.int32)
+            # A negative tensor seed asks for a fresh draw, as `None` does.
+            seed = tf.where(seed < 0, tf.random.uniform([], maxval=_MAX_SEED, dtype=tf.int32), seed)
         # int32: XLA compiles StatelessMultinomial only with an int32 seed.
         search["seed"] = tf.cast(tf.convert_to_tensor(seed), tf.int32)
-        if search["seed"].shape.rank != 0:
-            raise ValueError(f"`seed` must be a scalar. Received: seed.shape={seed.shape}")
         return token_ids, state, search
 
     def select(self, step, log_probs, search):
         logits = log_probs / self.temperature
         step_seed = tf.stack([search["seed"], step])
-        if self.top_k is None:
+
+        def whole_vocabulary():
             return tf.random.stateless_categorical(logits, 1, step_seed, dtype=tf.int32)[:, 0]
-        top_k = self.top_k
-        if logits.shape[-1] is not None:
-            top_k = min(top_k, logits.shape[-1])
-        top_logits, top_ids = tf.math.top_k(logits, k=top_k)
+
+        def candidates():
+            return self._sample_candidates(logits, step_seed)
+
+        top_k, top_p = self.top_k, self.top_p
+        if not tf.is_tensor(top_k) and not tf.is_tensor(top_p):
+            if top_k is None and (top_p is None or top_p >= 1):
+                return whole_vocabulary()
+            return candidates()
+        no_cut = tf.logical_and(
+            tf.constant(True) if top_k is None else tf.less_equal(top_k, 0),
+            tf.constant(True) if top_p is None else tf.greater_equal(top_p, 1.0),
+        )
+        return tf.cond(no_cut, whole_vocabulary, candidates)
+
+    def _sample_candidates(self, logits, step_seed):
+        """A draw among the top-k, then top-p, candidates of `logits` `(batch, vocab)`."""
+        top_k, top_p = self.top_k, self.top_p
+        vocab_size = logits.shape[-1] if logits.shape[-1] is not None else tf.shape(logits)[-1]
+        if top_k is None:
+            k = vocab_size
+        elif tf.is_tensor(top_k):
+            top_k = tf.cast(top_k, tf.int32)
+            k = tf.where(top_k > 0, tf.minimum(top_k, vocab_size), vocab_size)
+        else:
+            k = min(top_k, vocab_size) if isinstance(vocab_size, int) else top_k
+        top_logits, top_ids = tf.math.top_k(logits, k=k)
+        if top_p is not None and (tf.is_tensor(top_p) or top_p < 1):
+            # top_logits are sorted, so the mass above each candidate is an exclusive cumsum.
+            above = tf.math.cumsum(tf.nn.softmax(top_logits), axis=-1, exclusive=True)
+            keep = above < top_p
+            if tf.is_tensor(top_p):
+                keep = tf.logical_or(
+                    keep, top_p >= 1.0
+                )  # top_p = 1 keeps all, whatever the rounding
+            top_logits = tf.where(keep, top_logits, tf.constant(-math.inf, top_logits.dtype))
         choice = tf.random.stateless_categorical(top_logits, 1, step_seed, dtype=tf.int32)
         return tf.gather(top_ids, choice[:, 0], batch_dims=1)

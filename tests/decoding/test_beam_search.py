@@ -337,3 +337,92 @@ def test_runs_in_a_v1_session_from_a_saved_model(tmp_path):
         got = sess.run(fetches, {signature.inputs["sentence"].name: np.array([0, 1], np.int32)})
     for key in ("tokens", "lengths", "scores", "attention"):
         np.testing.assert_allclose(got[key], want[key].numpy(), rtol=1e-6)
+
+
+def ranked_hypotheses(model: PrefixModel, sentence: int, alpha: float):
+    """Every (tokens, ended) of `model`, best first under the GNMT-normalized score."""
+    import itertools
+
+    hypotheses = []
+    for n in range(model.max_length + 1):
+        ended = n < model.max_length
+        for tokens in itertools.product(model.content, repeat=n):
+            score, _ = model.score(sentence, tokens, ended)
+            hypotheses.append((normalized(score, n + 1 if ended else n, alpha), tokens, ended))
+    hypotheses.sort(key=lambda h: -h[0])
+    return [(tokens, ended) for _, tokens, ended in hypotheses]
+
+
+@pytest.mark.parametrize("seed, alpha", [(0, 0.0), (1, 0.6), (2, 1.5)])
+def test_n_best_lists_the_enumerations_ranking(seed, alpha):
+    """With beams for every hypothesis, the n-best list is the enumeration's top n."""
+    model = PrefixModel(batch_size=2, max_length=4, seed=seed)
+    beam = BeamSearch(beam_width=32, length_penalty=alpha, max_length=4, n_best=6)
+    result = beam(model.next_fn, model.initial_state(), model.start_ids())
+    assert result.tokens.shape[:2] == (2, 6) and result.attention.shape[:2] == (2, 6)
+    for b in range(2):
+        for rank, (tokens, ended) in enumerate(ranked_hypotheses(model, b, alpha)[:6]):
+            row = type(result)(*(field[:, rank] for field in result))
+            model.assert_result_row(row, b, tokens, ended)
+
+
+@pytest.mark.parametrize("mode", ["eager", "function"])
+def test_n_best_one_is_the_best_hypothesis_with_an_axis(mode):
+    model = PrefixModel(batch_size=3, max_length=5, seed=2)
+    args = (model.next_fn, model.initial_state(), model.start_ids())
+    best = run(BeamSearch(beam_width=3, max_length=5), *args, mode)
+    listed = run(BeamSearch(beam_width=3, max_length=5, n_best=1), *args, mode)
+    for field, listed_field in zip(best, listed, strict=True):
+        np.testing.assert_array_equal(listed_field.numpy()[:, 0], field.numpy())
+
+
+def test_tensor_options_in_one_graph_equal_python_values():
+    """One traced graph, the beam width (and penalty, steps, n-best) fed as tensors."""
+    model = PrefixModel(batch_size=3, max_length=5, seed=4)
+    state, start_ids = model.initial_state(), model.start_ids()
+    strategy = BeamSearch(beam_width=2, max_length=5, n_best=1)
+
+    @tf.function(
+        input_signature=[tf.TensorSpec([], tf.int32)] * 3 + [tf.TensorSpec([], tf.float32)]
+    )
+    def decode(beam_width, n_best, max_length, length_penalty):
+        return strategy(
+            model.next_fn,
+            state,
+            start_ids,
+            beam_width=beam_width,
+            n_best=n_best,
+            max_length=max_length,
+            length_penalty=length_penalty,
+        )
+
+    for width, n_best, steps, alpha in [
+        (1, 1, 5, 0.6),
+        (3, 2, 5, 0.0),
+        (5, 5, 3, 1.0),
+        (8, 3, 4, 0.6),
+    ]:
+        got = decode(width, n_best, steps, alpha)
+        want = BeamSearch(beam_width=width, length_penalty=alpha, max_length=steps, n_best=n_best)(
+            model.next_fn, state, start_ids
+        )
+        for got_field, want_field in zip(got, want, strict=True):
+            np.testing.assert_array_equal(got_field.numpy(), want_field.numpy())
+    assert decode.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"n_best": 3}, "n_best=3, beam_width=2"),
+        ({"n_best": 0}, "n_best=0"),
+        ({"max_length": 6}, "max_length=6"),
+        ({"temperature": 1.0}, "call options"),
+    ],
+)
+def test_invalid_call_options(options, match):
+    model = PrefixModel(batch_size=1, max_length=5, seed=0)
+    with pytest.raises(ValueError, match=match):
+        BeamSearch(beam_width=2, max_length=5)(
+            model.next_fn, model.initial_state(), model.start_ids(), **options
+        )

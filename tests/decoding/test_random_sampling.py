@@ -184,3 +184,79 @@ def test_config_round_trip_and_repr():
     assert repr(sampler) == (
         "RandomSampling(max_length=9, end_id=3, pad_id=0, temperature=0.7, top_k=5, seed=3)"
     )
+
+
+def expected_nucleus_distribution(model, sentence, temperature, top_k, top_p):
+    """The tempered, top-k cut, then top-p cut distribution of the first token, in NumPy."""
+    probs = expected_first_token_distribution(model, sentence, temperature, top_k)
+    order = np.argsort(-probs, kind="stable")
+    above = np.concatenate([[0.0], np.cumsum(probs[order])[:-1]])
+    keep = np.zeros_like(probs, dtype=bool)
+    keep[order] = above < top_p
+    cut = np.where(keep, probs, 0.0)
+    return cut / cut.sum()
+
+
+@pytest.mark.parametrize(
+    "temperature, top_k, top_p", [(1.0, None, 0.6), (0.7, 2, 0.5), (2.0, None, 0.9)]
+)
+def test_samples_follow_the_top_p_nucleus(temperature, top_k, top_p):
+    model = PrefixModel(batch_size=1, max_length=3, seed=4)
+    rows = 20000
+    state, start_ids = copies_of_sentence(model, 0, rows)
+    sampler = RandomSampling(
+        temperature=temperature, top_k=top_k, top_p=top_p, seed=6, max_length=1
+    )
+    result = sampler(model.next_fn, state, start_ids)
+    first = np.where(result.lengths.numpy() == 0, END, result.tokens.numpy()[:, 0])
+    expected = expected_nucleus_distribution(model, 0, temperature, top_k, top_p)
+    assert (expected == 0).sum() >= 1  # the cut removes something here
+    observed = np.bincount(first, minlength=model.vocab_size) / rows
+    bound = 5 * np.sqrt(expected * (1 - expected) / rows) + 1e-12
+    assert np.all(np.abs(observed - expected) <= bound), (observed, expected)
+    assert np.all(observed[expected == 0] == 0)
+
+
+def test_tensor_options_equal_python_values():
+    """temperature, top_k (0 = all), top_p (1 = no cut), seed fed as tensors to one graph."""
+    model = PrefixModel(batch_size=8, max_length=4, seed=2)
+    state, start_ids = model.initial_state(), model.start_ids()
+    sampler = RandomSampling(max_length=4)
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([], tf.float32),
+            tf.TensorSpec([], tf.int32),
+            tf.TensorSpec([], tf.float32),
+            tf.TensorSpec([], tf.int32),
+        ]
+    )
+    def sample(temperature, top_k, top_p, seed):
+        return sampler(
+            model.next_fn,
+            state,
+            start_ids,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
+        )
+
+    for temperature, top_k, top_p, seed in [
+        (1.0, 0, 1.0, 3),
+        (0.8, 2, 1.0, 4),
+        (1.3, 0, 0.7, 5),
+        (1.0, 3, 0.8, 6),
+    ]:
+        got = sample(temperature, top_k, top_p, seed)
+        want = RandomSampling(
+            temperature=temperature,
+            top_k=top_k or None,
+            top_p=None if top_p == 1.0 else top_p,
+            seed=seed,
+            max_length=4,
+        )(model.next_fn, state, start_ids)
+        assert_same_result(got, want)
+    # A negative seed draws one per call.
+    draws = {sample(1.0, 0, 1.0, -1).tokens.numpy().tobytes() for _ in range(5)}
+    assert len(draws) > 1
