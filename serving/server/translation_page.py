@@ -1,26 +1,17 @@
-"""The translation page of `keras-attention serve --ui`: static files and their routes.
+"""The translation page of `keras-attention serve --ui`: its static files as an ASGI app.
 
 The page (`ui/index.html`, `ui/app.js`, `ui/style.css`, shipped as package data)
 is plain HTML, CSS and JavaScript with no dependencies and no build step. It
 calls the server's public REST API only (`GET /v1/models`, the model status and
 metadata routes, `:predict`), from the same origin; the server adds nothing for
-it but these routes:
-
-- `GET /`: `index.html`.
-- `GET /ui/app.js`, `GET /ui/style.css`.
-
-Page responses carry a Content-Security-Policy that allows only the page's own
-script, style sheet and same-origin requests, and the usual security headers
-(`SECURITY_HEADERS`); API responses are unchanged.
+it but the page's own paths.
 """
 
 from __future__ import annotations
 
 from importlib import resources
 
-from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -38,50 +29,75 @@ SECURITY_HEADERS: dict[str, str] = {
     "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
     "Cache-Control": "no-cache",
 }
-"""Headers of every page response (`/`, `/ui/...`)."""
+"""Headers of every page response; API responses do not carry them."""
 
-ASSETS: dict[str, str] = {
-    "index.html": "text/html; charset=utf-8",
-    "app.js": "text/javascript; charset=utf-8",
-    "style.css": "text/css; charset=utf-8",
+FILES: dict[str, tuple[str, str]] = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/ui/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/ui/style.css": ("style.css", "text/css; charset=utf-8"),
 }
-"""The files of `ui/` -> their content type."""
+"""Path -> (file in `ui/`, content type)."""
+
+_ALLOWED = "GET, HEAD"
 
 
-def asset(name: str) -> bytes:
-    """The bytes of the page's file `name` (a key of `ASSETS`).
+class TranslationPage:
+    """Answers the page's paths (`/` and `/ui/...`) with its files and `SECURITY_HEADERS`.
 
-    Raises:
-        ValueError: `name` is not one of the page's files.
+    An ASGI app for HTTP requests on `serves(path)` paths:
+
+    1. `GET` / `HEAD` of a path of `FILES`: 200 with the file.
+    2. Another method: 405 with `Allow: GET, HEAD`.
+    3. Another path under `/ui/`: 404.
+
+    The files are read once, when the page is built. A server mounts it before
+    its API: `if page.serves(scope["path"]): await page(scope, receive, send)`.
+
+    Example:
+
+    >>> page = TranslationPage()
+    >>> page.serves("/"), page.serves("/ui/app.js"), page.serves("/v1/models")
+    (True, True, False)
+    >>> page.body("/").startswith(b"<!doctype html>")
+    True
     """
-    if name not in ASSETS:
-        raise ValueError(f"name must be one of {sorted(ASSETS)}. Received: name={name!r}")
-    return resources.files(__package__).joinpath("ui", name).read_bytes()
 
+    def __init__(self):
+        package = resources.files(__package__).joinpath("ui")
+        self._files = {
+            path: (package.joinpath(name).read_bytes(), content_type)
+            for path, (name, content_type) in FILES.items()
+        }
 
-def page_routes() -> list[Route]:
-    """The Starlette routes of the page: `/` and `/ui/NAME` (GET and HEAD).
+    @staticmethod
+    def serves(path: str) -> bool:
+        """Whether `path` is the page's (`/` or under `/ui/`)."""
+        return path == "/" or path.startswith("/ui/")
 
-    The files are read once, here. Put the routes before a catch-all route.
-    """
-    files = {name: (asset(name), content_type) for name, content_type in ASSETS.items()}
+    def body(self, path: str) -> bytes:
+        """The file served at `path` (a key of `FILES`).
 
-    def reply(name: str) -> Response:
-        if name not in files or name == "index.html":
-            return Response(
-                f"Not found: /ui/{name}", 404, SECURITY_HEADERS, "text/plain; charset=utf-8"
+        Raises:
+            ValueError: `path` is not one of the page's files.
+        """
+        if path not in self._files:
+            raise ValueError(f"path must be one of {sorted(self._files)}. Received: path={path!r}")
+        return self._files[path][0]
+
+    async def __call__(self, scope, receive, send) -> None:
+        path, method = scope["path"], scope["method"]
+        if path not in self._files:
+            response = Response(
+                f"Not found: {path}", 404, SECURITY_HEADERS, "text/plain; charset=utf-8"
             )
-        body, content_type = files[name]
-        return Response(body, 200, SECURITY_HEADERS, content_type)
-
-    async def index(request: Request) -> Response:
-        body, content_type = files["index.html"]
-        return Response(body, 200, SECURITY_HEADERS, content_type)
-
-    async def static(request: Request) -> Response:
-        return reply(request.path_params["name"])
-
-    return [
-        Route("/", index, methods=["GET"]),
-        Route("/ui/{name}", static, methods=["GET"]),
-    ]
+        elif method not in ("GET", "HEAD"):
+            response = Response(
+                f"Method {method} is not allowed for {path}; allowed: {_ALLOWED}",
+                405,
+                {**SECURITY_HEADERS, "Allow": _ALLOWED},
+                "text/plain; charset=utf-8",
+            )
+        else:
+            body, content_type = self._files[path]
+            response = Response(body, 200, SECURITY_HEADERS, content_type)
+        await response(scope, receive, send)

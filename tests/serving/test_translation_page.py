@@ -1,0 +1,126 @@
+"""`TranslationPage`: the page's files, its headers, and what the files may load.
+
+The page in a browser, against a live server, is tested in `tests/ui`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html.parser
+import re
+from pathlib import Path
+
+import pytest
+
+from keras_attention.serving.server.translation_page import (
+    CONTENT_SECURITY_POLICY,
+    FILES,
+    SECURITY_HEADERS,
+    TranslationPage,
+)
+
+UI = Path(__file__).resolve().parents[2] / "serving" / "server" / "ui"
+
+
+def call(app, method: str, path: str) -> tuple[int, dict[str, str], bytes]:
+    """Runs one HTTP request through the ASGI app: (status, headers, body)."""
+    messages = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        messages.append(message)
+
+    scope = {"type": "http", "method": method, "path": path, "headers": [], "query_string": b""}
+    asyncio.run(app(scope, receive, send))
+    start = messages[0]
+    headers = {name.decode().lower(): value.decode() for name, value in start["headers"]}
+    body = b"".join(m.get("body", b"") for m in messages[1:])
+    return start["status"], headers, body
+
+
+@pytest.fixture(scope="module")
+def page():
+    return TranslationPage()
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "content_type"),
+    [
+        ("/", "index.html", "text/html; charset=utf-8"),
+        ("/ui/app.js", "app.js", "text/javascript; charset=utf-8"),
+        ("/ui/style.css", "style.css", "text/css; charset=utf-8"),
+    ],
+)
+def test_each_file_is_served_with_the_security_headers(page, path, name, content_type):
+    status, headers, body = call(page, "GET", path)
+    assert status == 200
+    assert body == (UI / name).read_bytes()
+    assert headers["content-type"] == content_type
+    for header, value in SECURITY_HEADERS.items():
+        assert headers[header.lower()] == value
+    assert "default-src 'none'" in headers["content-security-policy"]
+
+
+def test_other_paths_and_methods_are_refused_with_the_headers(page):
+    status, headers, body = call(page, "GET", "/ui/../index.html")
+    assert (status, body) == (404, b"Not found: /ui/../index.html")
+    assert headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    status, headers, body = call(page, "POST", "/")
+    assert status == 405
+    assert headers["allow"] == "GET, HEAD"
+    assert body == b"Method POST is not allowed for /; allowed: GET, HEAD"
+
+
+def test_serves_only_its_own_paths(page):
+    assert [page.serves(p) for p in ("/", "/ui/app.js", "/ui/x", "/v1/models", "/index.html")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
+    with pytest.raises(ValueError, match=r"path must be one of .* Received: path='/x'"):
+        page.body("/x")
+
+
+class _Markup(html.parser.HTMLParser):
+    """Collects what a CSP of `script-src 'self'; style-src 'self'` would refuse, and links."""
+
+    def __init__(self):
+        super().__init__()
+        self.links, self.inline, self.labels, self.controls = [], [], set(), []
+        self._open = None
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        self.links += [attributes[a] for a in ("src", "href") if a in attributes]
+        self.inline += [f"{tag} {a}" for a in attributes if a == "style" or a.startswith("on")]
+        if tag == "script" and "src" not in attributes:
+            self.inline.append("inline <script>")
+        if tag == "style":
+            self.inline.append("<style>")
+        if tag == "label" and "for" in attributes:
+            self.labels.add(attributes["for"])
+        if tag in ("input", "select", "textarea") and attributes.get("type") != "radio":
+            self.controls.append(attributes.get("id"))
+
+
+def test_the_page_loads_only_its_own_files_and_has_no_inline_code():
+    markup = _Markup()
+    markup.feed((UI / "index.html").read_text())
+    assert sorted(markup.links) == ["ui/app.js", "ui/style.css"]
+    assert {"/" + link for link in markup.links} <= set(FILES)
+    assert markup.inline == []
+    # Every text field and menu has a <label for=...> (radios sit inside theirs).
+    assert markup.controls and set(markup.controls) <= markup.labels
+
+
+def test_the_script_calls_only_the_rest_api_of_its_own_origin():
+    script = (UI / "app.js").read_text()
+    assert not re.search(r"https?://", script)
+    assert "eval(" not in script and "new Function" not in script and "innerHTML" not in script
+    paths = set(re.findall(r'"(/v1/[^"]*)"', script))
+    assert paths == {"/v1/models", "/v1/models/"}
+    assert ":predict" in script and "/metadata" in script
