@@ -280,7 +280,7 @@ def test_the_wheels_install_from_the_wheel_files_with_their_built_versions(insta
 
 @pytest.mark.slow
 def test_every_source_file_and_package_data_file_is_installed(installed):
-    """Modules, the bundled corpus and its attribution, the client's .proto files."""
+    """Modules, the bundled corpus and its attribution, the page's files, the .proto files."""
     missing, checked = [], 0
     for pyproject in (ROOT / "pyproject.toml", CLIENT / "pyproject.toml"):
         for package, folder in package_folders(pyproject).items():
@@ -294,6 +294,11 @@ def test_every_source_file_and_package_data_file_is_installed(installed):
     data = installed.purelib / "keras_attention" / "data"
     assert (data / "fra-eng.tsv.gz").stat().st_size > 1_000_000
     assert (data / "fra-eng.ABOUT.txt").is_file()
+    # The translation page of `serve --ui`: a folder of package data, not a package.
+    page = installed.purelib / "keras_attention" / "serving" / "server" / "ui"
+    assert sorted(p.name for p in page.iterdir()) == sorted(
+        p.name for p in (ROOT / "serving" / "server" / "ui").iterdir()
+    )
     protos = installed.purelib / "keras_attention_client" / "protos"
     assert {p.name for p in protos.glob("*.proto")} == {
         p.name for p in (CLIENT / "protos").glob("*.proto")
