@@ -14,8 +14,8 @@
   const BEAM_SIGNATURE = "beam_search";
   const SAMPLING_SIGNATURES = ["sampling", "sample", "random_sampling"];
   const ATTENTION_OUTPUTS = ["tokens", "source_tokens", "attention"];
-  // Signature input alias -> the id of its control. An input is sent when the chosen
-  // signature has it (the control is shown only then).
+  // Signature input alias -> the id of its control. An input is sent when its control is
+  // shown (the chosen signature has it) and filled in; otherwise the export's default holds.
   const DECODING_INPUTS = {
     beam_width: "beam-width",
     n_best: "n-best",
@@ -191,7 +191,6 @@
     const served = (document_.model_spec && document_.model_spec.version) || version || "latest";
     modelInfo.textContent = `${name}, version ${served}: signatures ` +
       Object.keys(map).filter((signature) => !signature.startsWith("__")).sort().join(", ") + ".";
-    fillDefaults();
     updateDecoding();
   }
 
@@ -242,25 +241,19 @@
     return state.signatures[signature].inputs || {};
   }
 
-  // The export's default of each decoding input, when the metadata carries them.
-  function fillDefaults() {
-    for (const signature of Object.values(state.signatures || {})) {
-      const defaults = signature.defaults || {};
-      for (const [alias, tensor] of Object.entries(defaults)) {
-        const id = DECODING_INPUTS[alias];
-        if (!id) continue;
-        const value = scalarOf(tensor);
-        if (value !== null) $(id).value = String(value);
-      }
-    }
-  }
-
-  function scalarOf(tensor) {
+  // The export's default of a decoding input (the SignatureDef's `defaults`), as text.
+  function defaultOf(signature, alias) {
+    const defaults = (state.signatures && signature && state.signatures[signature] &&
+      state.signatures[signature].defaults) || {};
+    const tensor = defaults[alias];
     for (const field of ["int_val", "int64_val", "float_val", "double_val"]) {
       const values = tensor && tensor[field];
-      if (Array.isArray(values) && values.length) return Number(values[0]);
+      if (Array.isArray(values) && values.length) {
+        const value = Number(values[0]);
+        return alias === "seed" && value === -1 ? "random" : String(value);
+      }
     }
-    return null;
+    return "default";
   }
 
   function updateDecoding() {
@@ -283,8 +276,13 @@
     const choice = strategy();
     const signature = chosenSignature();
     const inputs = signatureInputs(signature);
+    // A control shows when the signature has its input and it belongs to the strategy
+    // (serving_default also takes beam_width and n_best: beam width 1 is greedy search).
     for (const label of document.querySelectorAll("#options [data-input]")) {
-      label.hidden = !(label.dataset.input in inputs);
+      const alias = label.dataset.input;
+      const mine = label.dataset.strategy === choice || label.dataset.strategy === "any";
+      label.hidden = !(alias in inputs && mine);
+      $(DECODING_INPUTS[alias]).placeholder = defaultOf(signature, alias);
     }
     const notes = [];
     if (signature) notes.push(`Calls the ${signature} signature.`);
@@ -307,7 +305,7 @@
     const inputs = {};
     for (const [alias, spec] of Object.entries(signatureInputs(signature))) {
       const id = DECODING_INPUTS[alias];
-      if (!id) continue;
+      if (!id || $(id).parentElement.hidden) continue;
       const control = $(id);
       const raw = control.value.trim();
       if (raw === "") continue; // the export's default
