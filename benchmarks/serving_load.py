@@ -6,7 +6,7 @@ For each concurrency (default 1, 4, 16), `concurrency` threads, one
 seconds per round, against three paths:
 
 - `in-process`: the same threads call the version's Session directly
-  (TF Serving's path, `keras_attention.serving.server.saved_model_bundle.SavedModelBundle`),
+  (TF Serving's path, `keras_attention.serving.server.serving_session.ServingSession`),
   no RPC: the baseline;
 - `gRPC`: `python -m keras_attention.serving` in its own process, requests run one by one
   (concurrently, each its own Session run);
@@ -131,17 +131,13 @@ def _median(rounds: list[dict]) -> dict:
 
 
 def _in_process(version_dir: Path, signature: str):
-    from keras_attention.serving.server.saved_model_bundle import SavedModelBundle
+    from keras_attention.serving.server.serving_session import ServingSession
 
-    bundle = SavedModelBundle("translator", 1, str(version_dir))
-    bundle.load()
-    signature_def = bundle.meta_graph_def.signature_def[signature]
-    input_name = signature_def.inputs["text"].name
-    fetches = [info.name for _, info in sorted(signature_def.outputs.items())]
+    bundle = ServingSession(version_dir, name="translator", version=1)
 
     def make_call(index: int):
-        feeds = {input_name: np.array([SENTENCES[index % len(SENTENCES)]], dtype=object)}
-        return lambda: bundle.run(feeds, fetches)
+        inputs = {"text": np.array([SENTENCES[index % len(SENTENCES)]], dtype=object)}
+        return lambda: bundle.run(signature, inputs)
 
     return bundle, make_call
 

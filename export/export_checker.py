@@ -34,7 +34,7 @@ from keras_attention.export.translation_signatures import (
     TRANSLATION_KEY,
     TRANSLATION_OUTPUTS,
 )
-from keras_attention.serving.server.saved_model import read_warmup_requests
+from keras_attention.serving.server.serving_session import read_warmup_requests
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from google.protobuf import message, text_format
 from tensorflow.core.framework import types_pb2
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 
-from keras_attention.serving.server.saved_model import SERVE_TAG
+from keras_attention_client.wire.contract import SERVE_TAG
 
 SAVED_MODEL_PB = "saved_model.pb"
 SAVED_MODEL_PBTXT = "saved_model.pbtxt"

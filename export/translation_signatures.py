@@ -8,7 +8,7 @@ from typing import Any
 import tensorflow as tf
 
 from keras_attention.translator import Translator
-from keras_attention_client.translation_contract import (
+from keras_attention_client.wire.contract import (
     BEAM_SEARCH,
     DEFAULT_SIGNATURE,
     SCORE_OUTPUTS,

@@ -16,8 +16,8 @@ import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
 # The constants are the local server's, as is the one warmup reader
-# (`keras_attention.serving.server.saved_model.read_warmup_requests`).
-from keras_attention.serving.server.saved_model import MAX_WARMUP_RECORDS, WARMUP_FILE
+# (`keras_attention.serving.server.serving_session.read_warmup_requests`).
+from keras_attention.serving.server.serving_session import MAX_WARMUP_RECORDS, WARMUP_FILE
 
 __all__ = ["MAX_WARMUP_RECORDS", "WARMUP_FILE", "predict_log", "write_warmup_requests"]
 

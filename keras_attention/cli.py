@@ -251,7 +251,7 @@ def run_translate(args: argparse.Namespace) -> int:
     sampling = sampling_options(args)
     texts = read_texts(args)
     if args.server:
-        from keras_attention_client.serving_error import ServingError
+        from keras_attention_client.wire.errors import ServingError
 
         try:
             results = translate_remotely(args, texts)

@@ -1,7 +1,7 @@
 """The import direction is one way, and every import uses our own names.
 
     keras_attention.export  -> keras_attention, keras_attention.serving.server, keras_attention_client
-    keras_attention.serving -> keras_attention_client (never Keras, never the rest of keras_attention)
+    keras_attention.serving -> keras_attention_client.wire (never Keras, never the rest of keras_attention)
     keras_attention_client  -> nothing of ours (checked in tests/serving/test_client_distribution.py)
 
 - The repository's folders `export/` and `serving/` install as

@@ -252,7 +252,8 @@ def test_the_wheels_install_from_the_wheel_files_with_their_built_versions(insta
         "keras_attention.serving",
         "keras_attention.serving.server",
         "keras_attention_client",
-        "keras_attention_client.protos",
+        "keras_attention_client.wire",
+        "keras_attention_client.wire.protos",
     ]
     probe = json.loads(installed.python(PROBE, ",".join(modules), ",".join(distributions)))
     main_project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -274,7 +275,7 @@ def test_the_wheels_install_from_the_wheel_files_with_their_built_versions(insta
     }
     assert not set(probe["records"][MAIN]) & set(probe["records"][CLIENT_DISTRIBUTION])
     site_packages = set(os.listdir(installed.purelib))
-    assert not {"export", "serving", "client", "protos"} & site_packages
+    assert not {"export", "serving", "client", "wire", "protos"} & site_packages
     assert not {name for name in site_packages if name.endswith(".pth") and "keras" in name}
 
 
@@ -299,9 +300,9 @@ def test_every_source_file_and_package_data_file_is_installed(installed):
     assert sorted(p.name for p in page.iterdir()) == sorted(
         p.name for p in (ROOT / "serving" / "server" / "ui").iterdir()
     )
-    protos = installed.purelib / "keras_attention_client" / "protos"
+    protos = installed.purelib / "keras_attention_client" / "wire" / "protos"
     assert {p.name for p in protos.glob("*.proto")} == {
-        p.name for p in (CLIENT / "protos").glob("*.proto")
+        p.name for p in (CLIENT / "wire" / "protos").glob("*.proto")
     }
     assert checked > 50
 

@@ -6,10 +6,11 @@ distribution: grpcio, protobuf and NumPy only), or as part of the full package.
 - `TranslationClient` (gRPC) / `RestTranslationClient` (REST):
   `client.translate([...])` returns `Translation`s; failures raise
   `ServingError`.
-- `translation_contract`: the signatures' inputs and outputs, shared with the
-  exporter.
-- `protos`: the subset of TF Serving's wire messages the client uses,
-  compiled from `.proto` files in that folder (same bytes on the wire).
+- `client.list_models()` lists a server's models (`ServedModel`s; our local
+  server can, TF Serving cannot).
+- `wire`: what clients, the local server and the exporter share: the
+  translation contract, tensor conversion, errors and the wire messages
+  (TF Serving's subset, same bytes on the wire, and our `ModelListing`).
 - `keras-attention-client translate --server HOST:PORT TEXT...` (`cli`).
 
 Names are imported lazily, so `import keras_attention_client` is cheap. (By hand, not with
@@ -23,12 +24,13 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "ServingError": "keras_attention_client.serving_error",
+    "ServingError": "keras_attention_client.wire.errors",
     "Translation": "keras_attention_client.translation",
     "TranslationClient": "keras_attention_client.translation_client",
     "RestTranslationClient": "keras_attention_client.rest_translation_client",
     "ModelVersionStatus": "keras_attention_client.model_version_status",
     "ModelMetadata": "keras_attention_client.model_metadata",
+    "ServedModel": "keras_attention_client.served_model",
 }
 
 __all__ = sorted(_EXPORTS)

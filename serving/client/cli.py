@@ -22,7 +22,7 @@ from keras_attention_client.defaults import (
     DEFAULT_MODEL_NAME,
     DEFAULT_TIMEOUT,
 )
-from keras_attention_client.translation_contract import BEAM_SEARCH, DEFAULT_SIGNATURE
+from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE
 
 REMOTE_BEAM_HELP = (
     "beam width: N > 1 selects the beam_search signature, whose width (and length penalty) "
@@ -116,8 +116,8 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         "--model_name",
         dest="model_name",
         default=None,
-        help="served model name: the server's --model_name (default: 'default', "
-        "TF Serving's own default)",
+        help="served model name: the server's --model_name (default: the server's only model; "
+        "'default', TF Serving's own default, from a server that cannot list its models)",
     )
     group.add_argument(
         "--signature-name",
@@ -186,7 +186,8 @@ def client_from_args(args: argparse.Namespace):
     Flags the parser lacks take their defaults, so a parser that added only
     some of `add_translate_arguments`' flags works too. `--beam-width N`
     (N > 1) selects the `beam_search` signature unless `--signature-name` is
-    given.
+    given. Without `--model-name`, the server is asked for its only model
+    (`default_model_name`: a `ValueError` naming them if it serves several).
     """
     server = getattr(args, "server", None)
     if not server:
@@ -195,8 +196,9 @@ def client_from_args(args: argparse.Namespace):
     if not signature:
         beam = getattr(args, "beam", 1) or 1
         signature = BEAM_SEARCH if beam > 1 else DEFAULT_SIGNATURE
+    model_name = getattr(args, "model_name", None)
     common = dict(
-        model_name=getattr(args, "model_name", None) or DEFAULT_MODEL_NAME,
+        model_name=model_name or DEFAULT_MODEL_NAME,
         signature_name=signature,
         timeout=getattr(args, "timeout", DEFAULT_TIMEOUT),
         version=getattr(args, "model_version", None),
@@ -208,18 +210,26 @@ def client_from_args(args: argparse.Namespace):
     if server.startswith(("http://", "https://")):
         from keras_attention_client.rest_translation_client import RestTranslationClient
 
-        return RestTranslationClient(server, cafile=root_certificates, **common)
-    from keras_attention_client.translation_client import TranslationClient
+        client = RestTranslationClient(server, cafile=root_certificates, **common)
+    else:
+        from keras_attention_client.translation_client import TranslationClient
 
-    return TranslationClient(
-        server,
-        tls=getattr(args, "tls", False),
-        root_certificates=root_certificates,
-        private_key=getattr(args, "client_key", None),
-        certificate_chain=getattr(args, "client_certificate", None),
-        ssl_target_name_override=getattr(args, "ssl_target_name_override", None),
-        **common,
-    )
+        client = TranslationClient(
+            server,
+            tls=getattr(args, "tls", False),
+            root_certificates=root_certificates,
+            private_key=getattr(args, "client_key", None),
+            certificate_chain=getattr(args, "client_certificate", None),
+            ssl_target_name_override=getattr(args, "ssl_target_name_override", None),
+            **common,
+        )
+    if not model_name:  # the server's only model (TF Serving's default name if it cannot list)
+        try:
+            client.model_name = client.default_model_name()
+        except BaseException:
+            client.close()
+            raise
+    return client
 
 
 def remote_translations(args: argparse.Namespace, texts: Sequence[str]) -> list:
@@ -229,7 +239,7 @@ def remote_translations(args: argparse.Namespace, texts: Sequence[str]) -> list:
         ValueError: bad flags (e.g. no `--server`).
         ServingError: the server's error.
     """
-    from keras_attention_client.serving_error import ServingError
+    from keras_attention_client.wire.errors import ServingError
 
     try:
         with client_from_args(args) as client:
@@ -246,8 +256,8 @@ def remote_translations(args: argparse.Namespace, texts: Sequence[str]) -> list:
 def model_name_hint(error, model_name: str | None) -> str | None:
     """What to do about a `NOT_FOUND` for the model name, or `None` for other errors.
 
-    TF Serving's API cannot list the models a server holds, so the hint
-    names where the name comes from: the server's `--model_name` (TF
+    TF Serving cannot list the models it serves, so the hint names where the
+    name comes from: the server's `--model_name` (TF
     Serving's default is `default`, used when `--model-name` is not given)
     or a `name:` of its `--model_config_file`.
     """
@@ -278,7 +288,7 @@ def run_remote_translate(
         0 on success, 1 if the server answered an error (printed to stderr as
         `error: CODE: message`), 2 for bad arguments.
     """
-    from keras_attention_client.serving_error import ServingError
+    from keras_attention_client.wire.errors import ServingError
 
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr

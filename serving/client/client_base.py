@@ -10,11 +10,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from keras_attention_client.defaults import DEFAULT_MODEL_NAME
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
-from keras_attention_client.serving_error import ServingError
+from keras_attention_client.served_model import ServedModel
 from keras_attention_client.translation import Translation, split_batches
-from keras_attention_client.translation_contract import DEFAULT_SIGNATURE, TEXT_INPUT
+from keras_attention_client.wire.contract import DEFAULT_SIGNATURE, TEXT_INPUT
+from keras_attention_client.wire.errors import ServingError
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +54,8 @@ class TranslationClientBase:
     Any other error is raised at once. So a client started right after its
     server works as soon as the server serves.
 
-    Subclasses implement `endpoint`, `_predict_once`, `_status_once` and
-    `_metadata_once`, each making exactly one request within the seconds it
+    Subclasses implement `endpoint`, `_predict_once`, `_status_once`,
+    `_metadata_once` and `_list_models_once`, each making exactly one request within the seconds it
     is given and raising `ServingError` on failure (`NoAnswer` when no
     server answered).
     """
@@ -218,6 +220,40 @@ class TranslationClientBase:
         timeout = self.timeout if timeout is None else timeout
         return self._with_retries(self._metadata_once, timeout=timeout)
 
+    def list_models(self, *, timeout: float | None = None) -> list[ServedModel]:
+        """The models the server serves, by name (our server's `ModelListing/ListModels`).
+
+        Raises:
+            ServingError: `UNIMPLEMENTED` from a server that cannot list its
+                models (TF Serving), and the server's other errors.
+        """
+        timeout = self.timeout if timeout is None else timeout
+        return self._with_retries(self._list_models_once, timeout=timeout)
+
+    def default_model_name(self, *, timeout: float | None = None) -> str:
+        """The model a request that names none means: the server's only model.
+
+        A server that cannot list its models (TF Serving) gets TF Serving's
+        own default name, `"default"` (its `--model_name` when not given).
+
+        Raises:
+            ValueError: the server serves several models, or none; the
+                message names them and says to pass a model name.
+        """
+        try:
+            models = self.list_models(timeout=timeout)
+        except ServingError as error:
+            if error.code != "UNIMPLEMENTED":
+                raise
+            return DEFAULT_MODEL_NAME
+        if len(models) != 1:
+            names = ", ".join(model.name for model in models) or "none"
+            raise ValueError(
+                f"The server at {self.endpoint} serves {len(models)} models ({names}): "
+                "name one with --model-name (model_name=)"
+            )
+        return models[0].name
+
     def wait_until_available(
         self, timeout: float = 60.0, *, poll_interval: float = 0.2
     ) -> list[ModelVersionStatus]:
@@ -352,6 +388,9 @@ class TranslationClientBase:
         raise NotImplementedError
 
     def _metadata_once(self, timeout: float | None) -> ModelMetadata:
+        raise NotImplementedError
+
+    def _list_models_once(self, timeout: float | None) -> list[ServedModel]:
         raise NotImplementedError
 
 

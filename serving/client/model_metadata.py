@@ -58,7 +58,7 @@ class ModelMetadata:
         cls, name: str, version: int, signature_def_map: Any
     ) -> ModelMetadata:
         """Builds it from a `tensorflow.serving.SignatureDefMap` proto."""
-        from keras_attention_client.protos import types_pb2
+        from keras_attention_client.wire.protos import types_pb2
 
         def tensor_info(info: Any) -> TensorInfo:
             if info.tensor_shape.unknown_rank:
@@ -82,7 +82,7 @@ class ModelMetadata:
     @classmethod
     def from_proto(cls, response: Any) -> ModelMetadata:
         """Builds it from a `GetModelMetadataResponse` proto."""
-        from keras_attention_client.protos import get_model_metadata_pb2
+        from keras_attention_client.wire.protos import get_model_metadata_pb2
 
         signature_def_map = get_model_metadata_pb2.SignatureDefMap()
         if "signature_def" in response.metadata:
@@ -96,7 +96,7 @@ class ModelMetadata:
         """Builds it from the REST `GET /v1/models/NAME/metadata` body."""
         from google.protobuf import json_format
 
-        from keras_attention_client.protos import get_model_metadata_pb2
+        from keras_attention_client.wire.protos import get_model_metadata_pb2
 
         spec = body.get("model_spec", {})
         signature_def_map = get_model_metadata_pb2.SignatureDefMap()

@@ -37,8 +37,8 @@ class ModelVersionStatus:
     @classmethod
     def from_proto(cls, proto: Any) -> ModelVersionStatus:
         """Builds it from a `tensorflow.serving.ModelVersionStatus` proto."""
-        from keras_attention_client.protos import get_model_status_pb2
-        from keras_attention_client.serving_error import code_name
+        from keras_attention_client.wire.errors import code_name
+        from keras_attention_client.wire.protos import get_model_status_pb2
 
         state = get_model_status_pb2.ModelVersionStatus.State.Name(proto.state)
         return cls(
@@ -51,7 +51,7 @@ class ModelVersionStatus:
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> ModelVersionStatus:
         """Builds it from one entry of the REST `model_version_status` list."""
-        from keras_attention_client.serving_error import code_name
+        from keras_attention_client.wire.errors import code_name
 
         status = entry.get("status") or {}
         error_code = status.get("error_code", "OK")

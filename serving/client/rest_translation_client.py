@@ -21,7 +21,8 @@ from keras_attention_client.client_base import (
 from keras_attention_client.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MODEL_NAME, DEFAULT_TIMEOUT
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
-from keras_attention_client.serving_error import CODE_FOR_HTTP_STATUS, ServingError
+from keras_attention_client.served_model import ServedModel
+from keras_attention_client.wire.errors import CODE_FOR_HTTP_STATUS, ServingError
 
 
 class RestTranslationClient(TranslationClientBase):
@@ -189,6 +190,21 @@ class RestTranslationClient(TranslationClientBase):
         if not isinstance(answer, dict):
             raise ServingError("DATA_LOSS", f"Unexpected metadata answer: {answer!r}")
         return ModelMetadata.from_json(answer)
+
+    def _list_models_once(self, timeout: float | None) -> list[ServedModel]:
+        try:
+            answer = self._request("GET", f"{self.base_url}/v1/models", None, timeout)
+            return ServedModel.list_from_json(answer)
+        except (ServingError, ValueError) as error:
+            # TF Serving answers 400 "Missing model name in request."
+            if isinstance(error, ServingError) and error.code not in (
+                "INVALID_ARGUMENT",
+                "NOT_FOUND",
+            ):
+                raise
+            raise ServingError(
+                "UNIMPLEMENTED", f"{self.base_url} does not list its models: {error}"
+            ) from error
 
     def _request(self, method: str, url: str, body: Any, timeout: float | None) -> Any:
         data = None

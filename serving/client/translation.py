@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from keras_attention_client.translation_contract import TRANSLATION_OUTPUTS
+from keras_attention_client.wire.contract import TRANSLATION_OUTPUTS
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

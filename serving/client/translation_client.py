@@ -17,16 +17,19 @@ from keras_attention_client.client_base import (
 from keras_attention_client.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MODEL_NAME, DEFAULT_TIMEOUT
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
-from keras_attention_client.protos import (
+from keras_attention_client.served_model import ServedModel
+from keras_attention_client.wire.errors import ServingError
+from keras_attention_client.wire.protos import (
     get_model_metadata_pb2,
     get_model_status_pb2,
+    model_listing_pb2,
+    model_listing_pb2_grpc,
     model_pb2,
     model_service_pb2_grpc,
     predict_pb2,
     prediction_service_pb2_grpc,
 )
-from keras_attention_client.serving_error import ServingError
-from keras_attention_client.tensor_util import (
+from keras_attention_client.wire.tensors import (
     TensorParseError,
     ndarray_to_tensor_proto,
     tensor_proto_to_ndarray,
@@ -42,7 +45,7 @@ class TranslationClient(TranslationClientBase):
     server (`python -m keras_attention.serving`) through `PredictionService.Predict`,
     `GetModelMetadata` and `ModelService.GetModelStatus`. Only grpcio,
     protobuf and NumPy are used: the messages come from this package's own
-    compiled subset of TF Serving's protos (`keras_attention_client.protos`, the same
+    compiled subset of TF Serving's protos (`keras_attention_client.wire.protos`, the same
     bytes on the wire), so no TensorFlow is imported or installed.
 
     What a call does:
@@ -232,6 +235,11 @@ class TranslationClient(TranslationClientBase):
         return ModelMetadata.from_proto(
             self._call(self._prediction.GetModelMetadata, request, timeout)
         )
+
+    def _list_models_once(self, timeout: float | None) -> list[ServedModel]:
+        stub = model_listing_pb2_grpc.ModelListingStub(self._channel)
+        response = self._call(stub.ListModels, model_listing_pb2.ListModelsRequest(), timeout)
+        return [ServedModel.from_proto(model) for model in response.models]
 
     def _call(self, method, request, timeout: float | None):
         """One call that waits for the channel to connect (`NoAnswer` if it never does)."""

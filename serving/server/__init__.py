@@ -6,12 +6,10 @@ TensorFlow (it runs each version in a TF1 Session, as the real server does).
 - `model_server.ModelServer` / `server_options.ServerOptions`: the server and
   its settings (`tensorflow_model_server`'s flag names).
 - `servable_manager.ServableManager`: which versions are loaded and served.
-- `saved_model`: the one SavedModel Session loader and warmup reader, also
-  used by `export`.
+- `serving_session.ServingSession`: one loaded version (also `export`'s).
 - `batching`: server-side batching (`--enable_batching`).
-- `prediction_service`, `model_service`, `rest_api_handler`, `inference`:
-  the APIs.
+- `prediction_service`, `model_service`, `inference`, `json_tensor`: the APIs.
 
-It uses the client's `ServingError` and tensor conversions
-(`keras_attention_client`), never the other way round.
+The wire (protos, tensors, errors, the translation contract) is the client
+distribution's `keras_attention_client.wire`; nothing imports the server back.
 """

@@ -3,9 +3,8 @@
 TF Serving's `--enable_batching` (a `BatchingSession` over a shared batch
 scheduler), with its `--batching_parameters_file` fields and semantics:
 
-1. A request ("task") joins the queue of its model version and its run
-   signature (the feed and fetch tensor names, i.e. signature and
-   `output_filter`, and the inputs' non-batch shapes and dtypes). Its size is
+1. A request ("task") joins the queue of its model version, signature and
+   outputs (`output_filter`), and its inputs' non-batch shapes and dtypes. Its size is
    its inputs' 0th dimension, which every input must share.
 2. Each queue has one open batch. A task that would take it past
    `max_batch_size` closes it and opens a new one; if the queue already holds
@@ -47,12 +46,13 @@ from typing import Any
 
 import numpy as np
 
-from keras_attention_client.serving_error import ServingError
+from keras_attention_client.wire.errors import ServingError
 
 logger = logging.getLogger(__name__)
 
-# Runs one batch: (bundle, feeds by tensor name, fetch tensor names, timeout_in_ms) -> outputs.
-RunFn = Callable[[Any, Mapping[str, np.ndarray], Sequence[str], "int | None"], list]
+# Runs one batch, as `ServingSession.run`:
+# (session, signature_name, inputs by alias, output aliases, timeout_in_ms) -> outputs by alias.
+RunFn = Callable[[Any, str, Mapping[str, np.ndarray], Sequence[str], "int | None"], dict]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +133,7 @@ class _Task:
         self.deadline = deadline
         self.enqueued = time.monotonic()
         self.done = threading.Event()
-        self.outputs: list[np.ndarray] | None = None
+        self.outputs: dict[str, np.ndarray] | None = None
         self.error: BaseException | None = None
 
     def finish(self, outputs=None, error=None) -> None:
@@ -142,9 +142,8 @@ class _Task:
 
 
 class _Queue:
-    def __init__(self, bundle: Any, fetches: tuple[str, ...]):
-        self.bundle = bundle
-        self.fetches = fetches
+    def __init__(self, session: Any, signature_name: str, fetches: tuple[str, ...]):
+        self.session, self.signature_name, self.fetches = session, signature_name, fetches
         self.batches: list[list[_Task]] = [[]]  # the last one is open
 
     def rows(self, batch: list[_Task]) -> int:
@@ -156,20 +155,20 @@ class Batcher:
 
     Args:
         options: the `BatchingOptions`.
-        run: runs one batch on a bundle (default: `bundle.run`).
+        run: runs one batch (default: `ServingSession.run`).
 
     Example:
 
     ```python
     batcher = Batcher(BatchingOptions(max_batch_size=32, num_batch_threads=2))
-    outputs = batcher.run(bundle, {"serving_default_text:0": texts}, fetch_names, 30000)
+    outputs = batcher.run(session, "serving_default", {"text": texts}, ["translation"], 30000)
     batcher.stop()
     ```
     """
 
     def __init__(self, options: BatchingOptions, run: RunFn | None = None):
         self.options = options
-        self._run = run or _run_bundle
+        self._run = run or _run_session
         self._cond = threading.Condition()
         self._queues: dict[tuple, _Queue] = {}
         self._next_queue = 0
@@ -198,11 +197,12 @@ class Batcher:
 
     def run(
         self,
-        bundle: Any,
+        session: Any,
+        signature_name: str,
         feeds: Mapping[str, np.ndarray],
         fetches: Sequence[str],
         timeout_in_ms: int | None = None,
-    ) -> list[np.ndarray]:
+    ) -> dict[str, np.ndarray]:
         """Runs one request's feeds through the batch queue; returns its own outputs.
 
         Raises:
@@ -226,11 +226,12 @@ class Batcher:
                 f"{self.options.max_batch_size}",
             )
         if size == 0:
-            return self._run(bundle, feeds, list(fetches), timeout_in_ms)
+            return self._run(session, signature_name, feeds, list(fetches), timeout_in_ms)
         deadline = None if timeout_in_ms is None else time.monotonic() + timeout_in_ms / 1000
         task = _Task(feeds, size, deadline)
         key = (
-            id(bundle),
+            id(session),
+            signature_name,
             tuple(fetches),
             tuple(
                 (name, value.dtype.str, value.shape[1:]) for name, value in sorted(feeds.items())
@@ -241,7 +242,7 @@ class Batcher:
                 raise ServingError("UNAVAILABLE", "The model server is stopping")
             queue = self._queues.get(key)
             if queue is None:
-                queue = self._queues[key] = _Queue(bundle, tuple(fetches))
+                queue = self._queues[key] = _Queue(session, signature_name, tuple(fetches))
             open_batch = queue.batches[-1]
             if queue.rows(open_batch) + size > self.options.max_batch_size:
                 if len(queue.batches) >= self.options.max_enqueued_batches:
@@ -328,8 +329,10 @@ class Batcher:
         )
         with self._cond:
             self.batch_sizes.append(rows)
-        outputs = self._run(queue.bundle, feeds, list(queue.fetches), timeout_in_ms)
-        outputs = [np.asarray(value) for value in outputs]
+        answer = self._run(
+            queue.session, queue.signature_name, feeds, list(queue.fetches), timeout_in_ms
+        )
+        outputs = [np.asarray(answer[name]) for name in queue.fetches]
         for name, value in zip(queue.fetches, outputs, strict=True):
             if value.ndim == 0 or value.shape[0] != padded:
                 raise ServingError(
@@ -341,12 +344,16 @@ class Batcher:
         start = 0
         for task in live:
             stop = start + task.size
-            task.finish(outputs=[_trim(value[start:stop]) for value in outputs])
+            task.finish(
+                outputs={
+                    n: _trim(v[start:stop]) for n, v in zip(queue.fetches, outputs, strict=True)
+                }
+            )
             start = stop
 
 
-def _run_bundle(bundle, feeds, fetches, timeout_in_ms):
-    return bundle.run(feeds, fetches, timeout_in_ms=timeout_in_ms)
+def _run_session(session, signature_name, inputs, output_keys, timeout_in_ms):
+    return session.run(signature_name, inputs, output_keys, timeout_in_ms=timeout_in_ms)
 
 
 def _trim(value: np.ndarray) -> np.ndarray:

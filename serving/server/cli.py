@@ -13,82 +13,13 @@ serve.set_defaults(handler=keras_attention.serving.server.cli.run_serve)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import signal
 import threading
 from collections.abc import Sequence
 
 logger = logging.getLogger(__name__)
-
-# Flags of tensorflow_model_server we implement: (name, type, default, help).
-_SERVE_FLAGS: list[tuple[str, type, object, str]] = [
-    ("port", int, 8500, "gRPC port (0: pick a free one)."),
-    ("grpc_socket_path", str, "", "Also serve gRPC on this UNIX socket."),
-    ("rest_api_port", int, 0, "REST API port (0: no REST API)."),
-    ("host", str, "127.0.0.1", "Interface to bind (0.0.0.0 for all, e.g. in a container)."),
-    ("model_name", str, "default", "Name of the model (ignored with --model_config_file)."),
-    ("model_base_path", str, "", "Directory of integer version subdirectories."),
-    (
-        "model_config_file",
-        str,
-        "",
-        "ModelServerConfig text proto: several models, version policies, labels.",
-    ),
-    (
-        "model_config_file_poll_wait_seconds",
-        float,
-        0.0,
-        "Re-read --model_config_file this often (0: once).",
-    ),
-    (
-        "file_system_poll_wait_seconds",
-        float,
-        1.0,
-        "Look for new model versions this often (0: only at start-up).",
-    ),
-    ("grpc_max_threads", int, None, "gRPC worker threads (default 4 per CPU)."),
-    ("grpc_channel_arguments", str, "", "Extra gRPC server arguments, 'key=value,...'."),
-    (
-        "max_request_bytes",
-        int,
-        64 * 1024 * 1024,
-        "Largest request accepted (gRPC max receive message length, REST body).",
-    ),
-    ("rest_api_num_threads", int, 0, "Accepted for compatibility (a thread per connection)."),
-    ("rest_api_timeout_in_ms", int, 30000, "Timeout of REST requests (504 past it)."),
-    ("max_num_load_retries", int, 5, "Retries of a version that fails to load."),
-    ("load_retry_interval_micros", int, 60_000_000, "Microseconds between load retries."),
-    ("monitoring_config_file", str, "", "MonitoringConfig text proto (Prometheus page)."),
-    ("ssl_config_file", str, "", "SSLConfig text proto: TLS for the gRPC port."),
-    (
-        "batching_parameters_file",
-        str,
-        "",
-        "BatchingParameters text proto for --enable_batching (max_batch_size, ...).",
-    ),
-    ("tensorflow_session_parallelism", int, 0, "Threads of both TF pools (0: auto)."),
-    ("tensorflow_intra_op_parallelism", int, 0, "TF intra-op threads (0: auto)."),
-    ("tensorflow_inter_op_parallelism", int, 0, "TF inter-op threads (0: auto)."),
-    ("shutdown_grace_seconds", float, 30.0, "On SIGTERM, time for running requests to finish."),
-]
-_SERVE_BOOL_FLAGS: list[tuple[str, bool, str]] = [
-    ("enable_model_warmup", True, "Replay assets.extra/tf_serving_warmup_requests on load."),
-    (
-        "allow_version_labels_for_unavailable_models",
-        False,
-        "Accept version labels on versions not loaded yet.",
-    ),
-    (
-        "enable_batching",
-        False,
-        "Merge concurrent Predict requests into batched Session runs.",
-    ),
-    (
-        "enable_signature_method_name_check",
-        False,
-        "Check SignatureDef method names for Classify/Regress/MultiInference.",
-    ),
-]
 
 
 def _parse_bool(value: str | bool) -> bool:
@@ -102,33 +33,25 @@ def _parse_bool(value: str | bool) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
-def _option_strings(name: str) -> list[str]:
-    dashed = name.replace("_", "-")
-    return [f"--{name}"] if dashed == name else [f"--{name}", f"--{dashed}"]
-
-
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds `tensorflow_model_server`'s flags (`--port`, `--model_base_path`, ...).
+    """Adds `tensorflow_model_server`'s flags: one per `ServerOptions` field, with its help.
 
     Each flag also has a dashed spelling (`--model-base-path`). Booleans take
     `--flag`, `--flag=true` or `--flag=false`.
     """
+    from keras_attention.serving.server.server_options import ServerOptions
+
     group = parser.add_argument_group("model server (tensorflow_model_server flags)")
-    for name, kind, default, help_text in _SERVE_FLAGS:
-        group.add_argument(
-            *_option_strings(name), dest=name, type=kind, default=default, help=help_text
-        )
-    for name, default, help_text in _SERVE_BOOL_FLAGS:
-        group.add_argument(
-            *_option_strings(name),
-            dest=name,
-            type=_parse_bool,
-            nargs="?",
-            const=True,
-            default=default,
-            metavar="BOOL",
-            help=f"{help_text} (default {str(default).lower()})",
-        )
+    for field in dataclasses.fields(ServerOptions):
+        names = dict.fromkeys([f"--{field.name}", f"--{field.name.replace('_', '-')}"])
+        help_text = field.metadata["help"]
+        if field.type == "bool":
+            default = str(field.default).lower()
+            kind = dict(type=_parse_bool, nargs="?", const=True, metavar="BOOL")
+            help_text = f"{help_text} (default {default})"
+        else:
+            kind = dict(type={"int": int, "float": float}.get(field.type.split(" ")[0], str))
+        group.add_argument(*names, dest=field.name, default=field.default, help=help_text, **kind)
     group.add_argument(
         "--log_level",
         "--log-level",
@@ -145,11 +68,9 @@ def options_from_args(args: argparse.Namespace):
     """The `ServerOptions` the parsed flags describe (raises ValueError if inconsistent)."""
     from keras_attention.serving.server.server_options import ServerOptions
 
-    values = {name: getattr(args, name) for name, *_ in _SERVE_FLAGS}
-    values.update({name: getattr(args, name) for name, *_ in _SERVE_BOOL_FLAGS})
-    if values["grpc_max_threads"] is None:
-        values.pop("grpc_max_threads")
-    return ServerOptions(**values)
+    return ServerOptions(
+        **{f.name: getattr(args, f.name) for f in dataclasses.fields(ServerOptions)}
+    )
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -241,4 +162,4 @@ def _configure_logging(level: str) -> None:
     root = logging.getLogger()
     if not root.handlers:
         logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("serving").setLevel(level)
+    logging.getLogger("keras_attention.serving").setLevel(level)

@@ -13,8 +13,9 @@ A port of tensorflow_serving/util/json_tensor.cc, with its messages:
   that reads back to the same float32/float64; NaN and infinities as `NaN`,
   `Infinity`, `-Infinity`, as TF Serving does.
 
-Classify / Regress bodies are only parsed as JSON: those APIs are refused
-(`inference.reject_classify_regress`).
+The dtypes are the translation contract's (`DT_STRING`, `DT_FLOAT`, `DT_INT32`)
+and `DT_INT64`; another input dtype is `UNIMPLEMENTED`, as TF Serving answers
+for dtypes it cannot read from JSON.
 """
 
 from __future__ import annotations
@@ -29,19 +30,12 @@ from typing import Any
 import numpy as np
 from tensorflow.core.framework import tensor_pb2
 
-from keras_attention_client.serving_error import ServingError
-from keras_attention_client.tensor_util import (
-    DT_BOOL,
-    DT_DOUBLE,
+from keras_attention_client.wire.errors import ServingError
+from keras_attention_client.wire.tensors import (
     DT_FLOAT,
-    DT_INT8,
-    DT_INT16,
     DT_INT32,
     DT_INT64,
     DT_STRING,
-    DT_UINT8,
-    DT_UINT32,
-    DT_UINT64,
     dtype_string,
 )
 
@@ -207,25 +201,18 @@ def _fill_from_instances(instances: list, tensorinfo_map: Mapping[str, Any], inp
 
 _FIELDS = {
     DT_FLOAT: "float_val",
-    DT_DOUBLE: "double_val",
     DT_INT32: "int_val",
-    DT_INT16: "int_val",
-    DT_INT8: "int_val",
-    DT_UINT8: "int_val",
     DT_INT64: "int64_val",
-    DT_BOOL: "bool_val",
-    DT_UINT32: "uint32_val",
-    DT_UINT64: "uint64_val",
     DT_STRING: "string_val",
 }
-
-_NARROW_INTS = {DT_INT16: np.int16, DT_INT8: np.int8, DT_UINT8: np.uint8}
 
 
 class _TensorBuilder:
     """Values of one input tensor, accumulated over JSON elements."""
 
     def __init__(self, dtype: int):
+        if dtype not in _FIELDS:
+            raise ServingError("UNIMPLEMENTED", f"JSON input of type: {dtype_string(dtype)}")
         self.dtype = dtype
         self.values: list = []
         self.shape: list[int] | None = None
@@ -235,11 +222,7 @@ class _TensorBuilder:
         proto = tensor_pb2.TensorProto(dtype=self.dtype)
         for size in shape:
             proto.tensor_shape.dim.add(size=size)
-        values = self.values
-        if self.dtype in _NARROW_INTS:
-            # int_val carries int32; wrap like a C++ narrowing cast.
-            values = np.asarray(values, np.int64).astype(_NARROW_INTS[self.dtype]).tolist()
-        getattr(proto, _FIELDS[self.dtype]).extend(values)
+        getattr(proto, _FIELDS[self.dtype]).extend(self.values)
         return proto
 
 
@@ -341,48 +324,20 @@ def _decode_b64(value: Any) -> bytes:
         raise _error("Unable to base64 decode") from None
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _convert_value(value: Any, dtype: int) -> Any:
-    if dtype in (DT_FLOAT, DT_DOUBLE):
-        if not _is_number(value):
+    if dtype == DT_FLOAT:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise _type_error(value, dtype)
-        digits = 24 if dtype == DT_FLOAT else 53
-        target = "float" if dtype == DT_FLOAT else "double"
-        if isinstance(value, int):
-            if abs(value) > 2**digits - 1:
-                raise _error(
-                    f"Cannot convert JSON value: {value} to {target} without loss of precision."
-                )
-        elif dtype == DT_FLOAT and math.isfinite(value) and abs(value) > _FLOAT_MAX:
+        if isinstance(value, int) and abs(value) > 2**24 - 1:
+            raise _error(f"Cannot convert JSON value: {value} to float without loss of precision.")
+        if isinstance(value, float) and math.isfinite(value) and abs(value) > _FLOAT_MAX:
             raise _error(
                 f"Cannot convert JSON value: {_dump(value)} to float without loss of precision."
             )
         return float(value)
-    if dtype in (DT_INT32, DT_INT16, DT_INT8, DT_UINT8):
-        if not (isinstance(value, int) and not isinstance(value, bool)) or not (
-            _INT32[0] <= value <= _INT32[1]
-        ):
-            raise _type_error(value, dtype)
-        return value
-    if dtype == DT_INT64:
-        if not (isinstance(value, int) and not isinstance(value, bool)) or not (
-            _INT64[0] <= value <= _INT64[1]
-        ):
-            raise _type_error(value, dtype)
-        return value
-    if dtype == DT_UINT32:
-        if not (isinstance(value, int) and not isinstance(value, bool)) or not 0 <= value < 2**32:
-            raise _type_error(value, dtype)
-        return value
-    if dtype == DT_UINT64:
-        if not (isinstance(value, int) and not isinstance(value, bool)) or not 0 <= value < 2**64:
-            raise _type_error(value, dtype)
-        return value
-    if dtype == DT_BOOL:
-        if not isinstance(value, bool):
+    if dtype in (DT_INT32, DT_INT64):
+        low, high = _INT32 if dtype == DT_INT32 else _INT64
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
             raise _type_error(value, dtype)
         return value
     if dtype == DT_STRING:
@@ -483,8 +438,6 @@ def _formatter(array: np.ndarray, as_bytes: bool) -> Callable[[Any], str]:
         )
     if kind == "f":
         return _float_text
-    if kind == "b":
-        return lambda v: "true" if v else "false"
     if kind in ("i", "u"):
         return lambda v: str(int(v))
     raise _error(f"Failed to write JSON value for tensor type: {array.dtype}")

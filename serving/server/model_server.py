@@ -13,18 +13,15 @@ from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_p
 
 from keras_attention.serving.server import config_files
 from keras_attention.serving.server.batching import Batcher, BatchingOptions
-from keras_attention.serving.server.http_server import HttpServer
-from keras_attention.serving.server.metrics import Metrics
 from keras_attention.serving.server.model_service import ModelService
 from keras_attention.serving.server.prediction_service import PredictionService
-from keras_attention.serving.server.rest_api_handler import RestApiHandler
+from keras_attention.serving.server.rest_app import RestApi, RestServer
 from keras_attention.serving.server.servable_manager import ServableManager
 from keras_attention.serving.server.server_options import ServerOptions
-from keras_attention_client.serving_error import ServingError
+from keras_attention_client.wire.errors import ServingError
+from keras_attention_client.wire.protos import model_listing_pb2_grpc
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_PROMETHEUS_PATH = "/monitoring/prometheus/metrics"
 
 
 class ModelServer:
@@ -35,6 +32,8 @@ class ModelServer:
     `ModelService`, `/v1/models/...`), reads the same configuration files,
     answers the same status codes and messages, and runs each version on the
     real server's path (its own Graph + Session, SignatureDef tensor names).
+    It also lists its models (`keras_attention.ModelListing/ListModels`,
+    `GET /v1/models`), which TF Serving cannot.
 
     Lifecycle:
 
@@ -62,10 +61,8 @@ class ModelServer:
 
     def __init__(self, options: ServerOptions):
         self.options = options
-        self.metrics = Metrics()
         self.config = self._read_model_config()
         self._config_text = self._config_file_text()
-        self.prometheus_path = self._read_monitoring_config()
         self.batcher: Batcher | None = None
         self._batching_options = self._read_batching_options()
         self.manager = ServableManager(
@@ -80,7 +77,7 @@ class ModelServer:
             session_config=self._session_config(),
         )
         self._grpc_server: grpc.Server | None = None
-        self._http_server: HttpServer | None = None
+        self._http_server: RestServer | None = None
         self._port: int | None = None
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
@@ -149,24 +146,14 @@ class ModelServer:
             options=list(server_options.items()),
         )
         prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
-            PredictionService(
-                self.manager,
-                metrics=self.metrics,
-                method_name_check=options.enable_signature_method_name_check,
-                runner=runner,
-            ),
-            server,
+            PredictionService(self.manager, runner=runner), server
         )
-        model_service_pb2_grpc.add_ModelServiceServicer_to_server(
-            ModelService(self.manager), server
-        )
-        credentials = self._server_credentials()
+        model_service = ModelService(self.manager)
+        model_service_pb2_grpc.add_ModelServiceServicer_to_server(model_service, server)
+        model_listing_pb2_grpc.add_ModelListingServicer_to_server(model_service, server)
         host = f"[{options.host}]" if ":" in options.host else options.host
         try:
-            if credentials is None:
-                port = server.add_insecure_port(f"{host}:{options.port}")
-            else:
-                port = server.add_secure_port(f"{host}:{options.port}", credentials)
+            port = server.add_insecure_port(f"{host}:{options.port}")
             if options.grpc_socket_path:
                 server.add_insecure_port(f"unix:{options.grpc_socket_path}")
         except RuntimeError as error:
@@ -180,28 +167,7 @@ class ModelServer:
         self._port = port
         logger.info("Running gRPC ModelServer at %s:%d ...", options.host, port)
         if options.rest_api_port:
-            api = RestApiHandler(
-                self.manager,
-                timeout_in_ms=options.rest_api_timeout_in_ms,
-                metrics=self.metrics,
-                prometheus_path=self.prometheus_path,
-                method_name_check=options.enable_signature_method_name_check,
-                runner=runner,
-            )
-            try:
-                self._http_server = HttpServer(
-                    api,
-                    options.host,
-                    options.rest_api_port,
-                    max_request_bytes=options.max_request_bytes,
-                )
-            except OSError:
-                self.stop(0)
-                raise
-            self._http_server.start()
-            logger.info(
-                "Exporting HTTP/REST API at %s:%d ...", options.host, self._http_server.port
-            )
+            self._start_rest(runner)
         if options.model_config_file and options.model_config_file_poll_wait_seconds > 0:
             self._config_thread = threading.Thread(
                 target=self._poll_config_file, name="serving-config-poll", daemon=True
@@ -231,6 +197,23 @@ class ModelServer:
                 self.batcher.stop()
             self.manager.stop()
             self._stopped.set()
+
+    def _start_rest(self, runner) -> None:
+        """Serves the REST API (`/v1/models/...`) on `rest_api_port`, with the gRPC API's runner."""
+        options = self.options
+        api = RestApi(self.manager, timeout_in_ms=options.rest_api_timeout_in_ms, runner=runner)
+        try:
+            self._http_server = RestServer(
+                api,
+                options.host,
+                options.rest_api_port,
+                max_request_bytes=options.max_request_bytes,
+            )
+        except OSError:
+            self.stop(0)
+            raise
+        self._http_server.start()
+        logger.info("Exporting HTTP/REST API at %s:%d ...", options.host, self._http_server.port)
 
     def _stop_loaded(self) -> None:
         if self.batcher is not None:
@@ -280,14 +263,6 @@ class ModelServer:
             except (OSError, ValueError, ServingError) as error:
                 logger.error("Could not reload %s: %s", self.options.model_config_file, error)
 
-    def _read_monitoring_config(self) -> str | None:
-        if not self.options.monitoring_config_file:
-            return None
-        config = config_files.read_monitoring_config(self.options.monitoring_config_file)
-        if not config.prometheus_config.enable:
-            return None
-        return config.prometheus_config.path or DEFAULT_PROMETHEUS_PATH
-
     def _read_batching_options(self) -> BatchingOptions | None:
         options = self.options
         parameters = None
@@ -309,19 +284,6 @@ class ModelServer:
             return None
         return tf.compat.v1.ConfigProto(
             intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter
-        )
-
-    def _server_credentials(self) -> grpc.ServerCredentials | None:
-        path = self.options.ssl_config_file
-        if not path:
-            return None
-        config = config_files.read_ssl_config(path)
-        if not config.server_key or not config.server_cert:
-            raise ValueError(f"{path}: server_key and server_cert are required for TLS")
-        return grpc.ssl_server_credentials(
-            [(config.server_key.encode(), config.server_cert.encode())],
-            root_certificates=config.custom_ca.encode() if config.custom_ca else None,
-            require_client_auth=bool(config.client_verify),
         )
 
 

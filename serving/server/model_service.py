@@ -1,20 +1,21 @@
-"""TF Serving's gRPC ModelService (GetModelStatus, HandleReloadConfigRequest)."""
+"""TF Serving's gRPC ModelService, and our ModelListing service, over a `ServableManager`."""
 
 from __future__ import annotations
 
 import logging
 
 import grpc
+from google.protobuf import json_format
 from tensorflow_serving.apis import (
     get_model_status_pb2,
     model_management_pb2,
     model_pb2,
     model_service_pb2_grpc,
-    status_pb2,
 )
 
 from keras_attention.serving.server.servable_manager import ServableManager
-from keras_attention_client.serving_error import STATUS_CODES, ServingError
+from keras_attention_client.wire.errors import STATUS_CODES, ServingError
+from keras_attention_client.wire.protos import model_listing_pb2, model_listing_pb2_grpc
 
 logger = logging.getLogger(__name__)
 
@@ -30,30 +31,23 @@ def get_model_status(
     """
     name = model_spec.name
     states = manager.version_states(name)
-    response = get_model_status_pb2.GetModelStatusResponse()
     if model_spec.HasField("version"):
         version = int(model_spec.version.value)
         if version not in states:
             raise ServingError("NOT_FOUND", f"Could not find version {version} of model {name}")
-        selected = {version: states[version]}
-    else:
-        if not states:
-            raise ServingError("NOT_FOUND", f"Could not find any versions of model {name}")
-        selected = states
-    for version, state in sorted(selected.items()):
-        entry = response.model_version_status.add()
-        entry.version = version
-        entry.state = get_model_status_pb2.ModelVersionStatus.State.Value(state.state)
-        entry.status.CopyFrom(
-            status_pb2.StatusProto(
-                error_code=STATUS_CODES[state.error_code], error_message=state.error_message
-            )
-        )
+        states = {version: states[version]}
+    elif not states:
+        raise ServingError("NOT_FOUND", f"Could not find any versions of model {name}")
+    response = get_model_status_pb2.GetModelStatusResponse()
+    for version, state in states.items():
+        state.fill(version, response.model_version_status.add())
     return response
 
 
-class ModelService(model_service_pb2_grpc.ModelServiceServicer):
-    """`tensorflow.serving.ModelService` over a `ServableManager`.
+class ModelService(
+    model_service_pb2_grpc.ModelServiceServicer, model_listing_pb2_grpc.ModelListingServicer
+):
+    """`tensorflow.serving.ModelService` and `keras_attention.ModelListing`.
 
     - `GetModelStatus`: `INVALID_ARGUMENT` "Missing ModelSpec" without a
       model spec; then every version's state (`START`, `LOADING`,
@@ -62,6 +56,8 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
     - `HandleReloadConfigRequest`: replaces the served model list with the
       request's `ModelServerConfig` (blocking until new versions load); the
       response's `status` mirrors the RPC status.
+    - `ListModels`: `ServableManager.list_models` (TF Serving has no such call
+      and answers `UNIMPLEMENTED`).
 
     Args:
         manager: the servable manager.
@@ -76,7 +72,6 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
                 raise ServingError("INVALID_ARGUMENT", "Missing ModelSpec")
             return get_model_status(self.manager, request.model_spec)
         except ServingError as error:
-            logger.debug("GetModelStatus failed: %s", error)
             context.abort(grpc.StatusCode[error.code], error.message)
 
     def HandleReloadConfigRequest(self, request, context):  # noqa: N802 - gRPC method name
@@ -89,3 +84,7 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
             response.status.error_message = error.message
             context.abort(grpc.StatusCode[error.code], error.message)
         return response
+
+    def ListModels(self, request, context):  # noqa: N802 - gRPC method name
+        models = {"models": self.manager.list_models()}
+        return json_format.ParseDict(models, model_listing_pb2.ListModelsResponse())

@@ -17,16 +17,10 @@ from tensorflow_serving.apis import (
 )
 
 from keras_attention.serving.server import inference, json_tensor
-from keras_attention.serving.server.metrics import (
-    REQUEST_COUNT,
-    REQUEST_LATENCY,
-    RUNTIME_LATENCY,
-    Metrics,
-)
 from keras_attention.serving.server.model_service import get_model_status
 from keras_attention.serving.server.servable_manager import ServableManager
-from keras_attention_client.serving_error import HTTP_STATUS_FOR_CODE, ServingError
-from keras_attention_client.tensor_util import tensor_proto_to_ndarray
+from keras_attention_client.wire.errors import HTTP_STATUS_FOR_CODE, ServingError
+from keras_attention_client.wire.tensors import tensor_proto_to_ndarray
 
 logger = logging.getLogger(__name__)
 

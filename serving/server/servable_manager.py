@@ -12,17 +12,20 @@ from collections.abc import Iterator
 from typing import Any
 
 import tensorflow as tf
+from google.protobuf import json_format
 from tensorflow_serving.apis import model_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
 from keras_attention.serving.server import inference
-from keras_attention.serving.server.saved_model_bundle import SavedModelBundle
-from keras_attention_client.serving_error import ServingError, code_name
+from keras_attention.serving.server.serving_session import ServingSession, read_warmup_requests
+from keras_attention_client.wire.errors import STATUS_CODES, ServingError, code_name
+from keras_attention_client.wire.protos import model_listing_pb2
 
 logger = logging.getLogger(__name__)
 
-# ModelVersionStatus.State names.
+# ModelVersionStatus.State names and numbers.
 START, LOADING, AVAILABLE, UNLOADING, END = "START", "LOADING", "AVAILABLE", "UNLOADING", "END"
+_STATE_NUMBERS = {START: 10, LOADING: 20, AVAILABLE: 30, UNLOADING: 40, END: 50}
 
 
 @dataclasses.dataclass
@@ -32,6 +35,13 @@ class VersionState:
     state: str
     error_code: str = "OK"
     error_message: str = ""
+
+    def fill(self, version: int, status: Any) -> None:
+        """Fills a `tensorflow.serving.ModelVersionStatus` (of any descriptor pool)."""
+        status.version = version
+        status.state = _STATE_NUMBERS[self.state]
+        status.status.error_code = STATUS_CODES[self.error_code]
+        status.status.error_message = self.error_message
 
 
 @dataclasses.dataclass
@@ -87,7 +97,7 @@ class ServableManager:
     ```python
     manager = ServableManager(single_model_config("translator", "/models/translator"))
     manager.start()
-    with manager.servable(model_pb2.ModelSpec(name="translator")) as bundle:
+    with manager.servable(model_pb2.ModelSpec(name="translator")) as session:
         ...
     manager.stop()
     ```
@@ -120,8 +130,8 @@ class ServableManager:
         _validate_config(config)
         self._config = config
         self._labels: dict[str, dict[str, int]] = {}
-        # Routing table, replaced (never mutated) under _state_lock: name -> version -> bundle.
-        self._serving: dict[str, dict[int, SavedModelBundle]] = {}
+        # Routing table, replaced (never mutated) under _state_lock: name -> version -> session.
+        self._serving: dict[str, dict[int, ServingSession]] = {}
         self._states: dict[str, dict[int, VersionState]] = {}
         self._failures: dict[tuple[str, int], _LoadFailure] = {}
         self._state_lock = threading.Lock()
@@ -154,9 +164,9 @@ class ServableManager:
         with self._poll_lock, self._state_lock:
             serving, self._serving = self._serving, {}
             for name, versions in serving.items():
-                for version, bundle in versions.items():
+                for version, session in versions.items():
                     self._states[name][version] = VersionState(END)
-                    bundle.retire()
+                    session.retire()
 
     def _poll_loop(self) -> None:
         while not self._stop.wait(self.file_system_poll_wait_seconds):
@@ -237,8 +247,8 @@ class ServableManager:
         loaded = self._serving.get(model.name, {})
         for version in sorted(aspired, reverse=True):
             path = versions[version]
-            bundle = loaded.get(version)
-            if bundle is not None and bundle.path == path:
+            session = loaded.get(version)
+            if session is not None and session.path == path:
                 continue
             if not self._should_attempt(model.name, version, path):
                 continue
@@ -297,21 +307,19 @@ class ServableManager:
         self._set_state(name, version, VersionState(LOADING))
         logger.info("Loading servable: {name: %s version: %d} from %s", name, version, path)
         fingerprint = _fingerprint(path)
-        bundle = SavedModelBundle(name, version, path, session_config=self.session_config)
         start = time.perf_counter()
+        session = None
         try:
-            bundle.load()
+            session = ServingSession(path, self.session_config, name=name, version=version)
             if self.enable_model_warmup:
-                self._warmup(bundle)
+                self._warmup(session)
         except Exception as error:  # noqa: BLE001 - any load failure is reported, not raised
-            bundle.retire()
+            if session is not None:
+                session.retire()
             code, message = _load_error(error, path)
             failure = self._failures.get((name, version))
-            attempts = (
-                1
-                if failure is None or failure.fingerprint != fingerprint
-                else (failure.attempts + 1)
-            )
+            same = failure is not None and failure.fingerprint == fingerprint
+            attempts = failure.attempts + 1 if same else 1
             self._failures[(name, version)] = _LoadFailure(attempts, time.monotonic(), fingerprint)
             self._set_state(name, version, VersionState(END, code, message))
             logger.error(
@@ -326,7 +334,7 @@ class ServableManager:
         with self._state_lock:
             versions = dict(self._serving.get(name, {}))
             previous = versions.get(version)
-            versions[version] = bundle
+            versions[version] = session
             self._serving = {**self._serving, name: versions}
             self._states.setdefault(name, {})[version] = VersionState(AVAILABLE)
         if previous is not None:
@@ -338,20 +346,20 @@ class ServableManager:
             time.perf_counter() - start,
         )
 
-    def _warmup(self, bundle: SavedModelBundle) -> None:
-        logs = bundle.warmup_requests()
+    def _warmup(self, session: ServingSession) -> None:
+        logs = read_warmup_requests(session.path)
         for log in logs:
             kind = log.WhichOneof("log_type")
             if kind != "predict_log":
                 # Our exports write Predict records only; TF Serving would replay the others
                 # through Classify/Regress/MultiInference, which these models refuse.
                 raise ServingError("UNIMPLEMENTED", f"Unsupported log_type for warmup: {kind}")
-            inference.run_predict(bundle, log.predict_log.request)
+            inference.run_predict(session, log.predict_log.request)
         if logs:
             logger.info(
                 "Finished reading warmup data for model %s version %d: %d records",
-                bundle.name,
-                bundle.version,
+                session.name,
+                session.version,
                 len(logs),
             )
 
@@ -371,7 +379,7 @@ class ServableManager:
     def _unload(self, name: str, version: int) -> None:
         with self._state_lock:
             versions = dict(self._serving.get(name, {}))
-            bundle = versions.pop(version)
+            session = versions.pop(version)
             serving = dict(self._serving)
             if versions:
                 serving[name] = versions
@@ -380,7 +388,7 @@ class ServableManager:
             self._serving = serving
             self._states.setdefault(name, {})[version] = VersionState(UNLOADING)
         logger.info("Unloading servable version {name: %s version: %d}", name, version)
-        bundle.retire()
+        session.retire()
         self._set_state(name, version, VersionState(END))
 
     def _set_state(self, name: str, version: int, state: VersionState) -> None:
@@ -390,7 +398,7 @@ class ServableManager:
     # Requests ---------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def servable(self, model_spec: model_pb2.ModelSpec) -> Iterator[SavedModelBundle]:
+    def servable(self, model_spec: model_pb2.ModelSpec) -> Iterator[ServingSession]:
         """Holds the version a request names for the duration of the request.
 
         Raises:
@@ -398,13 +406,13 @@ class ServableManager:
                 label, `NOT_FOUND` ("Servable not found for request:
                 Latest(name)" / "Specific(name, version)") otherwise.
         """
-        bundle = self._acquire(model_spec)
+        session = self._acquire(model_spec)
         try:
-            yield bundle
+            yield session
         finally:
-            bundle.release()
+            session.release()
 
-    def _acquire(self, model_spec: model_pb2.ModelSpec) -> SavedModelBundle:
+    def _acquire(self, model_spec: model_pb2.ModelSpec) -> ServingSession:
         name = model_spec.name
         if not name:
             raise ServingError("INVALID_ARGUMENT", "ModelSpec has no name specified.")
@@ -423,14 +431,14 @@ class ServableManager:
         for _ in range(100):
             versions = self._serving.get(name, {})
             if version is None:
-                bundle = versions[max(versions)] if versions else None
+                session = versions[max(versions)] if versions else None
             else:
-                bundle = versions.get(version)
-            if bundle is None:
+                session = versions.get(version)
+            if session is None:
                 request = f"Latest({name})" if version is None else f"Specific({name}, {version})"
                 raise ServingError("NOT_FOUND", f"Servable not found for request: {request}")
-            if bundle.acquire():
-                return bundle
+            if session.acquire():
+                return session
             # Retired between the lookup and acquire: the routing table has moved on.
         raise ServingError("UNAVAILABLE", f"Servable {name} is being reloaded; retry")
 
@@ -444,6 +452,31 @@ class ServableManager:
     def available_versions(self, name: str) -> list[int]:
         """The versions of `name` currently serving, ascending."""
         return sorted(self._serving.get(name, {}))
+
+    def list_models(self) -> list[dict]:
+        """Every configured model, for `ModelListing/ListModels` and REST `GET /v1/models`.
+
+        Returns:
+            The `models` of a `keras_attention.ListModelsResponse` in protobuf's
+            JSON mapping: `[{"name": "translator", "versions": [{"version": "1",
+            "state": "AVAILABLE", "status": {"error_code": "OK", "error_message":
+            ""}}], "signature_names": ["beam_search", "serving_default"]}]`, by
+            name. `versions` is what GetModelStatus reports; `signature_names`
+            are those of the version a request without a version reaches (`[]`
+            while none is available). The REST route answers
+            `{"models": list_models()}`; the gRPC service parses the same list.
+        """
+        response = model_listing_pb2.ListModelsResponse()
+        for name in sorted(self.model_names()):
+            model = response.models.add(name=name)
+            for version, state in self.version_states(name).items():
+                state.fill(version, model.versions.add())
+            serving = self._serving.get(name, {})
+            if serving:
+                model.signature_names.extend(sorted(serving[max(serving)].signature_defs))
+        return json_format.MessageToDict(
+            response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+        )["models"]
 
 
 def _validate_config(config: model_server_config_pb2.ModelServerConfig) -> None:

@@ -12,7 +12,7 @@ import tensorflow as tf
 from helpers.export_testing import SENTENCES
 
 from keras_attention.export import ExportManifest, TranslatorExporter
-from keras_attention.serving.server.saved_model import read_warmup_requests
+from keras_attention.serving.server.serving_session import read_warmup_requests
 from keras_attention.training.train_config import TrainConfig
 
 EXACT = ("translation", "tokens", "source_tokens", "length")

@@ -21,10 +21,10 @@ from keras_attention.serving import ModelServer, ServerOptions
 from keras_attention.serving.server import config_files
 from keras_attention.serving.server.batching import Batcher, BatchingOptions
 from keras_attention_client import ServingError
-from keras_attention_client.tensor_util import ndarray_to_tensor_proto, tensor_proto_to_ndarray
+from keras_attention_client.wire.tensors import ndarray_to_tensor_proto, tensor_proto_to_ndarray
 
-FEED = "text:0"
-FETCHES = ["echo:0", "padded:0"]
+FEED = "text"
+FETCHES = ["echo", "padded"]
 
 
 class ScriptedRun:
@@ -45,7 +45,7 @@ class ScriptedRun:
     def release(self) -> None:
         self._gate.set()
 
-    def __call__(self, bundle, feeds, fetches, timeout_in_ms):
+    def __call__(self, session, signature_name, feeds, fetches, timeout_in_ms):
         texts = list(feeds[FEED])
         self.batches.append(texts)
         self.started.release()
@@ -54,14 +54,14 @@ class ScriptedRun:
         padded = np.full((len(texts), width), b"", dtype=object)
         for i, text in enumerate(texts):
             padded[i, : len(text)] = text
-        return [np.array(texts, dtype=object), padded]
+        return {"echo": np.array(texts, dtype=object), "padded": padded}
 
 
 def _submit(batcher, texts, results, key, timeout_in_ms=None):
     def call():
         try:
             results[key] = batcher.run(
-                "bundle", {FEED: np.array(texts, dtype=object)}, FETCHES, timeout_in_ms
+                "session", "sig", {FEED: np.array(texts, dtype=object)}, FETCHES, timeout_in_ms
             )
         except ServingError as error:
             results[key] = error
@@ -101,7 +101,7 @@ def test_requests_arriving_while_the_thread_is_busy_share_one_run():
     assert sorted(run.batches[1]) == sorted([b"b", b"bb", b"bb", b"bbb", b"bbb", b"bbb"])
     assert list(batcher.batch_sizes) == [1, 6]
     for i in (1, 2, 3):
-        echo, padded = results[i]
+        echo, padded = results[i]["echo"], results[i]["padded"]
         assert echo.tolist() == [b"b" * i] * i  # its own rows, none of the others'
         # padded to the batch's widest text (3), then cut back to this request's own width
         assert padded.shape == (i, i)
@@ -119,27 +119,30 @@ def test_max_batch_size_splits_and_a_full_queue_is_unavailable():
         threads += [_submit(batcher, [bytes([65 + i])], results, i) for i in range(4)]
         _wait_until(lambda: _queued(batcher) == 4)  # two batches of two: the queue is full
         with pytest.raises(ServingError) as caught:
-            batcher.run("bundle", {FEED: np.array([b"z"], dtype=object)}, FETCHES)
+            batcher.run("session", "sig", {FEED: np.array([b"z"], dtype=object)}, FETCHES)
         assert caught.value.code == "UNAVAILABLE"
         assert "batch scheduling queue to which this task was submitted is full" in str(
             caught.value
         )
         with pytest.raises(ServingError, match="Task size 3 is larger than maximum input batch"):
-            batcher.run("bundle", {FEED: np.array([b"a"] * 3, dtype=object)}, FETCHES)
+            batcher.run("session", "sig", {FEED: np.array([b"a"] * 3, dtype=object)}, FETCHES)
         run.release()
         for thread in threads:
             thread.join(30)
     finally:
         batcher.stop()
     assert [len(b) for b in run.batches] == [1, 2, 2]
-    assert {results[i][0].tolist()[0] for i in range(4)} == {b"A", b"B", b"C", b"D"}
+    assert {results[i]["echo"].tolist()[0] for i in range(4)} == {b"A", b"B", b"C", b"D"}
 
 
 def test_allowed_batch_sizes_pad_with_the_first_row_and_answer_only_real_rows():
     run = ScriptedRun()
     batcher = Batcher(BatchingOptions(max_batch_size=4, allowed_batch_sizes=(2, 4)), run)
     try:
-        echo, padded = batcher.run("bundle", {FEED: np.array([b"p", b"q", b"r"], object)}, FETCHES)
+        outputs = batcher.run(
+            "session", "sig", {FEED: np.array([b"p", b"q", b"r"], object)}, FETCHES
+        )
+        echo, padded = outputs["echo"], outputs["padded"]
     finally:
         batcher.stop()
     assert run.batches == [[b"p", b"q", b"r", b"p"]]
@@ -155,7 +158,7 @@ def test_batch_timeout_lets_a_lone_request_wait_but_not_a_full_batch():
     )
     try:
         began = time.monotonic()
-        batcher.run("bundle", {FEED: np.array([b"a"], object)}, FETCHES)
+        batcher.run("session", "sig", {FEED: np.array([b"a"], object)}, FETCHES)
         assert time.monotonic() - began >= timeout  # waited for company that never came
         results = {}
         long = BatchingOptions(max_batch_size=2, batch_timeout_micros=60_000_000)
@@ -192,24 +195,26 @@ def test_an_expired_request_is_answered_and_left_out_of_its_batch():
 
 
 def test_errors_reach_every_request_of_the_batch():
-    def failing(bundle, feeds, fetches, timeout_in_ms):
+    def failing(session, signature_name, feeds, fetches, timeout_in_ms):
         raise ServingError("INVALID_ARGUMENT", "bad batch")
 
-    def wrong_rows(bundle, feeds, fetches, timeout_in_ms):
-        return [np.zeros(1, np.float32), np.zeros((1, 1), np.float32)]
+    def wrong_rows(session, signature_name, feeds, fetches, timeout_in_ms):
+        return {"echo": np.zeros(1, np.float32), "padded": np.zeros((1, 1), np.float32)}
 
     for run, code in [(failing, "INVALID_ARGUMENT"), (wrong_rows, "INTERNAL")]:
         batcher = Batcher(BatchingOptions(), run)
         try:
             with pytest.raises(ServingError) as caught:
-                batcher.run("bundle", {FEED: np.array([b"a", b"b"], object)}, FETCHES)
+                batcher.run("session", "sig", {FEED: np.array([b"a", b"b"], object)}, FETCHES)
             assert caught.value.code == code
         finally:
             batcher.stop()
     batcher = Batcher(BatchingOptions(), ScriptedRun())
     try:
         with pytest.raises(ServingError, match="equal 0th-dimension size"):
-            batcher.run("bundle", {FEED: np.array([b"a"], object), "n:0": np.zeros(2)}, FETCHES)
+            batcher.run(
+                "session", "sig", {FEED: np.array([b"a"], object), "n": np.zeros(2)}, FETCHES
+            )
     finally:
         batcher.stop()
 

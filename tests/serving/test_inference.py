@@ -1,20 +1,28 @@
-"""keras_attention.serving.server.inference helpers: TensorFlow runtime errors keep their code; model specs."""
+"""keras_attention.serving.server.inference: runtime errors keep their code; model specs; outputs."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow_serving.apis import model_pb2
+from tensorflow_serving.apis import model_pb2, predict_pb2
 
 from keras_attention.serving.server import inference
-from keras_attention_client.serving_error import ServingError
+from keras_attention_client.wire.errors import ServingError
+from keras_attention_client.wire.tensors import ndarray_to_tensor_proto
 
 
-class _FailingBundle:
-    def __init__(self, error):
-        self.error = error
+def _predict(server, runner, timeout_in_ms=None):
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "translator"
+    ndarray_to_tensor_proto(np.array(["a b"], dtype=object), out=request.inputs["text"])
+    with server.manager.servable(request.model_spec) as session:
+        return inference.run_predict(session, request, timeout_in_ms=timeout_in_ms, runner=runner)
 
-    def run(self, feeds, fetches, *, timeout_in_ms=None):
-        raise self.error
+
+def _failing(error):
+    def run(session, signature_name, inputs, output_keys, timeout_in_ms):
+        raise error
+
+    return run
 
 
 @pytest.mark.parametrize(
@@ -27,15 +35,15 @@ class _FailingBundle:
         (tf.errors.InternalError(None, None, "boom"), "INTERNAL"),
     ],
 )
-def test_runtime_errors_keep_their_code_and_message(error, code):
+def test_runtime_errors_keep_their_code_and_message(server, error, code):
     with pytest.raises(ServingError) as caught:
-        inference._run(_FailingBundle(error), {}, [], None, "Predict", None)
+        _predict(server, _failing(error))
     assert (caught.value.code, caught.value.message) == (code, error.message)
 
 
-def test_an_expired_deadline_fails_before_running():
+def test_an_expired_deadline_fails_before_running(server):
     with pytest.raises(ServingError) as caught:
-        inference._run(_FailingBundle(AssertionError("must not run")), {}, [], 0, "Predict", None)
+        _predict(server, _failing(AssertionError("must not run")), timeout_in_ms=0)
     assert caught.value.code == "DEADLINE_EXCEEDED"
 
 
@@ -49,15 +57,7 @@ def test_make_model_spec_names_the_default_signature():
 
 
 def test_outputs_are_typed_fields_like_tf_serving(server):
-    from tensorflow_serving.apis import predict_pb2
-
-    from keras_attention_client.tensor_util import ndarray_to_tensor_proto
-
-    request = predict_pb2.PredictRequest()
-    request.model_spec.name = "translator"
-    ndarray_to_tensor_proto(np.array(["a b"], dtype=object), out=request.inputs["text"])
-    with server.manager.servable(request.model_spec) as bundle:
-        response = inference.run_predict(bundle, request)
+    response = _predict(server, None)
     attention = response.outputs["attention"]
     assert not attention.tensor_content and len(attention.float_val) == 4
     assert list(response.outputs["tokens"].string_val) == [b"B", b"A"]

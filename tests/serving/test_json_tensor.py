@@ -10,8 +10,8 @@ from tensorflow.core.protobuf import meta_graph_pb2
 from tensorflow_serving.apis import predict_pb2
 
 from keras_attention.serving.server import json_tensor
-from keras_attention_client.serving_error import ServingError
-from keras_attention_client.tensor_util import tensor_proto_to_ndarray
+from keras_attention_client.wire.errors import ServingError
+from keras_attention_client.wire.tensors import tensor_proto_to_ndarray
 
 
 def _infos(**dtypes):
@@ -39,10 +39,10 @@ def test_row_format_named_inputs():
 
 def test_columnar_format_keeps_shapes():
     fmt, inputs = _fill(
-        {"inputs": {"a": [[1, 2, 3]], "b": True}}, a=types_pb2.DT_INT32, b=types_pb2.DT_BOOL
+        {"inputs": {"a": [[1, 2, 3]], "b": 2.5}}, a=types_pb2.DT_INT32, b=types_pb2.DT_FLOAT
     )
     assert fmt == json_tensor.COLUMNAR
-    assert inputs["a"].shape == (1, 3) and inputs["b"].shape == () and bool(inputs["b"])
+    assert inputs["a"].shape == (1, 3) and inputs["b"].shape == () and float(inputs["b"]) == 2.5
 
 
 @pytest.mark.parametrize(
@@ -113,10 +113,13 @@ def test_request_errors(document, dtypes, message):
     assert caught.value.message == message
 
 
-def test_unsupported_dtype_is_unimplemented():
+@pytest.mark.parametrize("value", [[1.0], []])
+@pytest.mark.parametrize("dtype", [types_pb2.DT_HALF, types_pb2.DT_BOOL, types_pb2.DT_DOUBLE])
+def test_other_dtypes_are_unimplemented(dtype, value):
     with pytest.raises(ServingError) as caught:
-        _fill({"inputs": [1.0]}, x=types_pb2.DT_HALF)
+        _fill({"inputs": value}, x=dtype)
     assert caught.value.code == "UNIMPLEMENTED"
+    assert types_pb2.DataType.Name(dtype)[3:].lower() in caught.value.message
 
 
 def test_response_formats():

@@ -3,7 +3,9 @@
 import shutil
 import subprocess
 import threading
+import urllib.error
 import urllib.request
+from concurrent import futures
 
 import grpc
 import numpy as np
@@ -17,10 +19,16 @@ from helpers.serving import (
     wait_for,
 )
 from helpers.stand_in_export import reference_outputs
+from tensorflow_serving.apis import prediction_service_pb2_grpc
 
 from keras_attention.serving import ModelServer, ServerOptions
-from keras_attention.serving.server.model_server import free_port
-from keras_attention_client import ServingError, Translation, TranslationClient
+from keras_attention.serving.server.prediction_service import PredictionService
+from keras_attention_client import (
+    RestTranslationClient,
+    ServingError,
+    Translation,
+    TranslationClient,
+)
 
 
 @pytest.mark.parametrize("signature", ["serving_default", "beam_search"])
@@ -180,34 +188,8 @@ def test_request_size_is_bounded(translator_base):
     assert caught.value.code == "RESOURCE_EXHAUSTED"
 
 
-def test_prometheus_metrics_page(translator_base, tmp_path):
-    monitoring = tmp_path / "monitoring.config"
-    monitoring.write_text('prometheus_config { enable: true, path: "/metrics" }\n')
-    options = ServerOptions(
-        port=0,
-        rest_api_port=free_port(),
-        model_name="translator",
-        model_base_path=str(translator_base),
-        file_system_poll_wait_seconds=0,
-        monitoring_config_file=str(monitoring),
-    )
-    with ModelServer(options) as model_server:
-        with TranslationClient(model_server.address, model_name="translator") as client:
-            client.translate(["a", "b"], batch_size=1)
-            with pytest.raises(ServingError):
-                client.translate(["a"], signature_name="nope")
-        page = urllib.request.urlopen(model_server.rest_url + "/metrics").read().decode()
-    assert ':tensorflow:serving:request_count{model_name="translator",status="OK"} 2' in page
-    assert (
-        ':tensorflow:serving:request_count{model_name="translator",status="FAILED_PRECONDITION"} 1'
-        in page
-    )
-    assert ":tensorflow:serving:request_latency_bucket{" in page
-    assert ":tensorflow:serving:runtime_latency_count{" in page
-
-
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-def test_tls_with_a_private_ca(translator_base, tmp_path):
+def test_client_tls_with_a_private_ca(server, tmp_path):
     key, cert = tmp_path / "server.key", tmp_path / "server.crt"
     subprocess.run(
         [
@@ -231,29 +213,85 @@ def test_tls_with_a_private_ca(translator_base, tmp_path):
         check=True,
         capture_output=True,
     )
-    ssl_config = tmp_path / "ssl.config"
-    ssl_config.write_text(
-        f'server_key: "{key.read_text().replace(chr(10), chr(92) + "n")}"\n'
-        f'server_cert: "{cert.read_text().replace(chr(10), chr(92) + "n")}"\n'
+    # Our server has no TLS (TF Serving's --ssl_config_file); the client's TLS is checked
+    # against a gRPC server with TLS serving our PredictionService.
+    tls_server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
+        PredictionService(server.manager), tls_server
     )
-    options = ServerOptions(
-        port=0,
-        model_name="translator",
-        model_base_path=str(translator_base),
-        file_system_poll_wait_seconds=0,
-        ssl_config_file=str(ssl_config),
-    )
-    with ModelServer(options) as model_server:
+    credentials = grpc.ssl_server_credentials([(key.read_bytes(), cert.read_bytes())])
+    port = tls_server.add_secure_port("127.0.0.1:0", credentials)
+    tls_server.start()
+    try:
         with TranslationClient(
-            model_server.address, model_name="translator", root_certificates=str(cert)
+            f"127.0.0.1:{port}", model_name="translator", root_certificates=str(cert)
         ) as client:
             assert client.translate(["a b"])[0].text == "B A"
         with TranslationClient(
-            model_server.address, model_name="translator", max_retries=0, timeout=5
+            f"127.0.0.1:{port}", model_name="translator", max_retries=0, timeout=5
         ) as plaintext:
             with pytest.raises(ServingError) as caught:
                 plaintext.translate(["a b"])
+    finally:
+        tls_server.stop(0)
     assert caught.value.code == "UNAVAILABLE"
+
+
+def test_models_are_listed_over_grpc_and_rest(server):
+    """The listing against GetModelStatus and GetModelMetadata, which report the same."""
+    with TranslationClient(server.address, model_name="translator") as client:
+        listed = {model.name: model for model in client.list_models()}
+        assert sorted(listed) == ["gate", "slow", "translator"]
+        translator = listed["translator"]
+        assert translator.versions == tuple(client.model_status())
+        assert set(translator.signature_names) == set(client.model_metadata().signatures) - {
+            "__saved_model_init_op"
+        }
+        assert translator.available_versions == (1,)
+    if server.rest_url is not None and _lists_over_rest(server):
+        with RestTranslationClient(server.rest_url, model_name="translator") as rest:
+            assert rest.list_models() == list(listed.values())
+
+
+def _lists_over_rest(server) -> bool:
+    try:
+        urllib.request.urlopen(server.rest_url + "/v1/models", timeout=10)
+    except urllib.error.HTTPError:
+        return False  # the REST layer without GET /v1/models
+    return True
+
+
+def test_the_only_model_is_the_default_name(translator_base, server):
+    options = ServerOptions(
+        port=0,
+        model_name="fra-eng",
+        model_base_path=str(translator_base),
+        file_system_poll_wait_seconds=0,
+    )
+    with ModelServer(options) as model_server:
+        with TranslationClient(model_server.address) as client:
+            assert client.default_model_name() == "fra-eng"
+    with TranslationClient(server.address) as client:
+        with pytest.raises(ValueError, match=r"serves 3 models \(gate, slow, translator\)"):
+            client.default_model_name()
+
+
+def test_a_server_that_cannot_list_means_tf_servings_default_name(server):
+    """TF Serving has no ModelListing: UNIMPLEMENTED, and the client falls back to "default"."""
+    tf_serving_like = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
+        PredictionService(server.manager), tf_serving_like
+    )
+    port = tf_serving_like.add_insecure_port("127.0.0.1:0")
+    tf_serving_like.start()
+    try:
+        with TranslationClient(f"127.0.0.1:{port}", max_retries=0) as client:
+            with pytest.raises(ServingError) as caught:
+                client.list_models()
+            assert caught.value.code == "UNIMPLEMENTED"
+            assert client.default_model_name() == "default"
+    finally:
+        tf_serving_like.stop(0)
 
 
 def test_grpc_channel_arguments_reach_the_server(translator_base):

@@ -16,7 +16,7 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from keras_attention_client.tensor_util import (
+from keras_attention_client.wire.tensors import (
     ndarray_to_tensor_proto,
     shape_from_proto,
     tensor_proto_to_ndarray,

@@ -20,8 +20,8 @@ from tensorflow_serving.apis import model_service_pb2 as tf_model_service_pb2
 from tensorflow_serving.apis import predict_pb2 as tf_predict_pb2
 from tensorflow_serving.apis import prediction_service_pb2 as tf_prediction_service_pb2
 
-from keras_attention_client import protos
-from keras_attention_client.protos import (
+from keras_attention_client.wire import protos
+from keras_attention_client.wire.protos import (
     get_model_metadata_pb2,
     get_model_status_pb2,
     meta_graph_pb2,
@@ -211,7 +211,7 @@ def test_the_enums_have_tensorflows_numbers():
     from tensorflow.core.framework import types_pb2 as tf_types_pb2
     from tensorflow.core.protobuf import error_codes_pb2 as tf_error_codes_pb2
 
-    from keras_attention_client.protos import error_codes_pb2, types_pb2
+    from keras_attention_client.wire.protos import error_codes_pb2, types_pb2
 
     for ours, theirs in [
         (types_pb2.DataType, tf_types_pb2.DataType),
@@ -238,5 +238,5 @@ def test_the_generated_code_is_current(tmp_path):
     assert [p.name for p in written] == checked_in
     for path in written:
         assert path.read_text() == (PROTOS / path.name).read_text(), (
-            f"{path.name} is stale: run python serving/client/protos/generate.py"
+            f"{path.name} is stale: run python serving/client/wire/protos/generate.py"
         )

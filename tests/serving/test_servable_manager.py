@@ -221,16 +221,15 @@ def test_unloading_waits_for_requests_holding_the_version(exports, tmp_path):
     add_version(tmp_path, 1, exports["upper"])
     manager = _manager(tmp_path)
     manager.start()
-    with manager.servable(model_pb2.ModelSpec(name="m")) as bundle:
+    inputs = {"text": np.array([b"a b"], dtype=object)}
+    with manager.servable(model_pb2.ModelSpec(name="m")) as session:
         add_version(tmp_path, 2, exports["lower"])
         manager.poll_once()  # version 2 loads, version 1 is unloaded while we hold it
         assert manager.available_versions("m") == [2]
-        signature = bundle.meta_graph_def.signature_def["serving_default"]
-        feeds = {signature.inputs["text"].name: np.array([b"a b"], dtype=object)}
-        (text,) = bundle.run(feeds, [signature.outputs["translation"].name])
-        assert text.tolist() == [b"B A"]
+        outputs = session.run("serving_default", inputs, ["translation"])
+        assert outputs["translation"].tolist() == [b"B A"]
     with pytest.raises(RuntimeError, match="closed Session"):
-        bundle.run(feeds, [signature.outputs["translation"].name])
+        session.run("serving_default", inputs, ["translation"])
     manager.stop()
 
 

@@ -1,0 +1,121 @@
+"""The translation contract: what every translator export takes and returns.
+
+The one definition both sides check against: `export` builds its signatures
+from it (and `check-export` verifies a SavedModel against it), the clients
+parse responses with it (`Translation.from_outputs`). Plain Python, so a
+client machine needs no TensorFlow to read it; TensorFlow's own constants are
+copied here for the client, and `tests/export/test_translation_contract.py`
+checks the copies against `tf.saved_model`.
+"""
+
+from __future__ import annotations
+
+SERVE_TAG = "serve"
+"""The MetaGraph tag TF Serving loads (`tf.saved_model.SERVING`)."""
+
+DEFAULT_SIGNATURE = "serving_default"
+"""`tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY`: greedy decoding."""
+
+SIGNATURE_DEF_FIELD = "signature_def"
+"""The one `metadata_field` of GetModelMetadata: every SignatureDef of the version."""
+
+BEAM_SEARCH = "beam_search"
+SCORE_TRANSLATION = "score_translation"
+
+TEXT_INPUT = "text"
+"""The input alias of every signature: a `[batch]` DT_STRING tensor of raw sentences."""
+
+TRANSLATION_INPUT = "translation"
+"""The second input of `score_translation`: the `[batch]` translations to score."""
+
+TRANSLATION_OUTPUTS: dict[str, tuple[str, list[int]]] = {
+    "translation": ("DT_STRING", [-1]),
+    "score": ("DT_FLOAT", [-1]),
+    "length": ("DT_INT32", [-1]),
+    "tokens": ("DT_STRING", [-1, -1]),
+    "source_tokens": ("DT_STRING", [-1, -1]),
+    "attention": ("DT_FLOAT", [-1, -1, -1]),
+}
+"""Outputs of `serving_default` and `beam_search`: alias -> (DataType name, shape, -1 dynamic)."""
+
+SCORE_OUTPUTS: dict[str, tuple[str, list[int]]] = {
+    "score": ("DT_FLOAT", [-1]),
+    "length": ("DT_INT32", [-1]),
+    "tokens": ("DT_STRING", [-1, -1]),
+    "token_scores": ("DT_FLOAT", [-1, -1]),
+    "source_tokens": ("DT_STRING", [-1, -1]),
+    "attention": ("DT_FLOAT", [-1, -1, -1]),
+}
+"""Outputs of `score_translation`."""
+
+SAMPLE = "sample"
+"""The random-sampling signature: one translation drawn per sentence."""
+
+TRANSLATE_SIGNATURES = (DEFAULT_SIGNATURE, BEAM_SEARCH, SAMPLE)
+"""The signatures that translate `text` (and return `TRANSLATION_OUTPUTS`)."""
+
+SEARCH_INPUTS: dict[str, str] = {
+    "beam_width": "DT_INT32",
+    "n_best": "DT_INT32",
+    "length_penalty": "DT_FLOAT",
+    "max_output_length": "DT_INT32",
+}
+"""Optional scalar inputs of `serving_default` and `beam_search`: alias -> DataType name.
+
+Every one has a default in the SignatureDef's `defaults` map, which TF
+Serving's Predict feeds for an input a request leaves out:
+
+- `beam_width`: hypotheses kept per sentence, in `[1, max_beam_width]` (the
+  cap recorded in the export's manifest); 1 is greedy search. Default: 1
+  for `serving_default`, the export's `--beam-width` for `beam_search`.
+- `n_best`: translations returned per sentence, in `[1, beam_width]`.
+  Default 1: the outputs are `TRANSLATION_OUTPUTS`; above 1 they are
+  `N_BEST_OUTPUTS`, best first.
+- `length_penalty`: the GNMT alpha of beam search, finite and >= 0.
+  Default: the export's `--length-penalty`.
+- `max_output_length`: the most tokens of a translation (decoding steps,
+  counting the end token), in `[1, the export's max_output_length]`.
+  Default: the export's.
+"""
+
+SAMPLE_INPUTS: dict[str, str] = {
+    "temperature": "DT_FLOAT",
+    "top_k": "DT_INT32",
+    "top_p": "DT_FLOAT",
+    "seed": "DT_INT32",
+    "max_output_length": "DT_INT32",
+}
+"""Optional scalar inputs of `sample`, each with a default in the SignatureDef:
+
+- `temperature`: > 0 and finite; below 1 sharpens, above 1 flattens. Default 1.
+- `top_k`: >= 0, draw from the `top_k` most probable tokens; 0 (the default)
+  is the whole vocabulary.
+- `top_p`: in `(0, 1]`, draw from the most probable tokens whose mass reaches
+  `top_p`; 1 (the default) is no cut.
+- `seed`: >= -1; the same seed, batch and inputs give the same draws; -1
+  (the default) draws a seed at each request.
+- `max_output_length`: as for `SEARCH_INPUTS`.
+"""
+
+DECODING_INPUTS: dict[str, dict[str, str]] = {
+    DEFAULT_SIGNATURE: SEARCH_INPUTS,
+    BEAM_SEARCH: SEARCH_INPUTS,
+    SAMPLE: SAMPLE_INPUTS,
+}
+"""The optional decoding inputs of each translating signature (besides `text`)."""
+
+N_BEST_OUTPUTS: dict[str, tuple[str, list[int]]] = {
+    "translation": ("DT_STRING", [-1, -1]),
+    "score": ("DT_FLOAT", [-1, -1]),
+    "length": ("DT_INT32", [-1, -1]),
+    "tokens": ("DT_STRING", [-1, -1, -1]),
+    "source_tokens": ("DT_STRING", [-1, -1]),
+    "attention": ("DT_FLOAT", [-1, -1, -1, -1]),
+}
+"""Outputs of a request with `n_best > 1`: `[batch, n_best, ...]`, best first.
+
+`translation`, `score`, `length` `[batch, n_best]`; `tokens` `[batch, n_best,
+T_out]`; `attention` `[batch, n_best, T_out, T_in]`; `source_tokens` stays
+`[batch, T_in]`. The SignatureDef of a signature with `n_best` gives these
+outputs an unknown rank, since the rank depends on the request.
+"""

@@ -1,0 +1,235 @@
+"""`ServingSession`: a SavedModel version loaded and run the way TF Serving does, and its warmup.
+
+The project's one loader: the local server serves each version through it,
+and `keras_attention.export` checks its exports with it, so what the checker
+proves is what the server runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+from tensorflow_serving.apis import prediction_log_pb2
+
+logger = logging.getLogger(__name__)
+
+WARMUP_FILE = Path(tf.saved_model.ASSETS_DIRECTORY + ".extra") / "tf_serving_warmup_requests"
+"""Where TF Serving looks for warmup requests, relative to the version directory."""
+
+MAX_WARMUP_RECORDS = 1000
+"""TF Serving refuses to load a version whose warmup file holds more records."""
+
+
+class ServingSession:
+    """A SavedModel version in its own Graph and TF1 Session, as `tensorflow_model_server` loads it.
+
+    1. tf-text's ops are registered (`import tensorflow_text`; the model
+       server links the same op library), else loading fails with "Op type
+       not registered".
+    2. A fresh `tf.Graph` and `tf.compat.v1.Session(config=session_config)`;
+       `tf.compat.v1.saved_model.loader.load(session, ["serve"], path)`
+       imports the MetaGraph, restores the variables and runs the init op
+       (lookup tables); the graph is then finalized. No Python function of
+       the exporting library is used.
+    3. `run` feeds and fetches the SignatureDef's tensor names through one
+       cached `make_callable` per (signature, outputs). A Session is
+       thread-safe: concurrent runs proceed in parallel.
+
+    The server reference-counts a session: `retire()` when it unloads the
+    version, and the Session closes once the last request holding it
+    `release()`s it, so a version switch never fails a running request.
+
+    Args:
+        path: the version directory (`BASE/<version>`).
+        session_config: optional `tf.compat.v1.ConfigProto`.
+        name: the model name (for the server's logs and answers).
+        version: the version number (likewise).
+
+    Raises:
+        TensorFlow's error (e.g. `NotFoundError`) if the version does not load.
+
+    Example:
+
+    ```python
+    with ServingSession("/models/translator/1") as session:
+        outputs = session.run("serving_default", {"text": np.array([b"Hello."], object)})
+        outputs["translation"]  # array([b"Bonjour."], dtype=object)
+    ```
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        session_config: Any | None = None,
+        *,
+        name: str = "",
+        version: int = 0,
+    ):
+        self.path, self.name, self.version = str(path), name, int(version)
+        try:
+            import tensorflow_text  # noqa: F401 - registers tf-text's ops
+        except ImportError:
+            logger.info("tensorflow_text is not installed; graphs using its ops will not load")
+        self.graph = tf.Graph()
+        self.session = tf.compat.v1.Session(graph=self.graph, config=session_config)
+        # The TF1 loader warns that it is deprecated; it is the model server's path here.
+        tf_logger = logging.getLogger("tensorflow")
+        level = tf_logger.level
+        tf_logger.setLevel(logging.ERROR)
+        try:
+            with self.graph.as_default():
+                self.meta_graph_def = tf.compat.v1.saved_model.loader.load(
+                    self.session, [tf.saved_model.SERVING], self.path
+                )
+            self.graph.finalize()
+        except BaseException:
+            self.session.close()
+            raise
+        finally:
+            tf_logger.setLevel(level)
+        self._callables: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+        self._refs, self._retired, self._closed = 0, False, False
+
+    def __repr__(self) -> str:
+        return f"ServingSession({self.path!r}, name={self.name!r}, version={self.version})"
+
+    @property
+    def signature_defs(self) -> dict:
+        """The SignatureDefs by name, without `__saved_model_init_op`."""
+        return {
+            k: v for k, v in self.meta_graph_def.signature_def.items() if not k.startswith("__")
+        }
+
+    def run(
+        self,
+        signature_name: str,
+        inputs: Mapping[str, np.ndarray],
+        output_keys: Sequence[str] | None = None,
+        *,
+        timeout_in_ms: int | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Runs one signature on NumPy inputs.
+
+        Args:
+            signature_name: e.g. `"serving_default"`.
+            inputs: input alias -> array: the signature's inputs, where those
+                with a value in the SignatureDef's `defaults` map may be left
+                out and are fed that value (TF Serving's `GetInputValues`).
+            output_keys: the outputs to fetch (default: all).
+            timeout_in_ms: `RunOptions.timeout_in_ms`: past it the run is
+                cancelled with `DeadlineExceededError`, as TF Serving does
+                with a request's deadline.
+
+        Returns:
+            Output alias -> array.
+
+        Raises:
+            KeyError: unknown signature.
+            ValueError: the input aliases differ from the signature's.
+        """
+        signature = self.signature_defs.get(signature_name)
+        if signature is None:
+            raise KeyError(
+                f"No signature {signature_name!r} in {self.path!r}. "
+                f"Available: {sorted(self.signature_defs)}"
+            )
+        missing = set(signature.inputs) - set(inputs)
+        if set(inputs) - set(signature.inputs) or missing - set(signature.defaults):
+            raise ValueError(
+                f"Signature {signature_name!r} takes inputs {sorted(signature.inputs)}, "
+                f"with defaults for {sorted(signature.defaults)}. Received: {sorted(inputs)}"
+            )
+        inputs = {**{k: tf.make_ndarray(signature.defaults[k]) for k in missing}, **inputs}
+        keys = list(output_keys) if output_keys is not None else sorted(signature.outputs)
+        feed_keys = sorted(signature.inputs)
+        cache_key = (signature_name, *keys)
+        fn = self._callables.get(cache_key)
+        if fn is None:
+            with self._lock:
+                fn = self._callables.get(cache_key) or self.session.make_callable(
+                    [signature.outputs[key].name for key in keys],
+                    feed_list=[signature.inputs[key].name for key in feed_keys],
+                    accept_options=True,
+                )
+                self._callables[cache_key] = fn
+        options = None
+        if timeout_in_ms is not None:
+            options = tf.compat.v1.RunOptions(timeout_in_ms=max(int(timeout_in_ms), 1))
+        values = fn(*(np.asarray(inputs[key]) for key in feed_keys), options=options)
+        return dict(zip(keys, values, strict=True))
+
+    # Lifetime ---------------------------------------------------------------------------------
+
+    def acquire(self) -> bool:
+        """Takes a reference for one request; False once the version is retired."""
+        with self._lock:
+            if self._retired:
+                return False
+            self._refs += 1
+            return True
+
+    def release(self) -> None:
+        """Returns a reference; closes the Session if retired and this was the last one."""
+        with self._lock:
+            self._refs -= 1
+        self._close_if_unused()
+
+    def retire(self) -> None:
+        """No new requests; the Session closes when the last running one ends."""
+        with self._lock:
+            self._retired = True
+        self._close_if_unused()
+
+    def close(self) -> None:
+        """Closes the Session now."""
+        self.retire()
+        self._close_if_unused(force=True)
+
+    def __enter__(self) -> ServingSession:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _close_if_unused(self, force: bool = False) -> None:
+        with self._lock:
+            if self._closed or not (force or (self._retired and self._refs == 0)):
+                return
+            self._closed = True
+            self._callables.clear()
+        self.session.close()
+        if self.name:
+            logger.info("Unloaded model %s version %d", self.name, self.version)
+
+
+def read_warmup_requests(version_dir: str | os.PathLike) -> list[prediction_log_pb2.PredictionLog]:
+    """The `PredictionLog` records of a version's warmup file (`[]` if there is none).
+
+    Raises:
+        ValueError: more than `MAX_WARMUP_RECORDS` records (TF Serving refuses
+            such a version), or a non-empty file without a record.
+        tf.errors.DataLossError: a corrupt record.
+        google.protobuf.message.DecodeError: a record is not a `PredictionLog`.
+    """
+    path = str(Path(version_dir) / WARMUP_FILE)
+    if not tf.io.gfile.exists(path):
+        return []
+    logs = []
+    for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+        if len(logs) == MAX_WARMUP_RECORDS:
+            raise ValueError(
+                f"{path!r} holds more than {MAX_WARMUP_RECORDS} warmup records, which TF "
+                "Serving refuses"
+            )
+        logs.append(prediction_log_pb2.PredictionLog.FromString(record))
+    if not logs and tf.io.gfile.stat(path).length:
+        raise ValueError(f"{path!r} is not a TFRecord file of PredictionLogs")
+    return logs
