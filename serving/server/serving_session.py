@@ -53,7 +53,7 @@ class ServingSession:
         version: the version number (likewise).
 
     Raises:
-        TensorFlow's error (e.g. `NotFoundError`) if the version does not load.
+        tf.errors.OpError: the version does not load (e.g. `NotFoundError`).
 
     Example:
 
