@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from keras_attention.training.backup_files import read_json, write_json_atomically
+
 
 class RunDirectory:
     """Paths and small I/O helpers of a run directory.
@@ -126,17 +128,18 @@ class RunDirectory:
             )
 
     def read_metrics(self) -> dict[str, Any]:
-        if not self.metrics.is_file():
-            return {}
-        return json.loads(self.metrics.read_text(encoding="utf-8"))
+        """metrics.json as a dict (`{}` when there is none).
+
+        Raises:
+            ValueError: the file is not JSON (read several times first).
+        """
+        return read_json(self.metrics) or {}
 
     def update_metrics(self, **sections: Any) -> dict[str, Any]:
         """Merges `sections` into metrics.json (written atomically)."""
         metrics = self.read_metrics()
         metrics.update(sections)
-        tmp = self.metrics.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, self.metrics)
+        write_json_atomically(self.metrics, metrics)
         return metrics
 
     def write_pairs(self, path: Path, pairs) -> None:

@@ -19,11 +19,16 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import json
 import os
 import socket
 from typing import Any
 
+from keras_attention.training.backup_files import (
+    complete_lines,
+    read_backup,
+    read_json,
+    write_json_atomically,
+)
 from keras_attention.training.run_directory import RunDirectory
 
 TRAINING = "training"
@@ -44,9 +49,11 @@ def read_state(run: RunDirectory) -> dict[str, Any]:
     as `interrupted`, with `"process_gone": True`.
     """
     try:
-        state = json.loads(run.state.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}  # none yet (state.json is written atomically, so never half)
+        state = read_json(run.state)  # written atomically; retried all the same
+    except ValueError:
+        state = None
+    if not isinstance(state, dict):
+        return {}
     if state.get("state") == TRAINING and not _process_alive(state):
         state = {**state, "state": INTERRUPTED, "process_gone": True}
     return state
@@ -64,9 +71,7 @@ def write_state(run: RunDirectory, state: str, **fields: Any) -> dict[str, Any]:
         **fields,
     }
     run.path.mkdir(parents=True, exist_ok=True)
-    tmp = run.state.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, run.state)
+    write_json_atomically(run.state, record)
     return record
 
 
@@ -94,19 +99,13 @@ def other_live_trainer(run: RunDirectory) -> int | None:
 def epochs_done(run: RunDirectory) -> int:
     """Epochs completed so far, over all sessions of the run.
 
-    While a run is unfinished, the resume backup (Keras `BackupAndRestore`'s
-    `training_metadata.json`) counts them; otherwise the rows of history.csv.
+    While a run is unfinished, its latest complete resume backup counts them
+    (`backup_files.read_backup`); otherwise the complete rows of history.csv.
     """
-    metadata = run.backup / "training_metadata.json"
-    if metadata.is_file():
-        try:
-            return int(json.loads(metadata.read_text(encoding="utf-8"))["epoch"])
-        except (ValueError, KeyError, TypeError):
-            pass
-    if not run.history.is_file():
-        return 0
-    with open(run.history, encoding="utf-8") as f:
-        lines = [line for line in f if line.strip()]
+    backup = read_backup(run.backup)
+    if backup is not None:
+        return backup.epoch
+    lines = [line for line in complete_lines(run.history) if line.strip()]
     return max(0, len(lines) - 1)  # minus the header
 
 
@@ -330,10 +329,8 @@ def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
 def _best_val_loss(run: RunDirectory) -> float | None:
     import csv
 
-    if not run.history.is_file():
-        return None
-    with open(run.history, encoding="utf-8", newline="") as f:
-        losses = [float(row["val_loss"]) for row in csv.DictReader(f) if row.get("val_loss")]
+    rows = csv.DictReader(complete_lines(run.history))  # CSVLogger may be writing a row
+    losses = [float(row["val_loss"]) for row in rows if row.get("val_loss")]
     return min(losses) if losses else None
 
 

@@ -1,26 +1,97 @@
-"""`BackupAndRestore` for several workers: the chief writes, every worker restores."""
+"""`BackupAndRestore` that resumes exactly: every state a step reads, for one or several workers."""
 
 from __future__ import annotations
 
-import json
+import logging
 import shutil
 import tempfile
 from pathlib import Path
 
 import keras
+import numpy as np
+
+from keras_attention.training.backup_files import (
+    METADATA,
+    PREVIOUS_METADATA,
+    backup_records,
+    read_backup,
+    temporary_path,
+    write_json_atomically,
+)
+
+logger = logging.getLogger(__name__)
 
 
 def backed_up_epoch(backup_dir) -> int:
-    """The epoch a `BackupAndRestore` in `backup_dir` resumes at (0 when there is none)."""
-    for name in ("training_metadata.json", "training_metadata.json.bkp"):
-        path = Path(backup_dir) / name
-        if path.is_file():
-            return int(json.loads(path.read_text(encoding="utf-8"))["epoch"])
-    return 0
+    """The epoch a `SharedBackupAndRestore` in `backup_dir` resumes at (0 when there is none).
+
+    The epoch of the latest complete backup (`backup_files.read_backup`): a
+    metadata file being written is read again, and one whose weights file is
+    missing or short is passed over for the previous backup.
+    """
+    record = read_backup(backup_dir)
+    return 0 if record is None else record.epoch
+
+
+# The attributes of Keras callbacks that carry their decisions from one epoch to the next.
+CALLBACK_STATE = {
+    keras.callbacks.EarlyStopping: ("wait", "best", "best_epoch"),
+    keras.callbacks.ModelCheckpoint: ("best",),
+}
+
+
+def callback_state(callback) -> dict:
+    """The epoch-to-epoch state of a Keras `EarlyStopping` or `ModelCheckpoint`, JSON-able."""
+    for kind, names in CALLBACK_STATE.items():
+        if isinstance(callback, kind):
+            return {name: _plain(getattr(callback, name, None)) for name in names}
+    raise TypeError(
+        f"Only the state of {[k.__name__ for k in CALLBACK_STATE]} is backed up. "
+        f"Received: {type(callback).__name__}"
+    )
+
+
+def _plain(value):
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return float(value)  # numpy and Python floats, including inf
+
+
+def seed_generator_states(model) -> list:
+    """The state variables of `model`'s `keras.random.SeedGenerator`s (dropout), in model order.
+
+    Keras lists them in `model.variables` ("all layer state, including random
+    seeds") but not in `model.weights`, so `model.save_weights` leaves them out.
+    """
+    weights = {id(v) for v in model.weights}
+    return [v for v in model.variables if id(v) not in weights]
 
 
 class SharedBackupAndRestore(keras.callbacks.BackupAndRestore):
-    """Resume state in one shared directory, written by the chief only.
+    """Resume state that brings a run back exactly as it was at its last epoch end.
+
+    Keras 3's `BackupAndRestore` saves `model.save_weights` (the model's and
+    the optimizer's variables: Adam's moments and its iteration count, which
+    the learning-rate schedule follows) and the epoch. It leaves out the
+    state of the model's random seed generators, so a resumed run drew the
+    dropout masks of the first epoch again and trained to other weights. Here
+    a backup (written at each epoch end) holds:
+
+    1. `epoch-N.weights.h5`: `model.save_weights`, written to a temporary
+       file and renamed;
+    2. `training_metadata.json`: the epoch `N`, the name and size of that
+       weights file, the optimizer's iteration count, every `SeedGenerator`
+       state (`seed_generator_states`) and the state of the given
+       `callbacks` (early stopping's patience count and best value, the
+       checkpoint's best value: `callback_state`). Written after the
+       weights, atomically (temporary file and `os.replace`): it is the
+       commit point. The previous metadata is kept as
+       `training_metadata.json.bkp` with its weights file, so a kill at any
+       moment leaves at least one complete backup (`backup_files.read_backup`).
+
+    The data stream is the caller's: it positions it at the restored epoch
+    (a deterministic stream, `skip(epoch * steps_per_epoch)`) and passes that
+    epoch as `expected_epoch`; restoring any other epoch raises.
 
     Keras 3's `BackupAndRestore` has no multi-worker logic: every worker
     would write the same files (and race), or each its own (and the workers
@@ -33,53 +104,136 @@ class SharedBackupAndRestore(keras.callbacks.BackupAndRestore):
     Args:
         backup_dir: the shared backup directory.
         is_chief: bool, whether this process writes `backup_dir`.
-        **kwargs: passed to `keras.callbacks.BackupAndRestore`.
+        expected_epoch: int or `None`, the epoch the caller positioned the
+            data at (`backed_up_epoch(backup_dir)`); `None` checks nothing.
+        callbacks: dict, name -> `EarlyStopping` or `ModelCheckpoint`
+            whose state is backed up and restored. Put this callback after
+            them in `fit`'s list, so that it records their state after the
+            epoch.
+        delete_checkpoint: bool, remove the backup when training ends.
     """
 
-    def __init__(self, backup_dir, is_chief=True, **kwargs):
-        super().__init__(str(backup_dir), **kwargs)
+    def __init__(
+        self,
+        backup_dir,
+        is_chief=True,
+        expected_epoch=None,
+        callbacks=None,
+        delete_checkpoint=True,
+    ):
+        super().__init__(
+            str(backup_dir),
+            save_freq="epoch",
+            double_checkpoint=True,
+            delete_checkpoint=delete_checkpoint,
+        )
         self.is_chief = is_chief
-        self._shared_paths = self._paths()
+        self.expected_epoch = expected_epoch
+        self.callbacks = dict(callbacks or {})
+        for callback in self.callbacks.values():
+            callback_state(callback)  # raises for a callback it cannot restore
+        self.restored_epoch = None
+        self._shared_dir = Path(backup_dir)
         if is_chief:
-            self._write_paths = self._shared_paths
+            self._write_dir = self._shared_dir
             self._private_dir = None
         else:
             self._private_dir = tempfile.mkdtemp(prefix="keras_attention_backup_")
-            shared = str(backup_dir)
-            self._write_paths = tuple(
-                p.replace(shared, self._private_dir, 1) for p in self._paths()
+            self._write_dir = Path(self._private_dir)
+
+    def on_train_begin(self, logs=None):
+        record = read_backup(self._shared_dir)
+        epoch = 0 if record is None else record.epoch
+        if self.expected_epoch is not None and epoch != self.expected_epoch:
+            raise ValueError(
+                f"The backup in {str(self._shared_dir)!r} resumes at epoch {epoch}, but the "
+                f"training data was positioned at epoch {self.expected_epoch}; the backup "
+                "changed while training started (is another process writing it?)"
             )
+        self.restored_epoch = epoch
+        if record is None:
+            return
+        if not self.model.built:
+            raise ValueError(
+                "To use the BackupAndRestore callback, your model must be built before you "
+                f"call `fit()`. Model {self.model} is unbuilt."
+            )
+        if record.weights.is_file():
+            if self.model.optimizer is not None and not self.model.optimizer.built:
+                self.model.optimizer.build(self.model.trainable_variables)
+            self.model.load_weights(record.weights)
+        self._restore_seed_generators(record)
+        saved = record.metadata.get("callbacks", {})
+        for name, callback in self.callbacks.items():
+            for attribute, value in saved.get(name, {}).items():
+                setattr(callback, attribute, value)
+        iterations = record.metadata.get("iterations")
+        optimizer = self.model.optimizer
+        if iterations is not None and optimizer is not None:
+            if int(optimizer.iterations.numpy()) != iterations:
+                raise ValueError(
+                    f"The backup {str(record.weights)!r} holds an optimizer at step "
+                    f"{int(optimizer.iterations.numpy())}, but its metadata "
+                    f"{str(record.metadata_path)!r} records step {iterations}"
+                )
+        self.model._initial_epoch = epoch
 
-    def _paths(self):
-        return (
-            self.backup_dir,
-            self._weights_path,
-            self._training_metadata_path,
-            self._prev_weights_path,
-            self._prev_training_metadata_path,
-        )
-
-    def _use(self, paths):
-        (
-            self.backup_dir,
-            self._weights_path,
-            self._training_metadata_path,
-            self._prev_weights_path,
-            self._prev_training_metadata_path,
-        ) = paths
+    def _restore_seed_generators(self, record):
+        states = record.metadata.get("seed_generators")
+        variables = seed_generator_states(self.model)
+        if states is None:
+            if variables:
+                logger.warning(
+                    "The backup in %s has no random-generator states (written by an older "
+                    "version): the resumed epochs draw other dropout masks than an "
+                    "uninterrupted run would.",
+                    self._shared_dir,
+                )
+            return
+        if len(states) != len(variables):
+            raise ValueError(
+                f"The backup in {str(self._shared_dir)!r} holds {len(states)} random-generator "
+                f"states, but the model has {len(variables)}: it was written by another model"
+            )
+        for variable, state in zip(variables, states, strict=True):
+            variable.assign(np.asarray(state, dtype=variable.dtype))
 
     def _save_model(self):
-        self._use(self._write_paths)
-        try:
-            super()._save_model()
-        finally:
-            self._use(self._shared_paths)
+        directory = self._write_dir
+        directory.mkdir(parents=True, exist_ok=True)
+        name = f"epoch-{self._current_epoch}.weights.h5"
+        weights = directory / name
+        tmp = temporary_path(weights).with_suffix(".weights.h5")  # Keras checks the suffix
+        self.model.save_weights(str(tmp), overwrite=True)
+        tmp.replace(weights)
+        optimizer = self.model.optimizer
+        metadata = {
+            "epoch": self._current_epoch,
+            "batch": self._last_batch_seen,
+            "weights": name,
+            "weights_bytes": weights.stat().st_size,
+            "iterations": None if optimizer is None else int(optimizer.iterations.numpy()),
+            "seed_generators": [
+                np.asarray(v.numpy()).tolist() for v in seed_generator_states(self.model)
+            ],
+            "callbacks": {name: callback_state(c) for name, c in self.callbacks.items()},
+        }
+        keep = {name}
+        previous = backup_records(directory)
+        if previous:
+            # The latest backup becomes the previous one, its weights file named explicitly.
+            write_json_atomically(
+                directory / PREVIOUS_METADATA,
+                {**previous[0].metadata, "weights": previous[0].weights.name},
+            )
+            keep.add(previous[0].weights.name)
+        write_json_atomically(directory / METADATA, metadata)
+        for path in directory.iterdir():
+            if path.name.endswith((".weights.h5", ".weights.h5.bkp")) and path.name not in keep:
+                path.unlink(missing_ok=True)
 
     def on_train_end(self, logs=None):
-        self._use(self._write_paths)
-        try:
-            super().on_train_end(logs)
-        finally:
-            self._use(self._shared_paths)
-            if self._private_dir is not None:
-                shutil.rmtree(self._private_dir, ignore_errors=True)
+        if self.delete_checkpoint:
+            shutil.rmtree(self._write_dir, ignore_errors=True)
+        if self._private_dir is not None:
+            shutil.rmtree(self._private_dir, ignore_errors=True)

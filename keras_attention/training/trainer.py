@@ -15,6 +15,11 @@ from keras_attention.models.seq2seq import Seq2Seq
 from keras_attention.precision import resolve_run_precision
 from keras_attention.training import distribution as dist
 from keras_attention.training import run_state
+from keras_attention.training.backup_files import (
+    complete_lines,
+    write_bytes_atomically,
+    write_text_atomically,
+)
 from keras_attention.training.fused_adam import FusedAdam
 from keras_attention.training.interrupt_on_signal import InterruptOnSignal, TrainingInterrupted
 from keras_attention.training.masked_accuracy import MaskedAccuracy
@@ -130,7 +135,7 @@ def claim_run(config: TrainConfig) -> RunDirectory:
     run = RunDirectory(config.out)
     done = run_state.claim_run_directory(run, config)
     run.path.mkdir(parents=True, exist_ok=True)
-    config.save(run.path)
+    write_text_atomically(run.config, config.to_json() + "\n")  # `status` may be reading it
     run_state.write_state(run, run_state.TRAINING, epochs_done=done, epochs_planned=config.epochs)
     return run
 
@@ -146,12 +151,25 @@ def write_run_files(run: RunDirectory, config: TrainConfig, splits) -> None:
     write_vocabularies(run, config, splits)
 
 
+def keep_history(run: RunDirectory, epochs: int) -> None:
+    """Cuts history.csv back to its header and first `epochs` complete rows.
+
+    A run killed after an epoch's row was written but before its backup was
+    (or in the middle of a row) resumes at the backup's epoch, so the rows
+    after it would be repeated.
+    """
+    if not run.history.is_file():
+        return
+    text = run.history.read_bytes()
+    kept = b"".join(text[: text.rfind(b"\n") + 1].splitlines(keepends=True)[: epochs + 1])
+    if kept != text:
+        write_bytes_atomically(run.history, kept)
+
+
 def best_validation_loss(run: RunDirectory) -> float | None:
     """The lowest val_loss in history.csv (from before a resume), if any."""
-    if not run.history.is_file():
-        return None
-    with open(run.history, encoding="utf-8", newline="") as f:
-        losses = [float(row["val_loss"]) for row in csv.DictReader(f) if row.get("val_loss")]
+    rows = csv.DictReader(complete_lines(run.history))  # CSVLogger may be writing a row
+    losses = [float(row["val_loss"]) for row in rows if row.get("val_loss")]
     return min(losses) if losses else None
 
 
@@ -335,6 +353,8 @@ def _fit(
         model.build()
     dist.apply_keras_fixes(distribution, model)
     logger.info("Seq2Seq with %d parameters", model.count_params())
+    if distribution.is_chief:
+        keep_history(run, initial_epoch)
     best_so_far = best_validation_loss(run)
     budget = TimeBudget(
         config.time_budget_minutes * 60 if config.time_budget_minutes else 1e12,
@@ -345,25 +365,30 @@ def _fit(
     early_stopping = keras.callbacks.EarlyStopping(
         monitor="val_loss", patience=config.patience, restore_best_weights=True
     )
+    checkpoint = keras.callbacks.ModelCheckpoint(
+        str(writes.model),
+        monitor="val_loss",
+        save_best_only=True,
+        initial_value_threshold=best_so_far,
+    )
     callbacks = [
-        # Keeps the previous backup too, in case a signal lands mid-write.
-        SharedBackupAndRestore(
-            run.backup,
-            is_chief=distribution.is_chief,
-            save_freq="epoch",
-            double_checkpoint=True,
-        ),
-        keras.callbacks.ModelCheckpoint(
-            str(writes.model),
-            monitor="val_loss",
-            save_best_only=True,
-            initial_value_threshold=best_so_far,
-        ),
+        checkpoint,
         early_stopping,
         keras.callbacks.TensorBoard(str(writes.logs)),
         keras.callbacks.CSVLogger(str(writes.history), append=True),
         budget,
         *(extra_callbacks or []),
+        # After the callbacks whose epoch-end state it records (early stopping's
+        # patience, the best val_loss) and whose files it must not run ahead of
+        # (history.csv): weights, optimizer, random-generator states, those
+        # callbacks' state and the epoch. The data stream was positioned at the
+        # same epoch above.
+        SharedBackupAndRestore(
+            run.backup,
+            is_chief=distribution.is_chief,
+            expected_epoch=initial_epoch,
+            callbacks={"early_stopping": early_stopping, "model_checkpoint": checkpoint},
+        ),
         interrupt,  # last: the epoch's backup and logs are written before it stops fit
     ]
     started = time.monotonic()
