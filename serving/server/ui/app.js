@@ -15,7 +15,7 @@
   const SAMPLING_SIGNATURES = ["sampling", "sample", "random_sampling"];
   const ATTENTION_OUTPUTS = ["tokens", "source_tokens", "attention"];
   // Signature input alias -> the id of its control. An input is sent when its control is
-  // shown (the chosen signature has it) and filled in; otherwise the export's default holds.
+  // shown (the chosen signature has it): its value, or the export's default when empty.
   const DECODING_INPUTS = {
     beam_width: "beam-width",
     n_best: "n-best",
@@ -241,19 +241,25 @@
     return state.signatures[signature].inputs || {};
   }
 
-  // The export's default of a decoding input (the SignatureDef's `defaults`), as text.
-  function defaultOf(signature, alias) {
+  // The export's default of a decoding input (the SignatureDef's `defaults`), or null.
+  function defaultValue(signature, alias) {
     const defaults = (state.signatures && signature && state.signatures[signature] &&
       state.signatures[signature].defaults) || {};
     const tensor = defaults[alias];
     for (const field of ["int_val", "int64_val", "float_val", "double_val"]) {
       const values = tensor && tensor[field];
       if (Array.isArray(values) && values.length) {
-        const value = Number(values[0]);
-        return alias === "seed" && value === -1 ? "random" : String(value);
+        // float_val holds float32 values: 7 significant digits give them back (0.6).
+        return Number(Number(values[0]).toPrecision(7));
       }
     }
-    return "default";
+    return null;
+  }
+
+  function defaultText(signature, alias) {
+    const value = defaultValue(signature, alias);
+    if (value === null) return "default";
+    return alias === "seed" && value === -1 ? "-1 (random)" : String(value);
   }
 
   function updateDecoding() {
@@ -282,7 +288,7 @@
       const alias = label.dataset.input;
       const mine = label.dataset.strategy === choice || label.dataset.strategy === "any";
       label.hidden = !(alias in inputs && mine);
-      $(DECODING_INPUTS[alias]).placeholder = defaultOf(signature, alias);
+      $(DECODING_INPUTS[alias]).placeholder = defaultText(signature, alias);
     }
     const notes = [];
     if (signature) notes.push(`Calls the ${signature} signature.`);
@@ -308,8 +314,10 @@
       if (!id || $(id).parentElement.hidden) continue;
       const control = $(id);
       const raw = control.value.trim();
-      if (raw === "") continue; // the export's default
-      const number = Number(raw);
+      // An empty field sends the export's default (TF Serving would feed it too).
+      const fallback = defaultValue(signature, alias);
+      if (raw === "" && fallback === null) continue;
+      const number = raw === "" ? fallback : Number(raw);
       const integer = INTEGER_TYPES.has(spec.dtype);
       if (!Number.isFinite(number) || (integer && !Number.isInteger(number))) {
         const name = control.parentElement.firstChild.textContent.trim();
