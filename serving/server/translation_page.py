@@ -12,6 +12,7 @@ from __future__ import annotations
 from importlib import resources
 
 from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -50,8 +51,8 @@ class TranslationPage:
     2. Another method: 405 with `Allow: GET, HEAD`.
     3. Another path under `/ui/`: 404.
 
-    The files are read once, when the page is built. A server mounts it before
-    its API: `if page.serves(scope["path"]): await page(scope, receive, send)`.
+    The files are read once, when the page is built. A server puts `routes()`
+    before its API's catch-all, or calls the page itself where `serves(path)`.
 
     Example:
 
@@ -68,6 +69,10 @@ class TranslationPage:
             path: (package.joinpath(name).read_bytes(), content_type)
             for path, (name, content_type) in FILES.items()
         }
+
+    def routes(self) -> list[BaseRoute]:
+        """Starlette routes of `/` and `/ui/...` to this page, for any method."""
+        return [Route("/", self), Route("/ui/{name:path}", self)]
 
     @staticmethod
     def serves(path: str) -> bool:

@@ -85,6 +85,21 @@ def test_serves_only_its_own_paths(page):
         page.body("/x")
 
 
+def test_its_routes_go_before_a_catch_all(page):
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+
+    app = Starlette(routes=page.routes())
+    app.router.default = PlainTextResponse("the API")
+    assert call(app, "GET", "/")[2] == page.body("/")
+    assert call(app, "GET", "/ui/style.css")[2] == page.body("/ui/style.css")
+    assert call(app, "GET", "/ui/nothing")[0] == 404
+    assert call(app, "DELETE", "/")[0] == 405
+    status, headers, body = call(app, "GET", "/v1/models")
+    assert (status, body) == (200, b"the API")
+    assert "content-security-policy" not in headers
+
+
 class _Markup(html.parser.HTMLParser):
     """Collects what a CSP of `script-src 'self'; style-src 'self'` would refuse, and links."""
 
