@@ -25,14 +25,17 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Sequence
 from importlib import resources
 from typing import NoReturn
 
 import uvicorn
 from google.protobuf import json_format
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import BaseRoute
 from tensorflow_serving.apis import get_model_metadata_pb2, model_pb2, predict_pb2
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -97,8 +100,7 @@ class RestApi:
       (answers `predictions`) or `inputs` (answers `outputs`).
     - `POST ...:classify` / `...:regress`: refused as TF Serving refuses them
       for Predict-only signatures (`inference.reject_classify_regress`).
-    - `GET /v1/openapi.json`, and the Prometheus page at the monitoring
-      config's path, if enabled.
+    - `GET /v1/openapi.json`: this API's OpenAPI 3 document.
 
     Errors answer `{"error": message}` with TF Serving's HTTP status for the
     code (400 `INVALID_ARGUMENT`, 404 `NOT_FOUND`, 504 `DEADLINE_EXCEEDED`,
@@ -109,9 +111,6 @@ class RestApi:
         manager: the servable manager.
         timeout_in_ms: Session run timeout per request (TF Serving's
             `--rest_api_timeout_in_ms`); 0 or less: none.
-        metrics: where request counts and latencies are recorded.
-        prometheus_path: the path of the metrics page (`None`: disabled).
-        method_name_check: check SignatureDef method names in classify/regress.
         runner: runs Predict's Session (the server's `Batcher.run` with
             `--enable_batching`).
     """
@@ -121,21 +120,15 @@ class RestApi:
         manager: ServableManager,
         *,
         timeout_in_ms: int = 30000,
-        metrics: Metrics | None = None,
-        prometheus_path: str | None = None,
-        method_name_check: bool = False,
         runner: inference.Runner | None = None,
     ):
         self.manager = manager
         self.timeout_in_ms = timeout_in_ms if timeout_in_ms and timeout_in_ms > 0 else None
-        self.metrics = metrics
-        self.prometheus_path = prometheus_path
-        self.method_name_check = method_name_check
         self.runner = runner
 
     def allowed_methods(self, path: str) -> str | None:
         """The `Allow` header of `path`'s route (`None`: not a route)."""
-        if path == OPENAPI_PATH or (self.prometheus_path and path == self.prometheus_path):
+        if path == OPENAPI_PATH:
             return _READ_ONLY
         if _PREDICTION_API.fullmatch(path):
             return _POST_ONLY
@@ -161,47 +154,28 @@ class RestApi:
             )
         if path == OPENAPI_PATH:
             return RestResponse(200, openapi_document())
-        if self.prometheus_path and path == self.prometheus_path and self.metrics is not None:
-            return RestResponse(200, self.metrics.render().encode(), "text/plain; version=0.0.4")
         if not _API_PREFIX.fullmatch(path):
             return error_response(404, f"Not found: {path}")
-        start = time.perf_counter()
-        model_name = api = ""
-        status = "OK"
         try:
             if method == "GET" and _MODEL_LIST_API.fullmatch(path):
-                return self._json(200, self._list_models())
+                return self._json(json.dumps({"models": self.manager.list_models()}, indent=1))
             match = _PREDICTION_API.fullmatch(path) or _MODEL_STATUS_API.fullmatch(path)
             if match is None:
                 raise ServingError("INVALID_ARGUMENT", f"Malformed request: {method} {path}")
-            model_name, version, label = _model_info(match)
-            spec = _model_spec(model_name, version, label)
-            if method == "POST":
-                api = match.group(4).lower()
-                document = parse_request_json(body)
-                if api == "predict":
-                    return self._json(200, self._predict(spec, document))
-                self._classify_or_regress(api, spec, document)
-            if match.group(4):
-                return self._json(200, self._metadata(spec))
-            return self._json(200, self._status(spec))
+            spec = _model_spec(match)
+            if method == "GET":
+                return self._json(self._metadata(spec) if match.group(4) else self._status(spec))
+            document = parse_request_json(body)
+            if match.group(4).lower() != "predict":
+                self._classify_or_regress(match.group(4).lower(), spec, document)
+            return self._json(self._predict(spec, document))
         except ServingError as failure:
-            status = failure.code
             logger.debug("REST %s %s failed: %s", method, path, failure)
             return error_response(HTTP_STATUS_FOR_CODE.get(failure.code, 500), failure.message)
-        finally:
-            if self.metrics is not None and api:
-                self.metrics.increment(REQUEST_COUNT, {"model_name": model_name, "status": status})
-                labels = {"model_name": model_name, "API": api.capitalize(), "entrypoint": "REST"}
-                self.metrics.observe(
-                    REQUEST_LATENCY,
-                    {**labels, "status": status},
-                    (time.perf_counter() - start) * 1e6,
-                )
 
     @staticmethod
-    def _json(status: int, text: str) -> RestResponse:
-        return RestResponse(status, text.encode("utf-8"))
+    def _json(text: str) -> RestResponse:
+        return RestResponse(200, text.encode("utf-8"))
 
     # Routes -----------------------------------------------------------------------------------
 
@@ -210,8 +184,8 @@ class RestApi:
         request.model_spec.CopyFrom(spec)
         request.model_spec.signature_name = json_tensor.signature_name_of(document)
         signature_name = request.model_spec.signature_name or inference.DEFAULT_SIGNATURE
-        with self.manager.servable(request.model_spec) as bundle:
-            signature_defs = bundle.meta_graph_def.signature_def
+        with self.manager.servable(request.model_spec) as session:
+            signature_defs = session.signature_defs
             if signature_name not in signature_defs:
                 raise ServingError(
                     "INVALID_ARGUMENT",
@@ -224,11 +198,7 @@ class RestApi:
                 request.inputs,
             )
             response = inference.run_predict(
-                bundle,
-                request,
-                timeout_in_ms=self.timeout_in_ms,
-                observe_runtime=self._observer(spec.name),
-                runner=self.runner,
+                session, request, timeout_in_ms=self.timeout_in_ms, runner=self.runner
             )
         outputs = {
             alias: tensor_proto_to_ndarray(tensor) for alias, tensor in response.outputs.items()
@@ -237,20 +207,19 @@ class RestApi:
 
     def _classify_or_regress(self, api: str, spec: model_pb2.ModelSpec, document: dict) -> NoReturn:
         spec.signature_name = json_tensor.signature_name_of(document)
-        with self.manager.servable(spec) as bundle:
+        with self.manager.servable(spec) as session:
             inference.reject_classify_regress(
-                bundle,
+                session,
                 inference.CLASSIFY if api == "classify" else inference.REGRESS,
                 spec.signature_name,
-                method_name_check=self.method_name_check,
             )
 
     def _status(self, spec: model_pb2.ModelSpec) -> str:
         if spec.WhichOneof("version_choice") == "version_label":
             # Status is by version; resolve the label the way a request would.
-            with self.manager.servable(spec) as bundle:
+            with self.manager.servable(spec) as session:
                 spec = model_pb2.ModelSpec(name=spec.name)
-                spec.version.value = bundle.version
+                spec.version.value = session.version
         response = get_model_status(self.manager, spec)
         return json_format.MessageToJson(
             response, indent=1, always_print_fields_with_no_presence=True
@@ -261,8 +230,8 @@ class RestApi:
             model_spec=spec, metadata_field=[inference.SIGNATURE_DEF_FIELD]
         )
         inference.validate_metadata_request(request)
-        with self.manager.servable(spec) as bundle:
-            response = inference.get_model_metadata(bundle)
+        with self.manager.servable(spec) as session:
+            response = inference.get_model_metadata(session)
         signature_def_map = get_model_metadata_pb2.SignatureDefMap()
         response.metadata[inference.SIGNATURE_DEF_FIELD].Unpack(signature_def_map)
         options = {
@@ -274,25 +243,6 @@ class RestApi:
             "metadata": {"signature_def": json_format.MessageToDict(signature_def_map, **options)},
         }
         return json.dumps(document, indent=1)
-
-    def _list_models(self) -> str:
-        listing = self.manager.list_models()
-        if not isinstance(listing, dict):  # a ListModelsResponse
-            listing = json_format.MessageToDict(
-                listing, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-            )
-        return json.dumps(listing, indent=1)
-
-    def _observer(self, model_name: str):
-        def observe(api: str, microseconds: float) -> None:
-            if self.metrics is not None:
-                self.metrics.observe(
-                    RUNTIME_LATENCY,
-                    {"model_name": model_name, "API": api, "runtime": "TF1"},
-                    microseconds,
-                )
-
-        return observe
 
 
 def parse_request_json(body: bytes) -> dict:
@@ -333,25 +283,17 @@ def parse_request_json(body: bytes) -> dict:
     return document
 
 
-def _model_info(match: re.Match) -> tuple[str, int | None, str | None]:
-    name = urllib.parse.unquote(match.group(1))
-    version = None
+def _model_spec(match: re.Match) -> model_pb2.ModelSpec:
+    """The ModelSpec of a route's match: URL-decoded name, version or label."""
+    spec = model_pb2.ModelSpec(name=urllib.parse.unquote(match.group(1)))
     if match.group(2):
-        version = int(match.group(2))
-        if version > _MAX_VERSION:
+        if int(match.group(2)) > _MAX_VERSION:
             raise ServingError(
                 "INVALID_ARGUMENT", f"Failed to convert version: {match.group(2)} to numeric."
             )
-    label = urllib.parse.unquote(match.group(3)) if match.group(3) else None
-    return name, version, label
-
-
-def _model_spec(name: str, version: int | None, label: str | None) -> model_pb2.ModelSpec:
-    spec = model_pb2.ModelSpec(name=name)
-    if version is not None:
-        spec.version.value = version
-    if label is not None:
-        spec.version_label = label
+        spec.version.value = int(match.group(2))
+    elif match.group(3):
+        spec.version_label = urllib.parse.unquote(match.group(3))
     return spec
 
 
@@ -364,8 +306,11 @@ def rest_app(
     *,
     max_request_bytes: int = 64 << 20,
     read_timeout: float = 30.0,
-) -> Callable:
-    """The ASGI app serving `api` (every path and method: TF Serving's routing is `api`'s).
+    routes: Sequence[BaseRoute] = (),
+) -> Starlette:
+    """The Starlette app serving `api`: `routes` first, then every other path and method.
+
+    TF Serving's routing (case-insensitive, URL-encoded names) is `api`'s.
 
     Bodies are read (POST only; Content-Length or chunked) up to
     `max_request_bytes` (413 past it) within `read_timeout` seconds (408), then
@@ -401,7 +346,14 @@ def rest_app(
         response = Response(answer.body, answer.status, answer.headers, answer.content_type)
         await response(scope, receive, send)
 
-    return app
+    async def http_error(request: Request, failure: HTTPException) -> Response:
+        # The routes' own 404 / 405, as JSON too.
+        answer = error_response(failure.status_code, failure.detail, **(failure.headers or {}))
+        return Response(answer.body, answer.status, answer.headers, answer.content_type)
+
+    starlette = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    starlette.router.default = app  # every path no route matches (any bytes, any method)
+    return starlette
 
 
 async def _read_body(request: Request, limit: int, timeout: float) -> bytes | RestResponse:
@@ -466,6 +418,7 @@ class RestServer:
         max_request_bytes: larger bodies are refused with 413.
         num_threads: threads running requests (0: 4 per CPU).
         read_timeout: seconds to receive a request body (408 past them).
+        routes: Starlette routes served before the API's (e.g. a web page).
 
     Example:
 
@@ -486,6 +439,7 @@ class RestServer:
         max_request_bytes: int = 64 << 20,
         num_threads: int = 0,
         read_timeout: float = 30.0,
+        routes: Sequence[BaseRoute] = (),
     ):
         self._socket = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         try:
@@ -499,7 +453,11 @@ class RestServer:
             max_workers=num_threads or 4 * (os.cpu_count() or 1), thread_name_prefix="serving-rest"
         )
         app = rest_app(
-            api, self._executor, max_request_bytes=max_request_bytes, read_timeout=read_timeout
+            api,
+            self._executor,
+            max_request_bytes=max_request_bytes,
+            read_timeout=read_timeout,
+            routes=routes,
         )
         config = uvicorn.Config(
             app,

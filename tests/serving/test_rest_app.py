@@ -1,8 +1,10 @@
-"""The REST API over real HTTP: TF Serving's routes, JSON formats and error table."""
+"""The REST API over real HTTP: TF Serving's routes, JSON formats and error table, HTTP framing."""
 
 import json
+import socket
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -211,7 +213,15 @@ ERROR_TABLE = [
         404,
         "Could not find version 7 of model translator",
     ),
-    ("no model name", "GET", "/v1/models", None, 400, "Missing model name in request."),
+    (
+        "wrong method",
+        "GET",
+        "/v1/models/translator:predict",
+        None,
+        405,
+        "Method GET is not allowed for /v1/models/translator:predict; allowed: OPTIONS, POST",
+    ),
+    ("malformed version", "GET", "/v1/models/translator/versions/x", None, 400, None),
     (
         "metadata unknown",
         "GET",
@@ -294,3 +304,151 @@ def test_request_body_limit(translator_base):
             model_server, "POST", "/v1/models/translator:predict", {"instances": ["word " * 500]}
         )
     assert status == 413 and "exceeds the limit" in answer["error"]
+
+
+def test_model_list_route(server):
+    status, body = _call(server, "GET", "/v1/models")
+    assert status == 200
+    models = {model["name"]: model for model in body["models"]}
+    assert sorted(models) == ["gate", "slow", "translator"]
+    translator = models["translator"]
+    assert translator["versions"] == [
+        {"version": "1", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}
+    ]
+    assert translator["signature_names"] == ["beam_search", "serving_default"]
+    assert _call(server, "GET", "/v1/models/")[1] == body
+
+
+def test_openapi_document_is_the_documented_one(server):
+    """The served document is the file docs/rest-api.md includes, and a valid OpenAPI 3."""
+    import schemathesis
+
+    root = Path(__file__).resolve().parents[2]
+    status, served = _call(server, "GET", "/v1/openapi.json")
+    assert status == 200
+    assert served == json.loads((root / "serving" / "openapi.json").read_text())
+    assert '--8<-- "serving/openapi.json"' in (root / "docs" / "rest-api.md").read_text()
+    schema = schemathesis.openapi.from_dict(served)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) == 17  # list, 3 x (status, metadata, predict, classify, regress), doc
+
+
+# HTTP: framing, methods, hostile bodies ---------------------------------------------------------
+
+
+def _exchange(server, raw: bytes, responses: int = 1, heads: tuple[int, ...] = ()) -> list:
+    """Sends `raw` on one connection; reads `responses` answers: (status, headers, body).
+
+    The answers at the indices `heads` (to HEAD requests) have no body. The last
+    item is whatever follows the answers (`b""` once the server closed).
+    """
+    host, port = server.rest_url.removeprefix("http://").rsplit(":", 1)
+    answers = []
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(raw)
+        reader = connection.makefile("rb")
+        for index in range(responses):
+            status_line = reader.readline()
+            if not status_line:
+                break
+            headers = {}
+            while (line := reader.readline()) not in (b"\r\n", b""):
+                name, value = line.decode("latin-1").split(":", 1)
+                headers[name.strip().lower()] = value.strip()
+            body = b"" if index in heads else reader.read(int(headers.get("content-length", 0)))
+            answers.append((int(status_line.split()[1]), headers, body))
+        answers.append(reader.read())
+    return answers
+
+
+def _request(method: str, path: str, body: bytes = b"", **headers: str) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: test"]
+    lines += [f"{name.replace('_', '-')}: {value}" for name, value in headers.items()]
+    if body and "Transfer_Encoding" not in headers:
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_unread_body_keeps_the_connection_in_step(server, method):
+    """A body the route does not read is skipped, never parsed as the next request."""
+    smuggled = _request("GET", "/v1/models/nope")
+    raw = _request(method, "/v1/models/translator", smuggled) + _request(
+        "GET", "/v1/models/slow", Connection="close"
+    )
+    *answers, rest = _exchange(server, raw, responses=3)
+    expected_first = 200 if method == "GET" else 405
+    assert [status for status, _, _ in answers] == [expected_first, 200]
+    assert json.loads(answers[1][2])["model_version_status"][0]["version"] == "1"
+    assert rest == b""  # closed after the second answer: nothing answered the smuggled one
+
+
+def test_chunked_body(server):
+    body = json.dumps({"instances": ["the cat"]}).encode()
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:7], body[7:]))
+    raw = _request(
+        "POST", "/v1/models/translator:predict", chunks + b"0\r\n\r\n", Transfer_Encoding="chunked"
+    )
+    (status, _, answer), _ = _exchange(server, raw + _request("GET", "/", Connection="close"), 2)[
+        :2
+    ]
+    assert status == 200
+    assert json.loads(answer)["predictions"][0]["translation"] == "CAT THE"
+
+
+@pytest.mark.parametrize("length", ["-1", "abc", "1, 2"])
+def test_bad_content_length_is_refused_and_closed(server, length):
+    raw = _request("POST", "/v1/models/translator:predict", Content_Length=length)
+    (status, headers, body), rest = _exchange(server, raw + b"{}", responses=1)
+    assert status == 400
+    assert headers["content-type"] == "application/json"
+    assert set(json.loads(body)) == {"error"}
+    assert rest == b""
+
+
+def test_head_and_options(server):
+    *answers, _ = _exchange(
+        server,
+        _request("HEAD", "/v1/models/translator")
+        + _request("OPTIONS", "/v1/models/translator:predict")
+        + _request("OPTIONS", "/v1/models/translator/metadata")
+        + _request("HEAD", "/v1/models/nope", Connection="close"),
+        responses=4,
+        heads=(0, 3),
+    )
+    (head_status, head_headers, head_body), predict, metadata, missing = answers
+    _, get_body = _call(server, "GET", "/v1/models/translator")
+    assert (head_status, head_body) == (200, b"")
+    assert int(head_headers["content-length"]) == len(json.dumps(get_body, indent=1))
+    assert (predict[0], predict[1]["allow"], predict[2]) == (204, "OPTIONS, POST", b"")
+    assert (metadata[0], metadata[1]["allow"]) == (204, "GET, HEAD, OPTIONS")
+    assert (missing[0], missing[2]) == (404, b"")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        json.dumps({"instances": [[[[[[[[1]]]]]]]] * 20}).replace("1", "[" * 95 + "1" + "]" * 95),
+        json.dumps({"inputs": {"text": ["a"]}, "x": [[[]]]}).replace(
+            "[[[]]]", "[" * 101 + "]" * 101
+        ),
+    ],
+    ids=["100000 levels", "instances 103 levels", "101 levels beside the input"],
+)
+def test_deeply_nested_json_is_400(server, body):
+    body = body if isinstance(body, bytes) else body.encode()
+    status, answer = _call(server, "POST", "/v1/models/slow:predict", raw=body)
+    assert (status, answer) == (400, {"error": "JSON Parse error: nesting deeper than 100 levels"})
+
+
+def test_lone_surrogates_are_400_and_pairs_are_text(server):
+    for text in ['"\\ud800"', '"a\\udc00"', '"\\ud800\\u0041"']:
+        body = ('{"instances": [' + text + "]}").encode()
+        status, answer = _call(server, "POST", "/v1/models/translator:predict", raw=body)
+        assert status == 400 and "surrogate" in answer["error"], text
+    status, answer = _call(
+        server, "POST", "/v1/models/translator:predict", raw=b'{"instances": ["\\ud83d\\ude00 x"]}'
+    )
+    assert status == 200
+    assert answer["predictions"][0]["translation"] == "X \N{GRINNING FACE}"

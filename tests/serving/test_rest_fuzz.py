@@ -1,0 +1,94 @@
+"""Property-based fuzzing of the REST API against its OpenAPI document (schemathesis).
+
+A bounded run: a fixed number of generated requests (valid and invalid against
+the document, half of them naming the served model), each checked for no 5xx,
+a documented status and content type, and a body matching the document's
+schema; then the server must still answer a normal request.
+"""
+
+import json
+import time
+import urllib.request
+
+import pytest
+
+from keras_attention.serving import ModelServer, ServerOptions
+from keras_attention.serving.server.model_server import free_port
+
+MAX_EXAMPLES = 150
+TIME_CAP_S = 20.0  # past it, the remaining examples are not sent
+
+
+@pytest.fixture(scope="module")
+def translator_server(translator_base):
+    options = ServerOptions(
+        port=0,
+        rest_api_port=free_port(),
+        model_name="translator",
+        model_base_path=str(translator_base),
+        file_system_poll_wait_seconds=0,
+        rest_api_timeout_in_ms=5000,
+    )
+    with ModelServer(options) as server:
+        yield server
+
+
+def test_fuzz_openapi_operations(translator_server):
+    import requests
+    import schemathesis
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from schemathesis import GenerationMode
+    from schemathesis.checks import (
+        content_type_conformance,
+        not_a_server_error,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    url = translator_server.rest_url
+    with urllib.request.urlopen(url + "/v1/openapi.json", timeout=30) as reply:
+        schema = schemathesis.openapi.from_dict(json.loads(reply.read()))
+    served = {"model_name": "translator", "version": 1}
+    cases = st.one_of(
+        schema.as_strategy(),
+        schema.as_strategy(path_parameters=served),
+        schema.as_strategy(GenerationMode.NEGATIVE),
+        schema.as_strategy(GenerationMode.NEGATIVE, path_parameters=served),
+    )
+    checks = [
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_schema_conformance,
+    ]
+    statuses: dict[int, int] = {}
+    session = requests.Session()
+    started = time.monotonic()
+
+    @settings(
+        max_examples=MAX_EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=cases)
+    def fuzz(case):
+        if time.monotonic() - started > TIME_CAP_S:
+            return
+        response = case.call(base_url=url, session=session, timeout=30)
+        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+        case.validate_response(response, checks=checks)
+
+    fuzz()
+    print(f"{sum(statuses.values())} requests in {time.monotonic() - started:.1f} s: {statuses}")
+    assert statuses.get(200, 0) > 10, statuses  # the served model was reached
+    assert sum(count for status, count in statuses.items() if status >= 400) > 10, statuses
+    request = urllib.request.Request(
+        url + "/v1/models/translator:predict",
+        data=json.dumps({"instances": ["the cat"]}).encode(),
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        assert json.loads(reply.read())["predictions"][0]["translation"] == "CAT THE"
