@@ -26,7 +26,12 @@ design in the same precision. It measures the bf16 and fp32 matmul peak
 batches of the bundled corpus, greedy decoding speed, and ends with one line
 for the default training configuration (`TrainConfig()`):
 
-    default: X.XXx tutorial (bf16), Y.YYx tutorial (fp32), Z% of bf16 peak
+    default: X.XXx tutorial (bf16), Y.YYx tutorial (fp32), Z% of bf16 peak, F.FFx matmul ceiling
+
+where the last figure is the default training step's time (in the precision
+`--precision auto` resolves to on this machine) over the time its training
+matmuls take alone in that precision, each timed in this run (the same FLOPs):
+how far the step is from doing nothing but its matmuls.
 
     python benchmarks/train_throughput.py [--steps 10] [--rounds 4] [--batch-size 64]
 """
@@ -45,6 +50,7 @@ import tensorflow as tf  # noqa: E402
 
 from keras_attention.decoding import GreedySearch  # noqa: E402
 from keras_attention.models.seq2seq import Seq2Seq  # noqa: E402
+from keras_attention.precision import resolve_precision  # noqa: E402
 from keras_attention.training import TrainConfig  # noqa: E402
 from keras_attention.training.masked_loss import sparse_cross_entropy  # noqa: E402
 from keras_attention.training.trainer import compile_model  # noqa: E402
@@ -328,6 +334,7 @@ def print_ceilings(rows, peak, step, tutorial_step, output_layer):
     layer both share (bf16)."""
     ceiling = matmul_ceiling(rows, "bfloat16")
     seconds = sum(row[1] for row in ceiling)
+    ceiling_seconds = seconds
     gflops = sum(row[2] for row in ceiling) / seconds / 1e9
     print(
         f"ceiling: the default's training matmuls, each timed alone (bf16), take "
@@ -343,6 +350,7 @@ def print_ceilings(rows, peak, step, tutorial_step, output_layer):
         f"{tutorial_step * 1e3:.1f} ms, so a design that keeps this output layer is at most "
         f"{tutorial_step / output_layer:.2f}x the tutorial (bf16)"
     )
+    return ceiling_seconds
 
 
 def main(argv=None):
@@ -497,7 +505,7 @@ def main(argv=None):
         print(f"greedy decode (20 steps), batch {batch_size:>2}: {speed:8.1f} sentences/s")
 
     jit = False  # TrainConfig trains without XLA; see the jit_compile rows
-    print_ceilings(
+    bf16_ceiling = print_ceilings(
         forward_matmuls(
             kind, sizes, target_size, args.batch_size, args.source_length, args.target_length
         ),
@@ -513,9 +521,21 @@ def main(argv=None):
     )
     _, bf16_share, bf16_ratio = results[(kind, "mixed_bfloat16", jit, "compile_library")]
     _, _, fp32_ratio = results[(kind, "float32", jit, "compile_library")]
+    # The default training step in the precision `--precision auto` picks here, over the
+    # time its matmuls take alone in that precision (the same FLOPs).
+    policy = resolve_precision(default.precision).policy
+    policy = "float32" if policy == "float32" else "mixed_bfloat16"
+    ceiling = bf16_ceiling
+    if policy == "float32":
+        rows = forward_matmuls(
+            kind, sizes, target_size, args.batch_size, args.source_length, args.target_length
+        )
+        ceiling = sum(row[1] for row in matmul_ceiling(rows, "float32"))
+    print(f"precision auto: {resolve_precision(default.precision).describe()}")
     print(
         f"default: {bf16_ratio:.2f}x tutorial (bf16), {fp32_ratio:.2f}x tutorial (fp32), "
-        f"{bf16_share:.0%} of bf16 peak"
+        f"{bf16_share:.0%} of bf16 peak, "
+        f"{step_seconds[(kind, policy, jit, 'compile_library')] / ceiling:.2f}x matmul ceiling"
     )
 
 

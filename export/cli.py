@@ -82,6 +82,21 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "--xla_cpu_compilation_enabled=true)",
     )
     parser.add_argument(
+        "--precision",
+        choices=("auto", "float32", "mixed_bfloat16", "mixed_float16"),
+        default="auto",
+        help="dtype policy the signatures compute in; auto = mixed_bfloat16 on a GPU or a CPU "
+        "with native bfloat16 (AVX512_BF16, AMX), float32 elsewhere (default: auto)",
+    )
+    parser.add_argument(
+        "--weights",
+        choices=("float32", "bfloat16", "int8"),
+        default="float32",
+        help="how the variables are stored: float32 as trained; bfloat16 (half the size); "
+        "int8: per-channel weight-only quantization of the weight matrices, float32 scales, "
+        "dequantized in the graph (about a quarter of the size) (default: float32)",
+    )
+    parser.add_argument(
         "--no-score-signature",
         dest="score_signature",
         action="store_false",
@@ -111,6 +126,8 @@ def run_export(args: argparse.Namespace) -> int:
             max_output_length=args.max_output_length,
             jit_compile=args.jit_compile,
             score_signature=args.score_signature,
+            precision=getattr(args, "precision", "auto"),
+            weights=getattr(args, "weights", "float32"),
         )
     except (FileExistsError, FileNotFoundError, ValueError) as error:
         print(f"keras-attention export: error: {error}", file=sys.stderr)
@@ -118,6 +135,11 @@ def run_export(args: argparse.Namespace) -> int:
     print(f"Exported version {exported.version} to {exported.path}")
     signatures = ", ".join(exported.manifest.signatures)
     print(f"Signatures: {signatures}")
+    weights = exported.manifest.weights
+    print(
+        f"Precision: {exported.manifest.precision}; weights: {weights['weights']} "
+        f"({weights['bytes'] / 1e6:.1f} MB)"
+    )
     if getattr(args, "check", True):
         # The C API check is part of the default check where the wheel ships the C API.
         try:

@@ -43,6 +43,12 @@ class ExportManifest:
         signatures: signature name -> `{"inputs": {alias: {"dtype", "shape"}},
             "outputs": {...}}`, with `-1` for a dynamic dimension.
         jit_compile: whether the decoding loops are XLA-compiled.
+        precision: the dtype policy the signatures compute in (`None` in
+            manifests written before it was recorded).
+        weights: how the variables are stored (`WeightStorage.describe()`):
+            `{"weights": "float32" | "bfloat16" | "int8", "replaced": int,
+            "bytes": int}`; `{"weights": "float32"}` in manifests written
+            before it was recorded.
         warmup_records: the number of records in the warmup file.
         saved_model_sha256: the SHA-256 of `saved_model.pb`, to tell a
             modified export.
@@ -63,6 +69,8 @@ class ExportManifest:
     jit_compile: bool
     warmup_records: int
     saved_model_sha256: str
+    precision: str | None = None
+    weights: dict[str, Any] = dataclasses.field(default_factory=lambda: {"weights": "float32"})
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
 

@@ -29,6 +29,7 @@ from keras_attention.export.translation_signatures import (
 )
 from keras_attention.export.version_directory import VersionDirectory
 from keras_attention.export.warmup import predict_log, write_warmup_requests
+from keras_attention.export.weight_storage import WeightStorage
 from keras_attention.models.seq2seq import require_registered
 from keras_attention.translator import Translator
 
@@ -97,6 +98,9 @@ class TranslatorExporter:
             requests. Defaults to `DEFAULT_WARMUP_PAIRS`.
         run_dir: the training run (recorded in the manifest).
         train_config: that run's `TrainConfig` as a dict (recorded).
+        weights: how the variables are stored, one of
+            `weight_storage.WEIGHTS` (`float32`, `bfloat16`, `int8`; see
+            `WeightStorage`). Defaults to `"float32"`.
 
     Example:
 
@@ -117,6 +121,7 @@ class TranslatorExporter:
         warmup_pairs: Sequence[tuple[str, str]] | None = None,
         run_dir: str | os.PathLike | None = None,
         train_config: dict | None = None,
+        weights: str = "float32",
     ):
         decoder = getattr(translator.model, "decoder", None)
         attention = getattr(decoder, "attention_layer", None)
@@ -130,6 +135,7 @@ class TranslatorExporter:
             jit_compile=jit_compile,
         )
         self.score_signature = bool(score_signature)
+        self.weight_storage = WeightStorage(translator.model, weights)
         pairs = list(warmup_pairs) if warmup_pairs is not None else list(DEFAULT_WARMUP_PAIRS)
         if not pairs:
             raise ValueError(f"`warmup_pairs` must not be empty. Received: {warmup_pairs!r}")
@@ -139,7 +145,11 @@ class TranslatorExporter:
 
     @classmethod
     def from_run(
-        cls, run_dir: str | os.PathLike, max_output_length: int | None = None, **kwargs
+        cls,
+        run_dir: str | os.PathLike,
+        max_output_length: int | None = None,
+        precision: str | None = None,
+        **kwargs,
     ) -> TranslatorExporter:
         """An exporter for the best model of a trained run directory.
 
@@ -147,6 +157,10 @@ class TranslatorExporter:
             run_dir: a run directory written by `keras_attention.training.train`.
             max_output_length: most tokens of a translation (default: the
                 run's `max_output_length`).
+            precision: the dtype policy the signatures compute in: one of
+                `keras_attention.precision.POLICIES`, `"auto"` (resolved on
+                this machine, `keras_attention.precision.resolve_precision`)
+                or `None` for the policy the model was trained in.
             **kwargs: the other constructor arguments. The warmup pairs
                 default to the first sentences of the run's test split.
         """
@@ -164,6 +178,8 @@ class TranslatorExporter:
                 f"Received: max_output_length={max_output_length!r}"
             )
         translator = load_translator(run_dir, max_output_length=max_output_length)
+        if precision is not None:
+            translator = with_precision(translator, precision)
         run = RunDirectory(run_dir)
         config = TrainConfig.load(run.path)
         if "warmup_pairs" not in kwargs:
@@ -224,11 +240,13 @@ class TranslatorExporter:
     def build_archive(self) -> keras.export.ExportArchive:
         """The `ExportArchive` with the model, the vectorizers and every endpoint."""
         archive = keras.export.ExportArchive()
-        archive.track(self.translator.model)
+        self.weight_storage.track(archive)  # the model's variables, or their stored form
         archive.track(self.translator.source_vectorizer)
         archive.track(self.translator.target_vectorizer)
         for name, (fn, input_signature) in self.signatures.endpoints(self.score_signature).items():
-            archive.add_endpoint(name, fn, input_signature=input_signature)
+            archive.add_endpoint(
+                name, self.weight_storage.wrap(fn), input_signature=input_signature
+            )
         return archive
 
     def warmup_logs(self) -> list:
@@ -283,6 +301,8 @@ class TranslatorExporter:
                 for name, spec in describe_signatures(meta_graph).items()
             },
             jit_compile=self.signatures.jit_compile,
+            precision=translator.model.dtype_policy.name,
+            weights=self.weight_storage.describe(),
             warmup_records=warmup_records,
             saved_model_sha256=file_sha256(directory / SAVED_MODEL_PB),
         )
@@ -297,8 +317,13 @@ def export_translator(
     max_output_length: int | None = None,
     jit_compile: bool = False,
     score_signature: bool = True,
+    precision: str | None = "auto",
+    weights: str = "float32",
 ) -> ExportedVersion:
     """Exports the model of `run_dir` as `export_dir/<version>/` (see `TranslatorExporter`).
+
+    `precision` (default `"auto"`: resolved on this machine) and `weights`
+    are `TranslatorExporter.from_run`'s and `TranslatorExporter`'s.
 
     Raises:
         FileExistsError: `version` exists already (checked before the model is loaded).
@@ -314,8 +339,27 @@ def export_translator(
         length_penalty=length_penalty,
         jit_compile=jit_compile,
         score_signature=score_signature,
+        precision=precision,
+        weights=weights,
     )
     return exporter.export(export_dir, version)
+
+
+def with_precision(translator: Translator, precision: str) -> Translator:
+    """`translator` computing under `precision` (`"auto"` or a dtype policy)."""
+    from keras_attention.precision import model_with_policy, resolve_precision
+
+    choice = resolve_precision(precision)
+    logger.info("export precision: %s", choice.describe())
+    model = model_with_policy(translator.model, choice.policy)
+    if model is translator.model:
+        return translator
+    return Translator(
+        model,
+        translator.source_vectorizer,
+        translator.target_vectorizer,
+        max_output_length=translator.max_output_length,
+    )
 
 
 def _strategy_config(strategy) -> dict:

@@ -1,0 +1,193 @@
+"""`WeightStorage`: how an export stores the model's variables (`--weights`).
+
+- `float32`: the variables as trained (the default).
+- `bfloat16`: every float variable stored in bfloat16, cast back to its
+  float32 dtype inside the graph: half the bytes on disk, 8 bits of mantissa.
+- `int8`: weight-only per-channel quantization of the weight matrices (the
+  rank-2 variables named `embeddings` or `*kernel`, as Keras names them: the
+  embeddings, the tied output projection, the input, recurrent and attention
+  kernels): an int8 variable `q` and a float32 scale per output channel `s`,
+  `w ≈ q * s` with `s = max|w| / 127` over the channel, so each weight is off
+  by at most `s / 2`. Vectors (biases, scales) stay float32.
+
+Either way the stored variables replace the model's own in the SavedModel:
+each signature function starts by computing the float32 values (`Cast`,
+`Mul`: core TensorFlow ops that TF Serving runs) once per call, and runs the
+model inside a `keras.StatelessScope` that maps each model variable to its
+value, so the decoding loops read them like the trained variables. The model's
+own float32 copies are not tracked and are not written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+WEIGHTS = ("float32", "bfloat16", "int8")
+"""The `--weights` choices."""
+
+
+INT8_MAX = 127  # symmetric range [-127, 127]: -128 is never used
+
+
+def quantize_per_channel(weights, axis: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """Symmetric int8 quantization of `weights` with one scale per channel.
+
+    1. `s = max_j |w_j| / 127` over each channel (every axis but `axis`;
+       `s = 0` for a channel of zeros);
+    2. `q = round(w / s)` (half to even), in `[-127, 127]`.
+
+    Then `|q * s - w| <= s / 2` for every weight.
+
+    Args:
+        weights: a float tensor or array.
+        axis: the channel axis (one scale per index along it).
+
+    Returns:
+        `(q, s)`: `q` int8 with `weights`' shape, `s` float32 with size 1 on
+        every axis but `axis` (broadcasts against `q`).
+    """
+    weights = tf.convert_to_tensor(weights, tf.float32)
+    rank = weights.shape.rank
+    if not -rank <= axis < rank:
+        raise ValueError(f"`axis` must be in [-{rank}, {rank}). Received: axis={axis}")
+    reduce = [a for a in range(rank) if a != axis % rank]
+    scale = tf.reduce_max(tf.abs(weights), axis=reduce, keepdims=True) / INT8_MAX
+    safe = tf.where(scale > 0, scale, tf.ones_like(scale))
+    quantized = tf.clip_by_value(tf.round(weights / safe), -INT8_MAX, INT8_MAX)
+    return tf.cast(quantized, tf.int8), scale
+
+
+def dequantize(quantized, scale, dtype=tf.float32) -> tf.Tensor:
+    """`q * s` in `dtype`: the inverse of `quantize_per_channel` (up to `s / 2`)."""
+    return tf.cast(quantized, dtype) * tf.cast(scale, dtype)
+
+
+def is_weight_matrix(variable) -> bool:
+    """Whether `int8` quantizes `variable`: a rank-2 `embeddings` or `*kernel`
+    (`kernel`, `recurrent_kernel`, an attention layer's `query_kernel`, ...)."""
+    name = variable.name
+    return len(variable.shape) == 2 and (name == "embeddings" or name.endswith("kernel"))
+
+
+def channel_axis(variable) -> int:
+    """The output channel of a weight matrix: rows of an embedding matrix (one per
+    token, also the outputs of a tied projection), columns of a kernel."""
+    return 0 if variable.name == "embeddings" else -1
+
+
+@dataclasses.dataclass
+class _Stored:
+    """One model variable's stored form: `value()` rebuilds it in the graph."""
+
+    variable: Any  # the model's keras.Variable
+    stored: list[tf.Variable]
+    value: Callable[[], tf.Tensor]
+
+
+class WeightStorage:
+    """The variables an export writes for `model`, in `weights` form.
+
+    Args:
+        model: the built Keras model the signatures run.
+        weights: one of `WEIGHTS`. Defaults to `"float32"` (the model's own
+            variables, unchanged).
+
+    Example:
+
+    ```python
+    storage = WeightStorage(model, "int8")
+    archive = keras.export.ExportArchive()
+    storage.track(archive)
+    archive.add_endpoint("serve", storage.wrap(fn), input_signature=[...])
+    ```
+    """
+
+    def __init__(self, model: keras.Model, weights: str = "float32"):
+        if weights not in WEIGHTS:
+            raise ValueError(f"`weights` must be one of {WEIGHTS}. Received: weights={weights!r}")
+        self.model = model
+        self.weights = weights
+        self._stored = [] if weights == "float32" else self._store(model.variables)
+
+    def _store(self, variables) -> list[_Stored]:
+        stored = []
+        for variable in variables:
+            dtype = tf.as_dtype(variable.dtype)
+            if not dtype.is_floating:
+                continue  # e.g. the dropout seed generators' int64 states
+            name = variable.path.replace("/", "_")
+            if self.weights == "bfloat16":
+                value = tf.Variable(
+                    tf.cast(variable.value, tf.bfloat16), trainable=False, name=f"{name}_bf16"
+                )
+                stored.append(_Stored(variable, [value], functools.partial(tf.cast, value, dtype)))
+            elif is_weight_matrix(variable):
+                q, s = quantize_per_channel(variable.value, channel_axis(variable))
+                q = tf.Variable(q, trainable=False, name=f"{name}_int8")
+                s = tf.Variable(s, trainable=False, name=f"{name}_scale")
+                stored.append(_Stored(variable, [q, s], functools.partial(dequantize, q, s)))
+        return stored
+
+    @property
+    def variables(self) -> list[tf.Variable]:
+        """The variables written in place of the model's replaced ones."""
+        return [v for stored in self._stored for v in stored.stored]
+
+    def track(self, archive: keras.export.ExportArchive) -> None:
+        """Makes `archive` write the model's weights in this storage.
+
+        The stored variables are tracked; the model's own variables that the
+        signatures read (all of them for `float32`) are written because the
+        signatures use them (`ExportArchive` tracks those by itself). The
+        model is not tracked as a whole: `ExportArchive.track(model)` adds its
+        Keras variables beside the `tf.Variable`s they wrap, and the
+        checkpoint then holds every weight twice.
+        """
+        if self.variables:
+            archive.add_variable_collection("stored_weights", self.variables)
+
+    def wrap(self, fn: Callable) -> Callable:
+        """`fn` running with the model's variables read from this storage.
+
+        For `float32`, `fn` itself. Otherwise a function with `fn`'s signature
+        that computes every stored variable's value once and calls `fn` inside
+        a `keras.StatelessScope` mapping each replaced variable to it.
+        """
+        if not self._stored:
+            return fn
+
+        @functools.wraps(fn)
+        def with_stored_weights(*args, **kwargs):
+            mapping = [(stored.variable, stored.value()) for stored in self._stored]
+            with keras.StatelessScope(state_mapping=mapping):
+                return fn(*args, **kwargs)
+
+        return with_stored_weights
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records: `{"weights", "replaced", "bytes"}` — the
+        storage, how many model variables it replaced, and the bytes of the
+        model's float weights as written (stored ones for those replaced)."""
+        replaced = {id(stored.variable) for stored in self._stored}
+        kept = [
+            v
+            for v in self.model.variables
+            if id(v) not in replaced and tf.as_dtype(v.dtype).is_floating
+        ]
+        written = [*kept, *self.variables]
+        return {
+            "weights": self.weights,
+            "replaced": len(self._stored),
+            "bytes": int(sum(_nbytes(v) for v in written)),
+        }
+
+
+def _nbytes(variable) -> int:
+    return int(np.prod(variable.shape)) * tf.as_dtype(variable.dtype).size

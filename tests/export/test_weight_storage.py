@@ -1,0 +1,151 @@
+"""`--weights`: int8 quantization against NumPy, bfloat16 and int8 exports against float32's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from helpers.export_testing import SENTENCES
+
+from keras_attention.export.weight_storage import (
+    WeightStorage,
+    dequantize,
+    quantize_per_channel,
+)
+
+STORED = ("bfloat16", "int8")
+
+
+def numpy_quantize(weights: np.ndarray, axis: int):
+    """The reference: symmetric per-channel int8, one scale per index along `axis`."""
+    reduce = tuple(a for a in range(weights.ndim) if a != axis % weights.ndim)
+    scale = np.max(np.abs(weights), axis=reduce, keepdims=True) / 127.0
+    q = np.round(weights / np.where(scale > 0, scale, 1.0))
+    return np.clip(q, -127, 127).astype(np.int8), scale.astype(np.float32)
+
+
+@pytest.mark.parametrize("axis", [0, -1, 1])
+def test_quantize_per_channel_matches_numpy_and_its_error_bound(axis):
+    rng = np.random.default_rng(0)
+    weights = rng.normal(size=(37, 29)).astype(np.float32) * rng.uniform(0.01, 3, size=(1, 29))
+    weights[:, 3] = 0.0  # a column of zeros
+    weights[5, :] = 0.0  # a row of zeros
+    q, scale = quantize_per_channel(weights, axis)
+    expected_q, expected_scale = numpy_quantize(weights, axis)
+    assert q.dtype == tf.int8 and scale.dtype == tf.float32
+    assert scale.shape == expected_scale.shape
+    np.testing.assert_allclose(scale.numpy(), expected_scale, rtol=1e-6)
+    # Division may round a value at exactly .5 either way: allow one step there.
+    assert np.max(np.abs(q.numpy().astype(int) - expected_q)) <= 1
+    assert np.mean(q.numpy() == expected_q) > 0.999
+    assert np.max(np.abs(q.numpy())) == 127  # every nonzero channel reaches the end
+    restored = dequantize(q, scale).numpy()
+    # Each weight within half a step of its channel's scale, and exact for zeros.
+    assert np.all(np.abs(restored - weights) <= expected_scale / 2 * (1 + 1e-5) + 1e-12)
+    assert np.all(restored[:, 3] == 0.0) and np.all(restored[5, :] == 0.0)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match=r"axis=2"):
+        quantize_per_channel(np.ones((2, 3)), 2)
+    with pytest.raises(ValueError, match=r"one of \('float32', 'bfloat16', 'int8'\).*'int4'"):
+        WeightStorage(object(), "int4")
+
+
+def test_export_cli_refuses_a_bad_weights_value(run_dir, tmp_path, capsys):
+    from keras_attention.export.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["export", str(run_dir), "--export-dir", str(tmp_path), "--weights", "int4"])
+    assert exit_info.value.code == 2
+    assert "argument --weights: invalid choice: 'int4'" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+# Three exports of the tiny run take about 100 s on 2 cores: the tests that use them are slow.
+@pytest.fixture(scope="module")
+def exports(run_dir, tmp_path_factory):
+    """The tiny run exported with each storage (float32 compute, no check)."""
+    from keras_attention.export import TranslatorExporter
+
+    base = tmp_path_factory.mktemp("weights")
+    return {
+        weights: TranslatorExporter.from_run(
+            run_dir, beam_width=3, precision="float32", weights=weights
+        ).export(base / weights)
+        for weights in ("float32", *STORED)
+    }
+
+
+def checkpoint_tensors(version_dir):
+    reader = tf.train.load_checkpoint(str(version_dir / "variables" / "variables"))
+    return {
+        name: reader.get_tensor(name)
+        for name in reader.get_variable_to_shape_map()
+        if name != "_CHECKPOINTABLE_OBJECT_GRAPH"
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("weights", ("float32", *STORED))
+def test_the_checkpoint_holds_the_stored_form_once(exports, translator, weights):
+    manifest = exports[weights].manifest
+    assert (manifest.weights["weights"], manifest.precision) == (weights, "float32")
+    tensors = checkpoint_tensors(exports[weights].path)
+    weights_bytes = sum(t.nbytes for t in tensors.values() if t.dtype != np.int64)
+    assert manifest.weights["bytes"] == weights_bytes  # the seed generators' states aside
+    dtypes = [t.dtype for t in tensors.values()]
+    # Kernels (input, recurrent, attention: query_kernel, key_kernel) and embeddings.
+    matrices = [v for v in translator.model.variables if len(v.shape) == 2 and v.name != "bias"]
+    if weights == "float32":
+        assert manifest.weights["replaced"] == 0
+        float_count = sum(1 for v in translator.model.variables if "float" in str(v.dtype))
+        assert dtypes.count(np.float32) == float_count  # each variable once
+    elif weights == "bfloat16":
+        assert np.float32 not in dtypes and dtypes.count(tf.bfloat16.as_numpy_dtype) > 0
+    else:
+        assert dtypes.count(np.int8) == manifest.weights["replaced"] == len(matrices)
+
+
+@pytest.mark.slow
+def test_stored_exports_are_smaller(exports):
+    sizes = {
+        weights: sum(f.stat().st_size for f in (exported.path / "variables").iterdir())
+        for weights, exported in exports.items()
+    }
+    # The tiny model's biases and scales weigh more than a real model's (the
+    # default model's ratios: docs/export.md).
+    assert sizes["bfloat16"] < 0.6 * sizes["float32"]
+    assert sizes["int8"] < 0.5 * sizes["float32"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("weights", STORED)
+@pytest.mark.parametrize("signature", ("serving_default", "beam_search"))
+def test_stored_weights_translate_as_float32(exports, weights, signature):
+    """Same tokens as the float32 export on the trained tiny model; scores within 0.05
+    (of about -5) and attention weights within 0.05."""
+    from keras_attention.export import ServingSession
+
+    outputs = {}
+    text = np.array([s.encode("utf-8") for s in SENTENCES], dtype=object)
+    for name in ("float32", weights):
+        # As TF Serving runs it: the Session path, the SignatureDef's defaults filled in.
+        with ServingSession(exports[name].path) as session:
+            outputs[name] = session.run(signature, {"text": text})
+    reference, stored = outputs["float32"], outputs[weights]
+    for key in ("translation", "tokens", "length", "source_tokens"):
+        np.testing.assert_array_equal(stored[key], reference[key], err_msg=key)
+    np.testing.assert_allclose(stored["score"], reference["score"], atol=0.05)
+    np.testing.assert_allclose(stored["attention"], reference["attention"], atol=0.05)
+    assert not np.array_equal(stored["score"], reference["score"]), "the weights were replaced"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("weights", STORED)
+def test_stored_exports_pass_check_export_native(exports, weights):
+    from keras_attention.export.export_checker import ExportChecker
+
+    report = ExportChecker(native=True).check(exports[weights].path)
+    assert report.ok and report.native, report.errors
+    assert report.ops["Cast"] == report.ops["Mul"] == "core"
