@@ -45,7 +45,7 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-READY = re.compile(r"REST (http://\S+)")
+READY = re.compile(r"REST (http://[^\s,]+)")
 
 
 def free_port() -> int:

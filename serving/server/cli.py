@@ -115,7 +115,7 @@ def serving_line(server, command: str) -> str | None:
 
     E.g. `keras-attention serve: serving fra-eng (version 1) on gRPC
     127.0.0.1:8500, REST http://127.0.0.1:8501`: the endpoints as a client's
-    `--server` takes them.
+    `--server` takes them (and, with `--ui`, `, page http://127.0.0.1:8501/`).
     """
     versions = server.available_versions()
     if not all(versions.values()):
@@ -125,6 +125,8 @@ def serving_line(server, command: str) -> str | None:
         for name, numbers in versions.items()
     )
     rest = f", REST {server.rest_url}" if server.rest_url else ""
+    if rest and server.options.ui:
+        rest += f", page {server.rest_url}/"
     return f"{command}: serving {models or 'no models'} on gRPC {server.address}{rest}"
 
 

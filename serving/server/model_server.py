@@ -18,6 +18,7 @@ from keras_attention.serving.server.prediction_service import PredictionService
 from keras_attention.serving.server.rest_app import RestApi, RestServer
 from keras_attention.serving.server.servable_manager import ServableManager
 from keras_attention.serving.server.server_options import ServerOptions
+from keras_attention.serving.server.translation_page import TranslationPage
 from keras_attention_client.wire.errors import ServingError
 from keras_attention_client.wire.protos import model_listing_pb2_grpc
 
@@ -208,6 +209,7 @@ class ModelServer:
                 options.host,
                 options.rest_api_port,
                 max_request_bytes=options.max_request_bytes,
+                routes=TranslationPage().routes() if options.ui else (),
             )
         except OSError:
             self.stop(0)

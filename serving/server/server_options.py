@@ -20,6 +20,8 @@ class ServerOptions:
     one of `model_base_path` and `model_config_file` is required; `port=0`
     binds any free port (see `ModelServer.port`). Unlike TF Serving, `host`
     defaults to `127.0.0.1`: pass `0.0.0.0` to listen on every interface.
+    `ui` is this server's own: the translation page (`TranslationPage`) at `/`
+    of the REST port.
     """
 
     port: int = _flag(8500, "gRPC port (0: pick a free one).")
@@ -63,6 +65,11 @@ class ServerOptions:
     tensorflow_intra_op_parallelism: int = _flag(0, "TF intra-op threads (0: auto).")
     tensorflow_inter_op_parallelism: int = _flag(0, "TF inter-op threads (0: auto).")
     shutdown_grace_seconds: float = _flag(30.0, "On SIGTERM, time for running requests to finish.")
+    ui: bool = _flag(
+        False,
+        "Also serve the translation page at / on the REST port (not a TF Serving flag; "
+        "needs --rest_api_port).",
+    )
 
     def __post_init__(self):
         if self.grpc_max_threads is None:
@@ -77,6 +84,11 @@ class ServerOptions:
             value = getattr(self, name)
             if not 0 <= value <= 65535:
                 raise ValueError(f"{name} must be in [0, 65535]. Received: {name}={value}")
+        if self.ui and not self.rest_api_port:
+            raise ValueError(
+                "ui serves the page on the REST port: set rest_api_port. "
+                f"Received: ui={self.ui}, rest_api_port={self.rest_api_port}"
+            )
         for name in ("grpc_max_threads", "max_request_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1. Received: {name}={getattr(self, name)}")

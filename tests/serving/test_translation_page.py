@@ -1,4 +1,4 @@
-"""`TranslationPage`: the page's files, its headers, and what the files may load.
+"""`TranslationPage`: the page's files, its headers, what the files may load, and `serve --ui`.
 
 The page in a browser, against a live server, is tested in `tests/ui`.
 """
@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import html.parser
+import json
 import re
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -139,3 +142,59 @@ def test_the_script_calls_only_the_rest_api_of_its_own_origin():
     paths = set(re.findall(r'"(/v1/[^"]*)"', script))
     assert paths == {"/v1/models", "/v1/models/"}
     assert ":predict" in script and "/metadata" in script
+
+
+# --- serve --ui -----------------------------------------------------------------------
+
+
+def get(url: str) -> tuple[int, dict[str, str], bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return (
+                response.status,
+                {k.lower(): v for k, v in response.headers.items()},
+                (response.read()),
+            )
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+def test_ui_needs_the_rest_port(translator_base):
+    from keras_attention.serving import ServerOptions
+
+    with pytest.raises(
+        ValueError,
+        match=r"ui serves the page on the REST port: set rest_api_port\. "
+        r"Received: ui=True, rest_api_port=0",
+    ):
+        ServerOptions(model_base_path=str(translator_base), ui=True)
+
+
+@pytest.mark.parametrize("ui", [False, True])
+def test_serve_ui_adds_the_page_and_leaves_the_api_as_it_is(translator_base, ui):
+    from keras_attention.serving import ModelServer
+    from keras_attention.serving.server import cli
+    from keras_attention.serving.server.model_server import free_port
+
+    argv = ["--port=0", f"--rest_api_port={free_port()}", "--model_name=translator"]
+    argv += [f"--model_base_path={translator_base}", "--file_system_poll_wait_seconds=0"]
+    options = cli.options_from_args(cli.build_parser().parse_args(argv + ["--ui"] * ui))
+    assert options.ui is ui
+    with ModelServer(options) as server:
+        status, headers, body = get(server.rest_url + "/")
+        if ui:
+            assert (status, body) == (200, (UI / "index.html").read_bytes())
+            assert headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+            assert headers["x-frame-options"] == "DENY"
+        else:
+            assert status == 404
+            assert json.loads(body) == {"error": "Not found: /"}
+            assert "content-security-policy" not in headers
+        status, headers, body = get(server.rest_url + "/v1/models/translator")
+        assert status == 200 and json.loads(body)["model_version_status"][0]["state"] == (
+            "AVAILABLE"
+        )
+        assert headers["content-type"] == "application/json"
+        assert not {name.lower() for name in SECURITY_HEADERS} & set(headers)
+        line = cli.serving_line(server, "serve")
+        assert line.endswith(f"REST {server.rest_url}" + (f", page {server.rest_url}/" * ui))
