@@ -408,8 +408,8 @@ class RestServer:
 
     Uvicorn (with h11) parses and frames requests (Content-Length, chunked
     bodies, keep-alive, HEAD); `api.process` runs on a pool of `num_threads`
-    threads, so slow inference never blocks the event loop. Headers are
-    limited to 64 KiB, idle keep-alive connections close after 30 s.
+    threads, so slow inference never blocks the event loop. A request head
+    still incomplete after 64 KiB is refused; idle connections close after 30 s.
 
     Args:
         api: answers the requests.
@@ -441,7 +441,10 @@ class RestServer:
         read_timeout: float = 30.0,
         routes: Sequence[BaseRoute] = (),
     ):
-        self._socket = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        # IPPROTO_TCP named, so asyncio sets TCP_NODELAY on each connection: without it a
+        # response's second write (the body) waits for the client's delayed ACK (~40 ms).
+        self._socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self._socket.bind((host, port))

@@ -1,7 +1,9 @@
 """The REST API over real HTTP: TF Serving's routes, JSON formats and error table, HTTP framing."""
 
 import json
+import re
 import socket
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -452,3 +454,44 @@ def test_lone_surrogates_are_400_and_pairs_are_text(server):
     )
     assert status == 200
     assert answer["predictions"][0]["translation"] == "X \N{GRINNING FACE}"
+
+
+def test_slow_and_oversized_chunked_bodies(server):
+    """A body not received within the read timeout is 408; a chunked one over the limit 413."""
+    from types import SimpleNamespace
+
+    from keras_attention.serving.server.rest_app import RestApi, RestServer
+
+    rest = RestServer(
+        RestApi(server.manager), "127.0.0.1", 0, max_request_bytes=100, read_timeout=0.5
+    )
+    rest.start()
+    try:
+        local = SimpleNamespace(rest_url=f"http://127.0.0.1:{rest.port}")
+        started = time.monotonic()
+        head = _request("POST", "/v1/models/translator:predict", Content_Length="10")
+        (status, _, body), rest_bytes = _exchange(local, head + b"{}")
+        assert (status, rest_bytes) == (408, b"")
+        assert json.loads(body) == {"error": "The request body was not received within 0.5 s"}
+        assert time.monotonic() - started < 5
+        chunk = b"%x\r\n%s\r\n" % (60, b" " * 60)
+        raw = _request(
+            "POST", "/v1/models/translator:predict", chunk * 3, Transfer_Encoding="chunked"
+        )
+        (status, _, body), _ = _exchange(local, raw)
+        assert status == 413
+        # 120 or 180 bytes: as many chunks as had arrived when the limit was passed
+        assert re.fullmatch(
+            r"Request body of 1[28]0 bytes exceeds the limit of 100 bytes",
+            json.loads(body)["error"],
+        )
+    finally:
+        rest.stop(grace=1.0)
+
+
+def test_oversized_headers_are_refused_and_closed(server):
+    """A request head still incomplete past 64 KiB is refused (h11 checks as data arrives)."""
+    raw = _request("GET", "/v1/models/translator", X_Padding="x" * (1 << 20))[: 100 << 10]
+    (status, headers, body), rest = _exchange(server, raw)
+    assert (status, headers["content-type"], rest) == (400, "application/json", b"")
+    assert set(json.loads(body)) == {"error"}
