@@ -9,6 +9,7 @@ TensorFlow (it runs each version in a TF1 Session, as the real server does).
 - `serving_session.ServingSession`: one loaded version (also `export`'s).
 - `batching`: server-side batching (`--enable_batching`).
 - `prediction_service`, `model_service`, `inference`, `json_tensor`: the APIs.
+- `translation_page.TranslationPage`: the page `--ui` serves (its files in `ui/`).
 
 The wire (protos, tensors, errors, the translation contract) is the client
 distribution's `keras_attention_client.wire`; nothing imports the server back.
