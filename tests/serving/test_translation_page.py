@@ -6,6 +6,7 @@ The page in a browser, against a live server, is tested in `tests/ui`.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import html.parser
 import json
 import re
@@ -36,7 +37,9 @@ def call(app, method: str, path: str) -> tuple[int, dict[str, str], bytes]:
         messages.append(message)
 
     scope = {"type": "http", "method": method, "path": path, "headers": [], "query_string": b""}
-    asyncio.run(app(scope, receive, send))
+    # In a thread of its own: Playwright's sync API (tests/ui) keeps a loop running in this one.
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, app(scope, receive, send)).result()
     start = messages[0]
     headers = {name.decode().lower(): value.decode() for name, value in start["headers"]}
     body = b"".join(m.get("body", b"") for m in messages[1:])
