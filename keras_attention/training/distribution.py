@@ -29,13 +29,16 @@ import json
 import logging
 import os
 import shutil
+import socket
 import tempfile
+import time
 from collections.abc import Sequence
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
 DISTRIBUTE_MODES = ("none", "mirrored", "multi-worker")
+DEFAULT_WORKER_START_TIMEOUT = 300.0  # seconds every worker waits for the others to start
 _TASK_TYPES = ("chief", "worker")
 
 
@@ -231,11 +234,104 @@ def _set_cpu_replicas(count: int) -> None:
         ) from None
 
 
+def cluster_hosts(tf_config: dict) -> list[tuple[str, str]]:
+    """`(task name, "host:port")` of every task of a `TF_CONFIG` dict, chief first."""
+    cluster = tf_config["cluster"]
+    return [
+        (f"{task_type} {index}", address)
+        for task_type in _TASK_TYPES
+        for index, address in enumerate(cluster.get(task_type, []))
+    ]
+
+
+def _split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _answers(address: str, timeout: float = 1.0) -> bool:
+    try:
+        with socket.create_connection(_split_address(address), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def _listen(address: str) -> socket.socket | None:
+    """A listening socket on this worker's port (all interfaces), or `None` if it is taken."""
+    try:
+        port = _split_address(address)[1]
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    except (OSError, ValueError):
+        return None
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("", port))
+        listener.listen(64)
+    except OSError:
+        listener.close()
+        return None
+    return listener
+
+
+def worker_start_error(tf_config: dict, timeout: float, missing: Sequence[str]) -> str:
+    """The message of a cluster that did not form within `timeout` s: who waited, who is missing.
+
+    `missing`: the task names (`"worker 1"`) that never answered.
+    """
+    task = tf_config["task"]
+    me = f"{task['type']} {task['index']}"
+    addresses = dict(cluster_hosts(tf_config))
+    names = [f"{addresses[name]} ({name})" for name in missing]
+    return (
+        f"{me} waited {timeout:g} s for the other workers of the cluster to start: "
+        f"{', '.join(names)} did not (nothing answers at "
+        f"{'that address' if len(names) == 1 else 'those addresses'}). Start every worker "
+        "with the same --worker-hosts (or TF_CONFIG cluster) and its own --task-index, or "
+        "give a longer --worker-start-timeout."
+    )
+
+
+def wait_for_workers(tf_config: dict, timeout: float, poll_seconds: float = 0.2) -> None:
+    """Returns once every other task of the cluster has started; raises after `timeout` s.
+
+    TensorFlow waits for all workers without a time limit, inside C++ code
+    that holds the GIL (no Python thread, signal handler or exception can
+    end the wait), so this runs first, in plain Python: this worker listens
+    on its own port while it waits, and a worker counts as started once its
+    address takes a TCP connection (this check's listener, or TensorFlow's
+    server once that worker has moved on to it).
+
+    Raises:
+        DistributedTrainingError: naming the addresses that never answered.
+    """
+    task = tf_config["task"]
+    me = f"{task['type']} {task['index']}"
+    hosts = cluster_hosts(tf_config)
+    pending = {name: address for name, address in hosts if name != me}
+    listener = _listen(dict(hosts)[me])
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            for name, address in list(pending.items()):
+                if _answers(address, timeout=min(1.0, max(0.05, deadline - time.monotonic()))):
+                    del pending[name]
+            if not pending:
+                return
+            if time.monotonic() >= deadline:
+                raise DistributedTrainingError(worker_start_error(tf_config, timeout, pending))
+            time.sleep(poll_seconds)
+    finally:
+        if listener is not None:
+            listener.close()
+
+
 def make_distribution(
     mode: str = "none",
     cpu_replicas: int | None = None,
     worker_hosts: str | Sequence[str] | None = None,
     task_index: int | None = None,
+    worker_start_timeout: float | None = DEFAULT_WORKER_START_TIMEOUT,
 ) -> Distribution:
     """Creates the strategy for `mode`; call it before any other TensorFlow op.
 
@@ -247,6 +343,10 @@ def make_distribution(
         worker_hosts: `"host:port,..."` or a list, the cluster of a
             `multi-worker` run when `TF_CONFIG` is not set.
         task_index: this worker's position in `worker_hosts`.
+        worker_start_timeout: seconds a `multi-worker` process waits for
+            every other worker of the cluster to start (`wait_for_workers`);
+            then it raises, naming the addresses that did not answer. `None`
+            leaves the wait to TensorFlow, without a limit.
 
     Returns:
         A `Distribution`.
@@ -265,6 +365,15 @@ def make_distribution(
         )
     if cpu_replicas is not None and mode != "mirrored":
         raise ValueError(f"--cpu-replicas needs --distribute mirrored. Received: {mode!r}")
+    if worker_start_timeout is not None and (
+        isinstance(worker_start_timeout, bool)
+        or not isinstance(worker_start_timeout, (int, float))
+        or not worker_start_timeout > 0
+    ):
+        raise ValueError(
+            "`worker_start_timeout` must be a positive number of seconds or None. "
+            f"Received: worker_start_timeout={worker_start_timeout!r}"
+        )
     if mode != "multi-worker" and (worker_hosts or task_index is not None):
         raise ValueError(
             f"--worker-hosts and --task-index need --distribute multi-worker. Received: {mode!r}"
@@ -300,6 +409,8 @@ def make_distribution(
         task["type"],
         task["index"],
     )
+    if worker_start_timeout is not None:
+        wait_for_workers(tf_config, worker_start_timeout)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
     return Distribution(
         mode,
@@ -547,6 +658,15 @@ def add_distribute_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="with --worker-hosts: this worker's position in the list (0 = chief)",
     )
+    group.add_argument(
+        "--worker-start-timeout",
+        type=float,
+        default=DEFAULT_WORKER_START_TIMEOUT,
+        metavar="SECONDS",
+        help="with --distribute multi-worker: how long each worker waits for all the others "
+        "to start; then every waiting worker exits with an error naming the addresses that "
+        f"did not answer (default: {DEFAULT_WORKER_START_TIMEOUT:g})",
+    )
 
 
 def distribution_from_args(args: argparse.Namespace) -> Distribution:
@@ -555,4 +675,5 @@ def distribution_from_args(args: argparse.Namespace) -> Distribution:
         cpu_replicas=args.cpu_replicas,
         worker_hosts=args.worker_hosts,
         task_index=args.task_index,
+        worker_start_timeout=args.worker_start_timeout,
     )
