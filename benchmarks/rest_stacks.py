@@ -4,7 +4,8 @@ Each stack serves the same `RestApi` (routing, JSON formats, TensorFlow run
 on a thread pool) over one loaded export, in its own server process:
 
 - `stdlib`: `http.server.ThreadingHTTPServer`, a thread per connection (the
-  server's REST layer before Uvicorn; the baseline of the ratios);
+  server's REST layer before Uvicorn, as it was: no TCP_NODELAY; the baseline
+  of the ratios);
 - `uvicorn-h11`: `RestServer` as the model server runs it (Uvicorn with h11,
   Starlette requests and responses);
 - `uvicorn-httptools`: the same app on Uvicorn's httptools (llhttp) parser;
