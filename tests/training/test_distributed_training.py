@@ -179,22 +179,43 @@ def model_weights(path):
     return [np.asarray(w) for w in keras.saving.load_model(path, compile=False).get_weights()]
 
 
-def test_killed_worker_stops_the_other_and_relaunch_resumes(single_process_run, tmp_path):
-    """SIGKILL worker 1 after epoch 1; worker 0 fails fast; the same commands resume."""
-    options, _, reference_run = single_process_run
+def two_worker_command(options, hosts, index):
+    return train_command(
+        *cli_flags(options),
+        "--distribute", "multi-worker", "--worker-hosts", hosts, "--task-index", str(index),
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_two_workers(digits_corpus, tmp_path_factory):
+    """Two workers through the command line, with dropout: the reference of a resumed run."""
+    tmp = tmp_path_factory.mktemp("two_workers")
+    options = tiny_options(digits_corpus, tmp / "run", dropout=0.2)
+    hosts = ",".join(f"127.0.0.1:{p}" for p in free_ports(2))
+    with Workers(tmp / "logs") as group:
+        for index in range(2):
+            group.start(two_worker_command(options, hosts, index), worker_env(), f"worker{index}")
+        assert group.wait(TIMEOUT) == [0, 0], group.outputs()
+    return options, RunDirectory(options["out"])
+
+
+def history_rows(run):
+    with open(run.history, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_killed_worker_stops_the_other_and_relaunch_resumes(uninterrupted_two_workers, tmp_path):
+    """SIGKILL worker 1 after epoch 1; worker 0 fails fast; the same commands resume, and
+    the resumed run is the uninterrupted two-worker run: same losses, same weights, bit for
+    bit (dropout on, so the random-generator states must come back too)."""
+    options, reference = uninterrupted_two_workers
     run = RunDirectory(tmp_path / "run")
     options = {**options, "out": str(run.path)}
     hosts = ",".join(f"127.0.0.1:{p}" for p in free_ports(2))
 
-    def command(index):
-        return train_command(
-            *cli_flags(options),
-            "--distribute", "multi-worker", "--worker-hosts", hosts, "--task-index", str(index),
-        )  # fmt: skip
-
     with Workers(tmp_path / "first") as group:
         for index in range(2):
-            group.start(command(index), worker_env(), f"worker{index}")
+            group.start(two_worker_command(options, hosts, index), worker_env(), f"worker{index}")
         deadline = time.monotonic() + TIMEOUT
         while backed_up_epoch(run.backup) < 1 and time.monotonic() < deadline:
             assert all(p.poll() is None for p in group.processes), group.outputs()
@@ -214,16 +235,16 @@ def test_killed_worker_stops_the_other_and_relaunch_resumes(single_process_run, 
 
     with Workers(tmp_path / "relaunch") as group:
         for index in range(2):
-            group.start(command(index), worker_env(), f"worker{index}")
+            group.start(two_worker_command(options, hosts, index), worker_env(), f"worker{index}")
         assert group.wait(TIMEOUT) == [0, 0], group.outputs()
     metrics = run.read_metrics()["training"]
     assert metrics["epochs_run"] == options["epochs"]
     assert metrics["epochs_this_session"] == options["epochs"] - resume_at
     assert history_epochs(run)[-1] == options["epochs"] - 1
     assert not run.backup.exists()
-    # The resumed run trained on the same batches from the same state: the
-    # same model as the uninterrupted single-process run.
-    difference = max_difference(
-        model_weights(run.model), model_weights(RunDirectory(reference_run).model)
-    )
-    assert difference < 2e-4
+    # The resumed run trained on the same batches from the same state (weights,
+    # optimizer, random generators): the uninterrupted run's losses and model.
+    # Measured on this machine (2 CPU workers, float32): equal, not just close.
+    assert history_rows(run) == history_rows(reference)
+    for mine, theirs in zip(model_weights(run.model), model_weights(reference.model), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
