@@ -38,7 +38,7 @@ def _build_export(path):
                 tf.TensorSpec([], tf.int32, name="repeat"),
             ]
         )
-        def echo(self, text, repeat=tf.constant(DEFAULT_REPEAT)):
+        def echo(self, text, repeat=tf.constant(DEFAULT_REPEAT)):  # noqa: B008 - the default
             joined = tf.strings.reduce_join(tf.repeat(text[:, None], repeat, axis=1), axis=1)
             return {"echo": joined, "repeat": tf.fill(tf.shape(text), repeat)}
 
