@@ -8,8 +8,8 @@ TensorFlow (it runs each version in a TF1 Session, as the real server does).
 - `servable_manager.ServableManager`: which versions are loaded and served.
 - `serving_session.ServingSession`: one loaded version (also `export`'s).
 - `batching`: server-side batching (`--enable_batching`).
-- `prediction_service`, `model_service`, `inference`, `json_tensor`: the APIs;
-  `rest_app`: the REST API over HTTP (Uvicorn, Starlette).
+- `inference`: Predict and metadata, shared by `grpc_services` (the gRPC
+  services) and `rest_app` (the REST API on Uvicorn, with `json_tensor`).
 - `translation_page.TranslationPage`: the page `--ui` serves (its files in `ui/`).
 
 The wire (protos, tensors, errors, the translation contract) is the client

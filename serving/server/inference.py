@@ -1,18 +1,16 @@
 """Predict and GetModelMetadata on a loaded version, with TF Serving's status codes and messages.
 
-TF Serving's request handling for what our exports use (tensorflow_serving/
-servables/tensorflow/predict_util.cc, get_model_metadata_impl.cc, util.cc)
-on top of `ServingSession.run` (or the batcher, with `--enable_batching`).
-Our exports have Predict signatures only: Classify, Regress and
-MultiInference get the answer TF Serving gives for such signatures.
-
-Every function raises `ServingError` with the code TF Serving would answer;
-TensorFlow runtime errors keep their own code (`tf.errors.OpError.error_code`).
+TF Serving's request handling for what our exports use (predict_util.cc,
+get_model_metadata_impl.cc, tensorflow/cc/saved_model/util.cc), shared by the
+gRPC services and the REST API, on `ServingSession.run` (or the batcher).
+Our signatures are Predict ones: Classify, Regress and MultiInference get TF
+Serving's answer for them (`refuse`). Every function raises `ServingError`
+with TF Serving's code; TensorFlow runtime errors keep their own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -30,24 +28,33 @@ from keras_attention_client.wire.tensors import (
 )
 
 DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
-CLASSIFY, REGRESS = "Classify", "Regress"
+CLASSIFY, REGRESS = tf.saved_model.CLASSIFY_METHOD_NAME, tf.saved_model.REGRESS_METHOD_NAME
 
 # Runs a signature, as `ServingSession.run` (or `Batcher.run`, with `--enable_batching`):
 # (session, signature_name, inputs by alias, output aliases, timeout_in_ms) -> outputs by alias.
 Runner = Callable[[ServingSession, str, dict, Sequence[str], "int | None"], dict]
 
 
-def run_predict(
+def _run(session, signature_name, inputs, output_keys, timeout_in_ms) -> dict:
+    return session.run(signature_name, inputs, output_keys, timeout_in_ms=timeout_in_ms)
+
+
+def predict(
     session: ServingSession,
-    request: predict_pb2.PredictRequest,
+    signature_name: str,
+    inputs: Mapping[str, Any],
+    output_filter: Sequence[str] = (),
     *,
     timeout_in_ms: int | None = None,
     runner: Runner | None = None,
-) -> predict_pb2.PredictResponse:
-    """TF Serving's `RunPredict`: validate the request against the signature, run, answer.
+) -> dict[str, np.ndarray]:
+    """TF Serving's `RunPredict`: checks the inputs against the signature, runs.
 
-    Inputs missing from the request are taken from the SignatureDef's
-    `defaults` map, as TF Serving's `GetInputValues` does.
+    `inputs` are `TensorProto`s (gRPC) or arrays of the signature's dtypes (REST
+    JSON). One missing is taken from the SignatureDef's `defaults` (`GetInputValues`).
+
+    Returns:
+        Output alias -> array, for `output_filter` (default: every output).
 
     Raises:
         ServingError: `FAILED_PRECONDITION` for an unknown signature,
@@ -56,87 +63,13 @@ def run_predict(
             aliases; TensorFlow's own code for runtime errors
             (`DEADLINE_EXCEEDED` past `timeout_in_ms`).
     """
-    signature_name = request.model_spec.signature_name or DEFAULT_SIGNATURE
+    signature_name = signature_name or DEFAULT_SIGNATURE
     signature = session.signature_defs.get(signature_name)
     if signature is None:
         raise ServingError(
             "FAILED_PRECONDITION", f'Serving signature key "{signature_name}" not found.'
         )
-    inputs = _predict_inputs(signature, request)
-    aliases = _output_aliases(signature, request.output_filter)
-    if timeout_in_ms is not None and timeout_in_ms <= 0:
-        raise ServingError("DEADLINE_EXCEEDED", "Deadline Exceeded")
-    try:
-        outputs = (runner or _run)(session, signature_name, inputs, aliases, timeout_in_ms)
-    except tf.errors.OpError as error:
-        raise ServingError(code_name(error.error_code), error.message) from None
-    response = predict_pb2.PredictResponse()
-    make_model_spec(request.model_spec.name, signature_name, session.version, response.model_spec)
-    for alias in aliases:
-        ndarray_to_tensor_proto(np.asarray(outputs[alias]), out=response.outputs[alias])
-    return response
-
-
-def _run(session, signature_name, inputs, output_keys, timeout_in_ms) -> dict:
-    return session.run(signature_name, inputs, output_keys, timeout_in_ms=timeout_in_ms)
-
-
-def _predict_inputs(signature: Any, request: predict_pb2.PredictRequest) -> dict[str, np.ndarray]:
-    sent, expected, defaults = set(request.inputs), set(signature.inputs), signature.defaults
-    if len(sent) > len(expected) or (len(sent) < len(expected) and not defaults):
-        raise ServingError(
-            "INVALID_ARGUMENT",
-            f"input size does not match signature: {len(sent)}!={len(expected)}"
-            f" len({{{_join(sent)}}}) != len({{{_join(expected)}}})."
-            f" Sent extra: {{{_join(sent - expected)}}}."
-            f" Missing but required: {{{_join(expected - sent)}}}.",
-        )
-    inputs: dict[str, np.ndarray] = {}
-    for index, alias in enumerate(sorted(expected)):
-        info = signature.inputs[alias]
-        proto = request.inputs[alias] if alias in sent else defaults.get(alias)
-        if proto is None:
-            raise ServingError(
-                "INVALID_ARGUMENT",
-                f"Signature input alias: {alias}(feed name: {info.name}) not found in request "
-                f"and no default value provided. Inputs expected to be in the request "
-                f"{{{_join(sent)}}}, or default input alias set: {_join(defaults)}",
-            )
-        inputs[alias] = _parse_input(alias, index, proto, info)
-    if sent - expected:
-        raise ServingError(
-            "INVALID_ARGUMENT",
-            f"Inputs contains invalid name. Used request inputs: {_join(sent & expected)}, "
-            f"request input: {_join(sent)}",
-        )
-    return inputs
-
-
-def _parse_input(alias: str, index: int, proto: Any, info: Any) -> np.ndarray:
-    try:
-        value = tensor_proto_to_ndarray(proto)
-    except TensorParseError as error:
-        raise ServingError("INVALID_ARGUMENT", f"tensor parsing error: {alias}") from error
-    if proto.dtype != info.dtype:  # the C++ Session's feed check (FunctionCallFrame::SetArgs)
-        raise ServingError(
-            "INVALID_ARGUMENT",
-            f"Expects arg[{index}] to be {dtype_string(info.dtype)} but "
-            f"{dtype_string(proto.dtype)} is provided",
-        )
-    if not info.tensor_shape.unknown_rank:
-        dims = [d.size for d in info.tensor_shape.dim]
-        if len(dims) != value.ndim or any(
-            d >= 0 and d != s for d, s in zip(dims, value.shape, strict=True)
-        ):
-            raise ServingError(
-                "INVALID_ARGUMENT",
-                f"input tensor alias {alias} has shape {_shape(value.shape)}, "
-                f"incompatible with the signature's shape {_shape(dims)}",
-            )
-    return value
-
-
-def _output_aliases(signature: Any, output_filter: Sequence[str]) -> list[str]:
+    arrays = _input_arrays(signature, inputs)
     for index, alias in enumerate(output_filter):
         if alias not in signature.outputs:
             raise ServingError(
@@ -146,72 +79,150 @@ def _output_aliases(signature: Any, output_filter: Sequence[str]) -> list[str]:
             )
         if alias in output_filter[:index]:
             raise ServingError("INVALID_ARGUMENT", f"duplicate output tensor alias: {alias}")
-    return list(output_filter) or sorted(signature.outputs)
+    aliases = list(output_filter) or sorted(signature.outputs)
+    if timeout_in_ms is not None and timeout_in_ms <= 0:
+        raise ServingError("DEADLINE_EXCEEDED", "Deadline Exceeded")
+    try:
+        outputs = (runner or _run)(session, signature_name, arrays, aliases, timeout_in_ms)
+    except tf.errors.OpError as error:
+        raise ServingError(code_name(error.error_code), error.message) from None
+    return {alias: np.asarray(outputs[alias]) for alias in aliases}
 
 
-def reject_classify_regress(session: ServingSession, api: str, signature_name: str) -> NoReturn:
-    """Answers Classify / Regress (`api`) as TF Serving does for a Predict-only signature.
+def run_predict(
+    session: ServingSession,
+    request: predict_pb2.PredictRequest,
+    *,
+    timeout_in_ms: int | None = None,
+    runner: Runner | None = None,
+) -> predict_pb2.PredictResponse:
+    """`predict` for a `PredictRequest`, answered as a `PredictResponse`."""
+    spec = request.model_spec
+    outputs = predict(
+        session,
+        spec.signature_name,
+        request.inputs,
+        request.output_filter,
+        timeout_in_ms=timeout_in_ms,
+        runner=runner,
+    )
+    response = predict_pb2.PredictResponse()
+    make_model_spec(spec.name, spec.signature_name, session.version, response.model_spec)
+    for alias, value in outputs.items():
+        ndarray_to_tensor_proto(value, out=response.outputs[alias])
+    return response
+
+
+def _input_arrays(signature: Any, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    sent, expected, defaults = set(inputs), set(signature.inputs), signature.defaults
+    if len(sent) > len(expected) or (len(sent) < len(expected) and not defaults):
+        raise ServingError(
+            "INVALID_ARGUMENT",
+            f"input size does not match signature: {len(sent)}!={len(expected)}"
+            f" len({{{_join(sent)}}}) != len({{{_join(expected)}}})."
+            f" Sent extra: {{{_join(sent - expected)}}}."
+            f" Missing but required: {{{_join(expected - sent)}}}.",
+        )
+    arrays = {}
+    for index, alias in enumerate(sorted(expected)):
+        info = signature.inputs[alias]
+        proto = inputs[alias] if alias in sent else defaults.get(alias)
+        if proto is None:
+            raise ServingError(
+                "INVALID_ARGUMENT",
+                f"Signature input alias: {alias}(feed name: {info.name}) not found in request "
+                f"and no default value provided. Inputs expected to be in the request "
+                f"{{{_join(sent)}}}, or default input alias set: {_join(defaults)}",
+            )
+        if isinstance(proto, np.ndarray):  # from REST JSON, of the signature's dtype
+            value = proto
+        else:
+            try:
+                value = tensor_proto_to_ndarray(proto)
+            except TensorParseError as error:
+                raise ServingError("INVALID_ARGUMENT", f"tensor parsing error: {alias}") from error
+        if value is not proto and proto.dtype != info.dtype:  # the Session's feed check
+            raise ServingError(
+                "INVALID_ARGUMENT",
+                f"Expects arg[{index}] to be {dtype_string(info.dtype)} but "
+                f"{dtype_string(proto.dtype)} is provided",
+            )
+        dims = [d.size for d in info.tensor_shape.dim]
+        if not info.tensor_shape.unknown_rank and (
+            len(dims) != value.ndim
+            or any(d not in (-1, s) for d, s in zip(dims, value.shape, strict=True))
+        ):
+            raise ServingError(
+                "INVALID_ARGUMENT",
+                f"input tensor alias {alias} has shape {_shape(value.shape)}, "
+                f"incompatible with the signature's shape {_shape(dims)}",
+            )
+        arrays[alias] = value
+    if sent - expected:
+        raise ServingError(
+            "INVALID_ARGUMENT",
+            f"Inputs contains invalid name. Used request inputs: {_join(sent & expected)}, "
+            f"request input: {_join(sent)}",
+        )
+    return arrays
+
+
+def refuse(session: ServingSession, method_name: str, signature_name: str) -> NoReturn:
+    """Answers Classify, Regress or a MultiInference task as TF Serving does for our signatures.
 
     TF Serving's checks (`classifier.cc`, `regressor.cc`), in order: the
-    signature exists; it has one input; one or two outputs (Classify) or one
-    (Regress). Our signatures fail one of them; one that passed would need
-    tf.Example parsing, which this server does not implement (`UNIMPLEMENTED`).
+    signature exists, has one input, and one or two outputs (Classify) or one
+    (Regress). A signature that passed would need tf.Example parsing, which this
+    server does not implement (`UNIMPLEMENTED`).
     """
+    if method_name not in (CLASSIFY, REGRESS):
+        raise ServingError("UNIMPLEMENTED", f"Unsupported signature method_name: {method_name}")
     name = signature_name or DEFAULT_SIGNATURE
     signature = session.meta_graph_def.signature_def.get(name)
     if signature is None:
         raise ServingError("INVALID_ARGUMENT", f"No signature was found with the name: {name}")
+    outputs = len(signature.outputs)
     if len(signature.inputs) != 1:
         raise ServingError("INVALID_ARGUMENT", "Expected one input Tensor.")
-    if api == CLASSIFY and len(signature.outputs) not in (1, 2):
-        found = len(signature.outputs)
-        raise ServingError("INVALID_ARGUMENT", f"Expected one or two output Tensors, found {found}")
-    if api == REGRESS and len(signature.outputs) != 1:
+    if method_name == CLASSIFY and outputs not in (1, 2):
+        raise ServingError(
+            "INVALID_ARGUMENT", f"Expected one or two output Tensors, found {outputs}"
+        )
+    if method_name == REGRESS and outputs != 1:
         raise ServingError("INVALID_ARGUMENT", "Expected one output Tensor.")
-    raise ServingError("UNIMPLEMENTED", f"{api} is not implemented by this server; use Predict.")
+    raise ServingError("UNIMPLEMENTED", "Classify and Regress are not implemented; use Predict.")
 
 
-def reject_multi_inference(session: ServingSession, tasks: Sequence[Any]) -> NoReturn:
-    """Answers MultiInference: each task is a Classify or Regress (TF Serving's first failure)."""
-    methods = {
-        tf.saved_model.CLASSIFY_METHOD_NAME: CLASSIFY,
-        tf.saved_model.REGRESS_METHOD_NAME: REGRESS,
-    }
-    for task in tasks:
-        if task.method_name not in methods:
-            raise ServingError(
-                "UNIMPLEMENTED", f"Unsupported signature method_name: {task.method_name}"
-            )
-        reject_classify_regress(session, methods[task.method_name], task.model_spec.signature_name)
-    raise ServingError("INVALID_ARGUMENT", "MultiInferenceRequest has no tasks.")
-
-
-def validate_metadata_request(request: get_model_metadata_pb2.GetModelMetadataRequest) -> None:
-    """TF Serving's `ValidateGetModelMetadataRequest`."""
-    if not request.metadata_field:
+def check_metadata_fields(metadata_field: Sequence[str]) -> None:
+    """TF Serving's `ValidateGetModelMetadataRequest`: `signature_def` is the one field."""
+    if not metadata_field:
         raise ServingError(
             "INVALID_ARGUMENT", "GetModelMetadataRequest must specify at least one metadata_field"
         )
-    for field in request.metadata_field:
+    for field in metadata_field:
         if field != SIGNATURE_DEF_FIELD:
             raise ServingError("INVALID_ARGUMENT", f"Metadata field {field} is not supported")
 
 
 def get_model_metadata(session: ServingSession) -> get_model_metadata_pb2.GetModelMetadataResponse:
     """The `signature_def` metadata of a loaded version (every SignatureDef, as TF Serving)."""
-    signature_def_map = get_model_metadata_pb2.SignatureDefMap()
-    for name, signature in session.meta_graph_def.signature_def.items():
-        signature_def_map.signature_def[name].CopyFrom(signature)
     response = get_model_metadata_pb2.GetModelMetadataResponse()
     make_model_spec(session.name, None, session.version, response.model_spec)
-    response.metadata[SIGNATURE_DEF_FIELD].Pack(signature_def_map)
+    response.metadata[SIGNATURE_DEF_FIELD].Pack(signature_def_map(session))
     return response
+
+
+def signature_def_map(session: ServingSession) -> get_model_metadata_pb2.SignatureDefMap:
+    """Every SignatureDef of a loaded version (with `__saved_model_init_op`, as TF Serving)."""
+    return get_model_metadata_pb2.SignatureDefMap(
+        signature_def=session.meta_graph_def.signature_def
+    )
 
 
 def make_model_spec(
     name: str, signature_name: str | None, version: int | None, spec: model_pb2.ModelSpec
 ) -> None:
-    """TF Serving's `MakeModelSpec` (empty signature name becomes `serving_default`)."""
+    """TF Serving's `MakeModelSpec` (an empty signature name becomes `serving_default`)."""
     spec.Clear()
     spec.name = name
     if signature_name is not None:

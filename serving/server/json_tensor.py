@@ -1,21 +1,16 @@
-"""TF Serving's REST JSON formats: request bodies to tensors, tensors to response bodies.
+"""TF Serving's REST JSON formats (tensorflow_serving/util/json_tensor.cc, 2.20.0), with its messages.
 
-A port of tensorflow_serving/util/json_tensor.cc, with its messages:
+- A Predict request carries `"instances"` (row format: one element per batch
+  row, a value/list for a one-input signature or an object keyed by alias) or
+  `"inputs"` (columnar: the whole batch, or an object of them by alias), and an
+  optional `"signature_name"`. Binary strings are `{"b64": ...}`.
+- The answer is `"predictions"` (row) or `"outputs"` (columnar). Outputs whose
+  alias ends in `_bytes` are written as `{"b64": ...}`; float32 values with the
+  shortest text that reads back to the same float, NaN and infinities as `NaN`,
+  `Infinity`, `-Infinity`.
 
-- Predict requests carry either `"instances"` (row format: a list with one
-  element per batch row; an element is a value/list for a single input or an
-  object keyed by input alias) or `"inputs"` (columnar format: the whole batch
-  as one value/list, or an object of them keyed by alias), plus an optional
-  `"signature_name"`. Strings are JSON strings; binary data is `{"b64": ...}`.
-- Responses answer `"predictions"` (row format, for `instances`) or
-  `"outputs"` (columnar, for `inputs`). Outputs whose alias ends in `_bytes`
-  are written as `{"b64": ...}`. Floats are written with the shortest text
-  that reads back to the same float32/float64; NaN and infinities as `NaN`,
-  `Infinity`, `-Infinity`, as TF Serving does.
-
-The dtypes are the translation contract's (`DT_STRING`, `DT_FLOAT`, `DT_INT32`)
-and `DT_INT64`; another input dtype is `UNIMPLEMENTED`, as TF Serving answers
-for dtypes it cannot read from JSON.
+Input dtypes are the translation contract's (`DT_STRING`, `DT_FLOAT`,
+`DT_INT32`) and `DT_INT64`; another is `UNIMPLEMENTED`.
 """
 
 from __future__ import annotations
@@ -23,12 +18,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from tensorflow.core.framework import tensor_pb2
 
 from keras_attention_client.wire.errors import ServingError
 from keras_attention_client.wire.tensors import (
@@ -41,10 +34,12 @@ from keras_attention_client.wire.tensors import (
 
 ROW = "row"
 COLUMNAR = "columnar"
+MAX_JSON_DEPTH = 100
+"""Deeper request JSON is refused before any conversion (no tensor of ours comes close)."""
 
-_INT32 = (-(2**31), 2**31 - 1)
-_INT64 = (-(2**63), 2**63 - 1)
-_FLOAT_MAX = float(np.finfo(np.float32).max)
+_NUMPY_TYPES = {DT_FLOAT: np.float32, DT_INT32: np.int32, DT_INT64: np.int64, DT_STRING: object}
+_INT_RANGES = {DT_INT32: (-(2**31), 2**31 - 1), DT_INT64: (-(2**63), 2**63 - 1)}
+_JSON_TYPES = {type(None): "Null", dict: "Object", list: "Array", str: "String"}
 
 
 def _error(message: str) -> ServingError:
@@ -52,54 +47,55 @@ def _error(message: str) -> ServingError:
 
 
 def _dump(value: Any) -> str:
-    """JSON text of a value, for error messages."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_json(body: bytes) -> dict:
+    """Parses a request body: an object, nested at most `MAX_JSON_DEPTH` deep, no lone surrogates.
+
+    Raises:
+        ServingError: `INVALID_ARGUMENT` ("JSON Parse error: ..." or "... Is not object").
+    """
+    too_deep = _error(f"JSON Parse error: nesting deeper than {MAX_JSON_DEPTH} levels")
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _type_string(value: Any) -> str:
-    if value is None:
-        return "Null"
-    if value is True:
-        return "True"
-    if value is False:
-        return "False"
-    if isinstance(value, dict):
-        return "Object"
-    if isinstance(value, list):
-        return "Array"
-    if isinstance(value, str):
-        return "String"
-    return "Number"
-
-
-def parse_json(body: bytes | str) -> dict:
-    """Parses a request body; the top level must be an object."""
-    if isinstance(body, bytes):
-        try:
-            body = body.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise _error(
-                f"JSON Parse error: Invalid encoding in string. at offset: {error.start}"
-            ) from None
-    if not body.strip():
-        raise _error("JSON Parse error: The document is empty")
-    try:
-        document = json.loads(body)
+        text = body.decode("utf-8")
+        if not text.strip():
+            raise _error("JSON Parse error: The document is empty")
+        document = json.loads(text)
+    except UnicodeDecodeError as error:
+        message = f"JSON Parse error: Invalid encoding in string. at offset: {error.start}"
+        raise _error(message) from None
     except json.JSONDecodeError as error:
         raise _error(f"JSON Parse error: {error.msg} at offset: {error.pos}") from None
+    except RecursionError:
+        raise too_deep from None
     if not isinstance(document, dict):
         raise _error(f"JSON Value: {_dump(document)} Is not object")
+    # A text's depth is at most its number of brackets; surrogates are \ud800-\udfff.
+    check_depth = body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH
+    check_strings = b"\\ud" in body or b"\\uD" in body
+    stack = [(document, 1)] if check_depth or check_strings else []
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise too_deep
+            items = [*value, *value.values()] if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items)
+        elif check_strings and isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as error:  # json.loads joined the valid pairs
+                raise _error(
+                    "JSON Parse error: The surrogate pair in string is invalid: "
+                    f"lone \\u{ord(value[error.start]):04x}"
+                ) from None
     return document
 
 
 def signature_name_of(document: dict) -> str:
     """The optional `signature_name` (empty if absent)."""
-    if "signature_name" not in document:
-        return ""
-    name = document["signature_name"]
+    name = document.get("signature_name", "")
     if not isinstance(name, str):
         raise _error(
             f"JSON Value: {_dump(document)} not formatted correctly. "
@@ -108,356 +104,204 @@ def signature_name_of(document: dict) -> str:
     return name
 
 
-# Predict requests ---------------------------------------------------------------------------
+def predict_inputs(
+    document: dict, signature_name: str, tensorinfo_map: Mapping[str, Any]
+) -> tuple[dict[str, np.ndarray], str]:
+    """A Predict request's inputs read from its JSON document, as TF Serving reads them.
 
-
-def fill_predict_inputs(
-    document: dict,
-    signature_name: str,
-    tensorinfo_map: Mapping[str, Any],
-    inputs: Any,
-) -> str:
-    """Fills the request's `inputs` map (alias -> TensorProto) from the JSON document.
-
-    Args:
-        document: the parsed body.
-        signature_name: for error messages (`""` means the default).
-        tensorinfo_map: the signature's inputs (alias -> `TensorInfo`).
-        inputs: the `PredictRequest.inputs` map to fill.
+    Every input of `tensorinfo_map` (the signature's, alias -> `TensorInfo`) must
+    be given, also one with a value in the SignatureDef's `defaults`: TF Serving
+    reads the JSON against the full input map.
 
     Returns:
-        `ROW` for `instances`, `COLUMNAR` for `inputs`.
+        Alias -> array of the input's dtype, and the format: `ROW` for
+        `instances`, `COLUMNAR` for `inputs`.
     """
     if not tensorinfo_map:
         raise _error(f"Failed to get input map for signature: {signature_name or 'DEFAULT'}")
-    has_instances = "instances" in document
-    has_inputs = "inputs" in document
-    if has_instances and has_inputs:
+    names = sorted(tensorinfo_map)
+    dtypes = {name: tensorinfo_map[name].dtype for name in names}
+    if "instances" in document and "inputs" in document:
         raise _error(
             f"JSON Value: {_dump(document)} Not formatted correctly expecting only one of "
             "'inputs' or 'instances' keys to exist "
         )
-    if has_instances:
-        instances = document["instances"]
-        if not isinstance(instances, list):
-            raise _error(f"JSON Value: {_dump(document)} Excepting 'instances' to be an list/array")
-        if not instances:
-            raise _error(f"JSON Value: {_dump(document)} No values in 'instances' array")
-        _fill_from_instances(instances, tensorinfo_map, inputs)
-        return ROW
-    if has_inputs:
-        _fill_from_inputs(document["inputs"], tensorinfo_map, inputs)
-        return COLUMNAR
-    raise _error("Missing 'inputs' or 'instances' key")
+    if "inputs" in document:
+        value = document["inputs"]
+        if not isinstance(value, dict) or _is_b64(value):
+            if len(names) > 1:
+                raise _error(
+                    "inputs is a plain value/list, but expecting an object as multiple input "
+                    "tensors required as per tensorinfo_map"
+                )
+            value = {names[0]: value}
+        for name in names:
+            if name not in value:
+                raise _error(f"Missing named input: {name} in 'inputs' object.")
+        return {name: _tensor(value[name], dtypes[name]) for name in names}, COLUMNAR
+    if "instances" not in document:
+        raise _error("Missing 'inputs' or 'instances' key")
+    instances = document["instances"]
+    if not isinstance(instances, list):
+        raise _error(f"JSON Value: {_dump(document)} Excepting 'instances' to be an list/array")
+    if not instances:
+        raise _error(f"JSON Value: {_dump(document)} No values in 'instances' array")
+    objects = _is_object(instances[0])
+    if not isinstance(instances[0], dict) and len(names) > 1:
+        raise _error(
+            "instances is a plain list, but expecting list of objects as multiple input "
+            "tensors required as per tensorinfo_map"
+        )
+    rows: dict[str, list[np.ndarray]] = {}
+    for index, element in enumerate(instances):
+        if objects != _is_object(element):
+            kind = "object but got list" if objects else "value/list but got object"
+            raise _error(f"Expecting {kind} at item {index} of input list")
+        for name, value in element.items() if objects else [(names[0], element)]:
+            key = f" key: {name}" if objects else ""
+            try:
+                if name not in dtypes:
+                    raise _error(f"JSON object: does not have named input: {name}")
+                rows.setdefault(name, []).append(_row(value, dtypes[name], rows.get(name)))
+            except ServingError as error:
+                raise _error(
+                    f"Failed to process element: {index}{key} of 'instances' list. "
+                    f"Error: {error.code}: {error.message}"
+                ) from None
+        if objects and set(element) != set(names):
+            raise _error(
+                f"Failed to process element: {index} of 'instances' list. JSON object: "
+                f"{_dump(element)} keys must be equal to: {','.join(names)}"
+            )
+    return {name: np.stack(values) for name, values in rows.items()}, ROW
 
 
 def _is_b64(value: Any) -> bool:
     return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("b64"), str)
 
 
-def _is_element_object(value: Any) -> bool:
+def _is_object(value: Any) -> bool:
     return isinstance(value, dict) and not _is_b64(value)
 
 
-def _fill_from_instances(instances: list, tensorinfo_map: Mapping[str, Any], inputs: Any) -> None:
-    names = sorted(tensorinfo_map)
-    if not isinstance(instances[0], dict) and len(names) > 1:
-        raise _error(
-            "instances is a plain list, but expecting list of objects as multiple input "
-            "tensors required as per tensorinfo_map"
-        )
-    objects = _is_element_object(instances[0])
-    builders: dict[str, _TensorBuilder] = {}
-    for index, element in enumerate(instances):
-        if objects:
-            if not _is_element_object(element):
-                raise _error(f"Expecting object but got list at item {index} of input list")
-            for name, value in element.items():
-                try:
-                    _add_instance_item(value, name, tensorinfo_map, builders)
-                except ServingError as error:
-                    raise _error(
-                        f"Failed to process element: {index} key: {name} of 'instances' list. "
-                        f"Error: {error.code}: {error.message}"
-                    ) from None
-            if set(element) != set(names):
-                raise _error(
-                    f"Failed to process element: {index} of 'instances' list. JSON object: "
-                    f"{_dump(element)} keys must be equal to: {','.join(names)}"
-                )
-        else:
-            if _is_element_object(element):
-                raise _error(f"Expecting value/list but got object at item {index} of input list")
-            try:
-                _add_instance_item(element, names[0], tensorinfo_map, builders)
-            except ServingError as error:
-                raise _error(
-                    f"Failed to process element: {index} of 'instances' list. "
-                    f"Error: {error.code}: {error.message}"
-                ) from None
-    for name, builder in builders.items():
-        inputs[name].CopyFrom(builder.proto([len(instances), *builder.shape]))
+def _row(value: Any, dtype: int, previous: list[np.ndarray] | None) -> np.ndarray:
+    """One instance's tensor, of the size and shape of the instances before it."""
+    array = _tensor(value, dtype)
+    if previous:
+        first = previous[0]
+        if first.size != array.size:
+            raise _error(f"Expecting tensor size: {first.size} but got: {array.size}")
+        if first.shape != array.shape:
+            raise _error(f"Expecting shape {_shape(first.shape)} but got: {_shape(array.shape)}")
+    return array
 
 
-_FIELDS = {
-    DT_FLOAT: "float_val",
-    DT_INT32: "int_val",
-    DT_INT64: "int64_val",
-    DT_STRING: "string_val",
-}
-
-
-class _TensorBuilder:
-    """Values of one input tensor, accumulated over JSON elements."""
-
-    def __init__(self, dtype: int):
-        if dtype not in _FIELDS:
-            raise ServingError("UNIMPLEMENTED", f"JSON input of type: {dtype_string(dtype)}")
-        self.dtype = dtype
-        self.values: list = []
-        self.shape: list[int] | None = None
-        self.size: int | None = None
-
-    def proto(self, shape: list[int]) -> tensor_pb2.TensorProto:
-        proto = tensor_pb2.TensorProto(dtype=self.dtype)
-        for size in shape:
-            proto.tensor_shape.dim.add(size=size)
-        getattr(proto, _FIELDS[self.dtype]).extend(self.values)
-        return proto
-
-
-def _add_instance_item(
-    value: Any, name: str, tensorinfo_map: Mapping[str, Any], builders: dict[str, _TensorBuilder]
-) -> None:
-    if name not in tensorinfo_map:
-        raise _error(f"JSON object: does not have named input: {name}")
-    dtype = tensorinfo_map[name].dtype
-    builder = builders.setdefault(name, _TensorBuilder(dtype))
-    shape = _dense_shape(value)
+def _tensor(value: Any, dtype: int) -> np.ndarray:
+    """A JSON value as a dense tensor: its shape follows the first element at each level."""
+    if dtype not in _NUMPY_TYPES:
+        raise ServingError("UNIMPLEMENTED", f"JSON input of type: {dtype_string(dtype)}")
+    shape, item = [], value
+    while isinstance(item, list):
+        shape.append(len(item))
+        item = item[0] if item else None
     values: list = []
-    _fill_values(value, 0, shape, dtype, values)
-    if builder.size is None:
-        builder.size, builder.shape = len(values), shape
-    elif builder.size != len(values):
-        raise _error(f"Expecting tensor size: {builder.size} but got: {len(values)}")
-    elif builder.shape != shape:
-        raise _error(f"Expecting shape {_shape_text(builder.shape)} but got: {_shape_text(shape)}")
-    builder.values.extend(values)
+    _flatten(value, 0, shape, dtype, values)
+    with np.errstate(over="ignore"):  # a float past float32's range is inf, as in TF Serving
+        return np.array(values, dtype=_NUMPY_TYPES[dtype]).reshape(shape)
 
 
-def _fill_from_inputs(value: Any, tensorinfo_map: Mapping[str, Any], inputs: Any) -> None:
-    if not isinstance(value, dict) or _is_b64(value):
-        if len(tensorinfo_map) > 1:
-            raise _error(
-                "inputs is a plain value/list, but expecting an object as multiple input "
-                "tensors required as per tensorinfo_map"
-            )
-        name = next(iter(tensorinfo_map))
-        _fill_one(value, name, tensorinfo_map[name].dtype, inputs)
-        return
-    for name in sorted(tensorinfo_map):
-        if name not in value:
-            raise _error(f"Missing named input: {name} in 'inputs' object.")
-        _fill_one(value[name], name, tensorinfo_map[name].dtype, inputs)
-
-
-def _fill_one(value: Any, name: str, dtype: int, inputs: Any) -> None:
-    shape = _dense_shape(value)
-    values: list = []
-    _fill_values(value, 0, shape, dtype, values)
-    builder = _TensorBuilder(dtype)
-    builder.values = values
-    inputs[name].CopyFrom(builder.proto(shape))
-
-
-def _dense_shape(value: Any) -> list[int]:
-    shape = []
-    while isinstance(value, list):
-        shape.append(len(value))
-        if not value:
-            break
-        value = value[0]
-    return shape
-
-
-def _fill_values(value: Any, level: int, shape: list[int], dtype: int, out: list) -> None:
-    rank = len(shape)
+def _flatten(value: Any, level: int, shape: list[int], dtype: int, out: list) -> None:
     if not isinstance(value, list):
-        if level != rank:
+        if level != len(shape):
             raise _error(
                 f"JSON Value: {_dump(value)} found at incorrect level: {level + 1} in the JSON "
-                f"DOM. Expected at level: {rank}"
+                f"DOM. Expected at level: {len(shape)}"
             )
-        if isinstance(value, dict):
-            if dtype != DT_STRING:
-                raise _type_error(value, dtype)
-            out.append(_decode_b64(value))
-        else:
-            out.append(_convert_value(value, dtype))
-        return
-    if level >= rank:
-        raise _error(f"Encountered list at unexpected level: {level} expected < {rank}")
-    if len(value) != shape[level]:
+        out.append(_convert(value, dtype))
+    elif level >= len(shape):
+        raise _error(f"Encountered list at unexpected level: {level} expected < {len(shape)}")
+    elif len(value) != shape[level]:
         raise _error(
             f"Encountered list at unexpected size: {len(value)} at level: {level} "
             f"expected size: {shape[level]}"
         )
-    for item in value:
-        _fill_values(item, level + 1, shape, dtype, out)
+    else:
+        for item in value:
+            _flatten(item, level + 1, shape, dtype, out)
 
 
-def _type_error(value: Any, dtype: int) -> ServingError:
-    return _error(
-        f"JSON Value: {_dump(value)} Type: {_type_string(value)} is not of expected type: "
-        f"{dtype_string(dtype)}"
-    )
-
-
-def _decode_b64(value: Any) -> bytes:
-    if not _is_b64(value):
-        raise _error(f"JSON Value: {_dump(value)} not formatted correctly for base64 data")
-    text = value["b64"]
-    try:
-        # Like absl::Base64Unescape: the standard alphabet, padding optional.
-        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        raise _error("Unable to base64 decode") from None
-
-
-def _convert_value(value: Any, dtype: int) -> Any:
-    if dtype == DT_FLOAT:
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise _type_error(value, dtype)
-        if isinstance(value, int) and abs(value) > 2**24 - 1:
-            raise _error(f"Cannot convert JSON value: {value} to float without loss of precision.")
-        if isinstance(value, float) and math.isfinite(value) and abs(value) > _FLOAT_MAX:
-            raise _error(
-                f"Cannot convert JSON value: {_dump(value)} to float without loss of precision."
-            )
-        return float(value)
-    if dtype in (DT_INT32, DT_INT64):
-        low, high = _INT32 if dtype == DT_INT32 else _INT64
-        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-            raise _type_error(value, dtype)
-        return value
-    if dtype == DT_STRING:
-        if not isinstance(value, str):
-            raise _type_error(value, dtype)
+def _convert(value: Any, dtype: int) -> Any:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if dtype == DT_FLOAT and number:
+        return value  # any JSON number, rounded to float32 (2.20 dropped the lossless check)
+    if dtype in _INT_RANGES and number and isinstance(value, int):
+        low, high = _INT_RANGES[dtype]
+        if low <= value <= high:
+            return value
+    if dtype == DT_STRING and isinstance(value, str):
         return value.encode("utf-8")
-    raise ServingError(
-        "UNIMPLEMENTED",
-        f"Conversion of JSON Value: {_dump(value)} to type: {dtype_string(dtype)}",
+    if dtype == DT_STRING and isinstance(value, dict):
+        if not _is_b64(value):
+            raise _error(f"JSON Value: {_dump(value)} not formatted correctly for base64 data")
+        try:  # like absl::Base64Unescape: the standard alphabet, padding optional
+            return base64.b64decode(value["b64"] + "=" * (-len(value["b64"]) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            raise _error("Unable to base64 decode") from None
+    kind = _JSON_TYPES.get(type(value), str(value) if isinstance(value, bool) else "Number")
+    raise _error(
+        f"JSON Value: {_dump(value)} Type: {kind} is not of expected type: {dtype_string(dtype)}"
     )
 
 
-def _shape_text(shape: list[int] | None) -> str:
-    return "[" + ",".join(str(d) for d in (shape or [])) + "]"
-
-
-# Predict responses --------------------------------------------------------------------------
+def _shape(shape: tuple[int, ...]) -> str:
+    return "[" + ",".join(map(str, shape)) + "]"
 
 
 def make_json_from_tensors(outputs: Mapping[str, np.ndarray], fmt: str) -> str:
-    """The response body for `outputs` (alias -> array) in the request's format."""
+    """The response body for `outputs` (alias -> array) in the request's format (`ROW`/`COLUMNAR`)."""
     if not outputs:
         raise _error("Cannot convert empty tensor map to JSON")
-    if fmt == ROW:
-        return _row_json(outputs)
+    names = sorted(outputs)
+    values = {name: _json_values(np.asarray(outputs[name]), name) for name in names}
     if fmt == COLUMNAR:
-        return _columnar_json(outputs)
-    raise _error("Invalid request format")
-
-
-def _row_json(outputs: Mapping[str, np.ndarray]) -> str:
-    batch = -1
-    for name in sorted(outputs):
-        array = outputs[name]
-        if array.ndim == 0:
+        return _dumps({"outputs": values[names[0]] if len(names) == 1 else values})
+    batch = None
+    for name in names:
+        shape = np.shape(outputs[name])
+        if not shape:
             raise _error(f"Tensor name: {name} has no shape information ")
-        if batch >= 0 and batch != array.shape[0]:
+        if batch is not None and shape[0] != batch:
             raise _error(
-                f"Tensor name: {name} has inconsistent batch size: {array.shape[0]} "
-                f"expecting: {batch}"
+                f"Tensor name: {name} has inconsistent batch size: {shape[0]} expecting: {batch}"
             )
-        batch = array.shape[0]
-    names = sorted(outputs)
-    rows: list[str] = []
-    encoded = {name: _value_json(outputs[name], name) for name in names}
-    for item in range(batch):
-        if len(names) > 1:
-            fields = ", ".join(f"{json.dumps(n)}: {encoded[n][item]}" for n in names)
-            rows.append("{" + fields + "}")
-        else:
-            rows.append(encoded[names[0]][item])
-    return '{\n    "predictions": [' + ", ".join(rows) + "]\n}"
-
-
-def _columnar_json(outputs: Mapping[str, np.ndarray]) -> str:
-    names = sorted(outputs)
+        batch = shape[0]
     if len(names) == 1:
-        body = _array_json(outputs[names[0]], names[0])
+        return _dumps({"predictions": values[names[0]]})
+    return _dumps({"predictions": [{n: values[n][i] for n in names} for i in range(batch)]})
+
+
+def _json_values(array: np.ndarray, name: str) -> Any:
+    if array.dtype.kind in "iu":
+        return array.tolist()
+    if array.dtype == object or array.dtype.kind in "SU":
+        if name.endswith("_bytes"):
+            items = [{"b64": base64.b64encode(_bytes(v)).decode()} for v in array.reshape(-1)]
+        else:
+            items = [_bytes(v).decode("utf-8", errors="replace") for v in array.reshape(-1)]
+    elif array.dtype.kind == "f":  # str of a NumPy float: the shortest text that reads back
+        items = [float(str(v)) for v in array.reshape(-1)]
     else:
-        body = (
-            "{" + ", ".join(f"{json.dumps(n)}: {_array_json(outputs[n], n)}" for n in names) + "}"
-        )
-    return '{\n    "outputs": ' + body + "\n}"
+        raise _error(f"Failed to write JSON value for tensor type: {array.dtype}")
+    return np.array(items, dtype=object).reshape(array.shape).tolist()
 
 
-def _value_json(array: np.ndarray, name: str) -> list[str]:
-    """JSON text of each row (first dimension) of `array`."""
-    return [_array_json(row, name) for row in array]
+def _bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode("utf-8")
 
 
-def _array_json(array: np.ndarray, name: str) -> str:
-    array = np.asarray(array)
-    formatter = _formatter(array, name.endswith("_bytes"))
-    flat = [formatter(value) for value in array.reshape(-1)]
-    return _nest(flat, array.shape)
-
-
-def _nest(flat: list[str], shape: tuple[int, ...]) -> str:
-    if not shape:
-        return flat[0]
-    if len(shape) == 1:
-        return "[" + ", ".join(flat) + "]"
-    step = len(flat) // shape[0] if shape[0] else 0
-    return (
-        "["
-        + ", ".join(_nest(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0]))
-        + "]"
-    )
-
-
-def _formatter(array: np.ndarray, as_bytes: bool) -> Callable[[Any], str]:
-    kind = array.dtype.kind
-    if array.dtype == object or kind in ("S", "U"):
-        if as_bytes:
-            return lambda v: json.dumps({"b64": base64.b64encode(_as_bytes(v)).decode("ascii")})
-        return lambda v: json.dumps(
-            _as_bytes(v).decode("utf-8", errors="replace"), ensure_ascii=False
-        )
-    if kind == "f":
-        return _float_text
-    if kind in ("i", "u"):
-        return lambda v: str(int(v))
-    raise _error(f"Failed to write JSON value for tensor type: {array.dtype}")
-
-
-def _as_bytes(value: Any) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    return str(value).encode("utf-8")
-
-
-def _float_text(value: Any) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "-Infinity" if value < 0 else "Infinity"
-    text = str(value) if isinstance(value, np.floating) else repr(float(value))
-    if "." not in text and "e" not in text and "inf" not in text:
-        text += ".0"
-    return text
+def _dumps(document: dict) -> str:
+    # NaN and infinities as NaN, Infinity, -Infinity, as TF Serving writes them.
+    return json.dumps(document, ensure_ascii=False)
 
 
 def make_json_from_error(message: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import tensorflow as tf
 from google.protobuf import json_format
-from tensorflow_serving.apis import model_pb2
+from tensorflow_serving.apis import get_model_status_pb2, model_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
 from keras_attention.serving.server import inference
@@ -54,31 +54,25 @@ class _LoadFailure:
 class ServableManager:
     """Loads, serves, polls for and unloads the versions of the configured models.
 
-    The behaviour of `tensorflow_model_server` (FileSystemStoragePathSource +
-    AspiredVersionsManager with the AvailabilityPreservingPolicy):
+    `tensorflow_model_server`'s FileSystemStoragePathSource and
+    AspiredVersionsManager with the AvailabilityPreservingPolicy:
 
-    1. Each model's `base_path` is listed; only children whose name is an
-       integer are versions (anything else, e.g. `tmp-123` or `.hidden`, is
-       ignored).
-    2. The model's `model_version_policy` picks the *aspired* versions:
-       `latest` (the `num_versions` highest, default 1), `all`, or `specific`.
-    3. Aspired versions that are not loaded are loaded (a Session per
-       version, warmup replayed) and become AVAILABLE. A version that fails is
-       reported END with the error and is retried after
-       `load_retry_interval` seconds (at most `max_num_load_retries` times),
-       or at once when its directory's contents change.
-    4. Loaded versions that are no longer aspired are unloaded only when that
-       keeps the model available: if an aspired version is AVAILABLE, if no
-       version is aspired at all (the model was removed), or if more than one
-       unaspired version is loaded (the lowest goes first). So a new version is
-       serving before the old one is unloaded, and a broken new version never
-       replaces a working one.
-    5. Unloading removes the version from the routing table first; its
-       Session is closed when the requests already running on it finish.
-    6. Steps 1-5 run at start-up, then every `file_system_poll_wait_seconds`
-       in a background thread (0: only at start-up, as TF Serving).
+    1. The children of each model's `base_path` named by an integer are its
+       versions; `model_version_policy` picks the aspired ones (`latest`: the
+       `num_versions` highest, default 1; `all`; `specific`).
+    2. Aspired versions are loaded (a Session each, warmup replayed) and become
+       AVAILABLE. One that fails is END with the error, retried after
+       `load_retry_interval` s (at most `max_num_load_retries` times) or at once
+       when its files change.
+    3. Unaspired versions are unloaded only while the model stays available (an
+       aspired one is AVAILABLE, none is aspired, or more than one unaspired is
+       loaded: the lowest goes), so a new version serves before the old one goes
+       and a broken one never replaces a working one. An unloaded version's
+       Session closes when its running requests finish.
+    4. Steps 1-3 run at start-up, then every `file_system_poll_wait_seconds`
+       (0: only at start-up, as TF Serving).
 
-    Requests name a model and optionally a version or a version label
+    Requests name a model and a version, a version label or neither
     (`ModelSpec`); `Latest(name)` is the highest AVAILABLE version.
 
     Args:
@@ -116,16 +110,13 @@ class ServableManager:
     ):
         if file_system_poll_wait_seconds < 0:
             raise ValueError(
-                "file_system_poll_wait_seconds must be >= 0. "
-                f"Received: {file_system_poll_wait_seconds}"
+                f"file_system_poll_wait_seconds must be >= 0. Received: {file_system_poll_wait_seconds}"
             )
-        self.file_system_poll_wait_seconds = float(file_system_poll_wait_seconds)
+        self.file_system_poll_wait_seconds = file_system_poll_wait_seconds
         self.enable_model_warmup = enable_model_warmup
-        self.max_num_load_retries = int(max_num_load_retries)
-        self.load_retry_interval = float(load_retry_interval)
-        self.allow_version_labels_for_unavailable_models = (
-            allow_version_labels_for_unavailable_models
-        )
+        self.max_num_load_retries = max_num_load_retries
+        self.load_retry_interval = load_retry_interval
+        self.allow_labels = allow_version_labels_for_unavailable_models
         self.session_config = session_config
         _validate_config(config)
         self._config = config
@@ -213,9 +204,7 @@ class ServableManager:
         for model in config.model_config_list.config:
             for label, version in model.version_labels.items():
                 state = self._states.get(model.name, {}).get(version)
-                if not self.allow_version_labels_for_unavailable_models and (
-                    state is None or state.state != AVAILABLE
-                ):
+                if not self.allow_labels and (state is None or state.state != AVAILABLE):
                     raise ServingError(
                         "FAILED_PRECONDITION",
                         f"Request to assign label to version {version} of model {model.name}, "
@@ -258,31 +247,15 @@ class ServableManager:
     def _list_versions(self, model: Any) -> dict[int, str] | None:
         base = model.base_path
         try:
-            children = tf.io.gfile.listdir(base)
-        except (tf.errors.NotFoundError, FileNotFoundError, NotADirectoryError):
-            logger.error("Could not find base path %s for servable %s", base, model.name)
-            return None
+            children = sorted(child.rstrip("/") for child in tf.io.gfile.listdir(base))
         except (tf.errors.OpError, OSError) as error:
-            logger.error("Could not list base path %s for servable %s: %s", base, model.name, error)
+            logger.error("Could not find base path %s for servable %s: %s", base, model.name, error)
             return None
-        versions: dict[int, str] = {}
-        for child in children:
-            child = child.rstrip("/")
-            if not child.isdigit():
-                continue
-            path = os.path.join(base, child)
-            if not tf.io.gfile.isdir(path):
-                continue
-            version = int(child)
-            if version in versions:
-                logger.warning(
-                    "Duplicate version directories detected. Version %d will be loaded from %s, "
-                    "%s will be ignored.",
-                    version,
-                    path,
-                    versions[version],
-                )
-            versions[version] = path
+        versions = {  # "007" and "7" are one version: the later name wins, as in TF Serving
+            int(child): os.path.join(base, child)
+            for child in children
+            if child.isdigit() and tf.io.gfile.isdir(os.path.join(base, child))
+        }
         if not versions:
             logger.warning(
                 "No versions of servable %s found under base path %s. Did you forget to name "
@@ -294,12 +267,10 @@ class ServableManager:
 
     def _should_attempt(self, name: str, version: int, path: str) -> bool:
         failure = self._failures.get((name, version))
-        if failure is None:
-            return True
-        if _fingerprint(path) != failure.fingerprint:
-            return True
         return (
-            failure.attempts <= self.max_num_load_retries
+            failure is None
+            or _fingerprint(path) != failure.fingerprint
+            or failure.attempts <= self.max_num_load_retries
             and time.monotonic() - failure.last_attempt >= self.load_retry_interval
         )
 
@@ -323,11 +294,7 @@ class ServableManager:
             self._failures[(name, version)] = _LoadFailure(attempts, time.monotonic(), fingerprint)
             self._set_state(name, version, VersionState(END, code, message))
             logger.error(
-                "Loading servable: {name: %s version: %d} failed: %s: %s",
-                name,
-                version,
-                code,
-                message,
+                "Loading servable {name: %s version: %d} failed: %s", name, version, message
             )
             return
         self._failures.pop((name, version), None)
@@ -339,53 +306,30 @@ class ServableManager:
             self._states.setdefault(name, {})[version] = VersionState(AVAILABLE)
         if previous is not None:
             previous.retire()
-        logger.info(
-            "Successfully loaded servable version {name: %s version: %d} in %.2f s",
-            name,
-            version,
-            time.perf_counter() - start,
-        )
+        seconds = time.perf_counter() - start
+        logger.info("Loaded servable {name: %s version: %d} in %.2f s", name, version, seconds)
 
     def _warmup(self, session: ServingSession) -> None:
-        logs = read_warmup_requests(session.path)
-        for log in logs:
+        for log in read_warmup_requests(session.path):
             kind = log.WhichOneof("log_type")
-            if kind != "predict_log":
-                # Our exports write Predict records only; TF Serving would replay the others
-                # through Classify/Regress/MultiInference, which these models refuse.
+            if kind != "predict_log":  # our exports write Predict records only
                 raise ServingError("UNIMPLEMENTED", f"Unsupported log_type for warmup: {kind}")
             inference.run_predict(session, log.predict_log.request)
-        if logs:
-            logger.info(
-                "Finished reading warmup data for model %s version %d: %d records",
-                session.name,
-                session.version,
-                len(logs),
-            )
 
     def _unload_unaspired(self, name: str, aspired: set[int]) -> None:
         # AvailabilityPreservingPolicy, applied until it asks for nothing more.
         while True:
             loaded = self._serving.get(name, {})
-            has_aspired = bool(aspired)
-            has_aspired_serving = any(v in loaded for v in aspired)
             unaspired = sorted(v for v in loaded if v not in aspired)
-            if not unaspired:
-                return
-            if has_aspired and not has_aspired_serving and len(unaspired) <= 1:
+            if not unaspired or (aspired and not aspired & set(loaded) and len(unaspired) == 1):
                 return
             self._unload(name, unaspired[0])
 
     def _unload(self, name: str, version: int) -> None:
         with self._state_lock:
-            versions = dict(self._serving.get(name, {}))
+            versions = dict(self._serving[name])
             session = versions.pop(version)
-            serving = dict(self._serving)
-            if versions:
-                serving[name] = versions
-            else:
-                serving.pop(name, None)
-            self._serving = serving
+            self._serving = {k: v for k, v in {**self._serving, name: versions}.items() if v}
             self._states.setdefault(name, {})[version] = VersionState(UNLOADING)
         logger.info("Unloading servable version {name: %s version: %d}", name, version)
         session.retire()
@@ -417,23 +361,17 @@ class ServableManager:
         if not name:
             raise ServingError("INVALID_ARGUMENT", "ModelSpec has no name specified.")
         choice = model_spec.WhichOneof("version_choice")
-        if choice == "version":
-            version: int | None = int(model_spec.version.value)
-        elif choice == "version_label":
-            label = model_spec.version_label
-            version = self._labels.get(name, {}).get(label)
+        version = model_spec.version.value if choice == "version" else None
+        if choice == "version_label":
+            version = self._labels.get(name, {}).get(model_spec.version_label)
             if version is None:
+                label = model_spec.version_label
                 raise ServingError(
                     "INVALID_ARGUMENT", f"Unrecognized servable version label: {label}"
                 )
-        else:
-            version = None
         for _ in range(100):
             versions = self._serving.get(name, {})
-            if version is None:
-                session = versions[max(versions)] if versions else None
-            else:
-                session = versions.get(version)
+            session = versions.get(max(versions, default=0) if version is None else version)
             if session is None:
                 request = f"Latest({name})" if version is None else f"Specific({name}, {version})"
                 raise ServingError("NOT_FOUND", f"Servable not found for request: {request}")
@@ -449,6 +387,30 @@ class ServableManager:
                 v: dataclasses.replace(s) for v, s in sorted(self._states.get(name, {}).items())
             }
 
+    def model_status(
+        self, model_spec: model_pb2.ModelSpec
+    ) -> get_model_status_pb2.GetModelStatusResponse:
+        """TF Serving's `GetModelStatusWithModelSpec`: every version's state, or one version's.
+
+        A label is not resolved (all versions), as in TF Serving.
+
+        Raises:
+            ServingError: `NOT_FOUND` ("Could not find version V of model NAME" /
+                "Could not find any versions of model NAME").
+        """
+        name, states = model_spec.name, self.version_states(model_spec.name)
+        if model_spec.HasField("version"):
+            version = model_spec.version.value
+            if version not in states:
+                raise ServingError("NOT_FOUND", f"Could not find version {version} of model {name}")
+            states = {version: states[version]}
+        elif not states:
+            raise ServingError("NOT_FOUND", f"Could not find any versions of model {name}")
+        response = get_model_status_pb2.GetModelStatusResponse()
+        for version, state in states.items():
+            state.fill(version, response.model_version_status.add())
+        return response
+
     def available_versions(self, name: str) -> list[int]:
         """The versions of `name` currently serving, ascending."""
         return sorted(self._serving.get(name, {}))
@@ -458,13 +420,11 @@ class ServableManager:
 
         Returns:
             The `models` of a `keras_attention.ListModelsResponse` in protobuf's
-            JSON mapping: `[{"name": "translator", "versions": [{"version": "1",
-            "state": "AVAILABLE", "status": {"error_code": "OK", "error_message":
-            ""}}], "signature_names": ["beam_search", "serving_default"]}]`, by
-            name. `versions` is what GetModelStatus reports; `signature_names`
-            are those of the version a request without a version reaches (`[]`
-            while none is available). The REST route answers
-            `{"models": list_models()}`; the gRPC service parses the same list.
+            JSON mapping, by name: `[{"name": "translator", "versions": [{"version":
+            "1", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message":
+            ""}}], "signature_names": ["beam_search", "serving_default"]}]`:
+            GetModelStatus's versions, and the signatures of the version a request
+            without a version reaches (`[]` while none is available).
         """
         response = model_listing_pb2.ListModelsResponse()
         for name in sorted(self.model_names()):
@@ -511,17 +471,10 @@ def _aspired_versions(model: Any, versions: dict[int, str]) -> list[int]:
         return sorted(versions)
     if choice == "specific":
         wanted = set(policy.specific.versions)
-        missing = sorted(wanted - set(versions))
-        for version in missing:
-            logger.warning(
-                "Version %d of servable %s, which was requested to be served as a 'specific' "
-                "version in the servable's version policy, was not found in the file system",
-                version,
-                model.name,
-            )
+        for version in sorted(wanted - set(versions)):
+            logger.warning("Specific version %d of servable %s not found", version, model.name)
         return sorted(wanted & set(versions))
-    count = max(int(policy.latest.num_versions), 1) if choice == "latest" else 1
-    return sorted(versions)[-count:]
+    return sorted(versions)[-max(policy.latest.num_versions, 1) :]
 
 
 def _fingerprint(path: str) -> tuple:
@@ -529,12 +482,9 @@ def _fingerprint(path: str) -> tuple:
     entries = []
     for root, _dirs, files in os.walk(path):
         for file in files:
-            full = os.path.join(root, file)
-            try:
-                stat = os.stat(full)
-            except OSError:
-                continue
-            entries.append((os.path.relpath(full, path), stat.st_size, stat.st_mtime_ns))
+            with contextlib.suppress(OSError):
+                stat = os.stat(os.path.join(root, file))
+                entries.append((root, file, stat.st_size, stat.st_mtime_ns))
     return tuple(sorted(entries))
 
 
@@ -544,11 +494,8 @@ def _load_error(error: BaseException, path: str) -> tuple[str, str]:
     if isinstance(error, tf.errors.OpError):
         return code_name(error.error_code), error.message
     message = str(error) or type(error).__name__
-    if isinstance(error, OSError) or "SavedModel file does not exist" in message:
-        if "does not exist" in message or "No such file" in message:
-            return "NOT_FOUND", message
-        if "parse" in message.lower():
-            return "DATA_LOSS", message
+    if "does not exist" in message or "No such file" in message:
+        return "NOT_FOUND", message
     if "parse" in message.lower():
         return "DATA_LOSS", message
     return "UNKNOWN", f"{type(error).__name__}: {message} (loading {path})"

@@ -15,8 +15,7 @@ from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_p
 
 from keras_attention.cli import main
 from keras_attention.serving import ModelServer, ServerOptions
-from keras_attention.serving.server.model_service import ModelService
-from keras_attention.serving.server.prediction_service import PredictionService
+from keras_attention.serving.server.grpc_services import ModelService, PredictionService
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from helpers.stand_in_export import reference_outputs
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
 from keras_attention.serving import ModelServer, ServerOptions
-from keras_attention.serving.server.prediction_service import PredictionService
+from keras_attention.serving.server.grpc_services import PredictionService
 from keras_attention_client import (
     RestTranslationClient,
     ServingError,

@@ -295,6 +295,9 @@ def test_version_labels(exports, tmp_path):
             assert bundle.version == version
     with pytest.raises(ServingError, match="Unrecognized servable version label: beta"):
         manager.servable(model_pb2.ModelSpec(name="m", version_label="beta")).__enter__()
+    # GetModelStatus does not resolve a label: every version's state, as TF Serving answers.
+    status = manager.model_status(model_pb2.ModelSpec(name="m", version_label="stable"))
+    assert [s.version for s in status.model_version_status] == [1, 2]
     manager.stop()
 
 

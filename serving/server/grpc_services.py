@@ -1,0 +1,126 @@
+"""The gRPC services over a `ServableManager`: TF Serving's PredictionService and ModelService, our ModelListing."""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+from google.protobuf import json_format
+from tensorflow_serving.apis import (
+    inference_pb2,
+    model_management_pb2,
+    model_service_pb2_grpc,
+    prediction_service_pb2_grpc,
+)
+
+from keras_attention.serving.server import inference
+from keras_attention.serving.server.servable_manager import ServableManager
+from keras_attention_client.wire.errors import STATUS_CODES, ServingError
+from keras_attention_client.wire.protos import model_listing_pb2, model_listing_pb2_grpc
+
+logger = logging.getLogger(__name__)
+
+
+def _answer(context, request, handler):
+    """`handler()`'s answer; a `ServingError` aborts with its status, anything else `INTERNAL`."""
+    try:
+        if request is not None and not request.HasField("model_spec"):
+            raise ServingError("INVALID_ARGUMENT", "Missing ModelSpec")
+        return handler()
+    except ServingError as error:
+        context.abort(grpc.StatusCode[error.code], error.message)
+    except Exception as error:  # noqa: BLE001 - never let a request kill the worker
+        logger.exception("Request failed unexpectedly")
+        context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+
+
+class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
+    """`tensorflow.serving.PredictionService`: Predict and GetModelMetadata; the rest refused.
+
+    Each RPC holds the version its `model_spec` names while it runs (so an
+    unload waits for it) and runs Predict with the RPC's remaining deadline as
+    the Session's `timeout_in_ms`. `runner` runs Predict's Session (the
+    server's `Batcher.run` with `--enable_batching`).
+    """
+
+    def __init__(self, manager: ServableManager, *, runner: inference.Runner | None = None):
+        self.manager = manager
+        self.runner = runner
+
+    def _on_servable(self, context, request, spec, run):
+        def handler():
+            with self.manager.servable(spec) as session:
+                return run(session)
+
+        return _answer(context, request, handler)
+
+    def Predict(self, request, context):  # noqa: N802 - gRPC method name
+        remaining = context.time_remaining()
+        timeout_in_ms = None if remaining is None else int(remaining * 1000)
+        return self._on_servable(
+            context,
+            request,
+            request.model_spec,
+            lambda session: inference.run_predict(
+                session, request, timeout_in_ms=timeout_in_ms, runner=self.runner
+            ),
+        )
+
+    def GetModelMetadata(self, request, context):  # noqa: N802 - gRPC method name
+        def handler():
+            inference.check_metadata_fields(request.metadata_field)  # first, as TF Serving
+            with self.manager.servable(request.model_spec) as session:
+                return inference.get_model_metadata(session)
+
+        return _answer(context, request, handler)
+
+    def Classify(self, request, context):  # noqa: N802 - gRPC method name
+        return self._refuse(context, request, request.model_spec, inference.CLASSIFY)
+
+    def Regress(self, request, context):  # noqa: N802 - gRPC method name
+        return self._refuse(context, request, request.model_spec, inference.REGRESS)
+
+    def MultiInference(self, request, context):  # noqa: N802 - gRPC method name
+        task = request.tasks[0] if request.tasks else inference_pb2.InferenceTask()
+        return self._refuse(context, None, task.model_spec, task.method_name)
+
+    def _refuse(self, context, request, spec, method_name):
+        return self._on_servable(
+            context,
+            request,
+            spec,
+            lambda session: inference.refuse(session, method_name, spec.signature_name),
+        )
+
+
+class ModelService(
+    model_service_pb2_grpc.ModelServiceServicer, model_listing_pb2_grpc.ModelListingServicer
+):
+    """`tensorflow.serving.ModelService` and `keras_attention.ModelListing`.
+
+    - `GetModelStatus`: `ServableManager.model_status`.
+    - `HandleReloadConfigRequest`: `ServableManager.reload_config` (blocks until
+      new versions load); the response's `status` mirrors the RPC status.
+    - `ListModels`: `ServableManager.list_models` (not in TF Serving).
+    """
+
+    def __init__(self, manager: ServableManager):
+        self.manager = manager
+
+    def GetModelStatus(self, request, context):  # noqa: N802 - gRPC method name
+        return _answer(context, request, lambda: self.manager.model_status(request.model_spec))
+
+    def HandleReloadConfigRequest(self, request, context):  # noqa: N802 - gRPC method name
+        response = model_management_pb2.ReloadConfigResponse()
+        try:
+            self.manager.reload_config(request.config)
+        except ServingError as error:
+            logger.error("ReloadConfig failed: %s", error)
+            response.status.error_code = STATUS_CODES[error.code]
+            response.status.error_message = error.message
+            context.abort(grpc.StatusCode[error.code], error.message)
+        return response
+
+    def ListModels(self, request, context):  # noqa: N802 - gRPC method name
+        models = {"models": self.manager.list_models()}
+        return json_format.ParseDict(models, model_listing_pb2.ListModelsResponse())
