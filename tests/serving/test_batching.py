@@ -80,7 +80,7 @@ def _wait_until(condition, timeout=30.0):
 
 def _queued(batcher) -> int:
     with batcher._cond:
-        return sum(len(b) for q in batcher._queues.values() for b in q.batches)
+        return sum(len(b) for batches in batcher._queues.values() for b in batches)
 
 
 def test_requests_arriving_while_the_thread_is_busy_share_one_run():
@@ -106,6 +106,29 @@ def test_requests_arriving_while_the_thread_is_busy_share_one_run():
         # padded to the batch's widest text (3), then cut back to this request's own width
         assert padded.shape == (i, i)
         assert padded.tolist() == [[b"b" * i] * i] * i
+
+
+def test_stop_fails_queued_requests_and_lets_the_running_batch_finish():
+    run = ScriptedRun(hold=True)
+    batcher = Batcher(BatchingOptions(num_batch_threads=1), run)
+    results = {}
+    threads = [_submit(batcher, [b"a"], results, "running")]
+    assert run.started.acquire(timeout=30)
+    threads.append(_submit(batcher, [b"b"], results, "queued"))
+    _wait_until(lambda: _queued(batcher) == 1)
+    stopping = threading.Thread(target=batcher.stop)
+    stopping.start()
+    _wait_until(lambda: "queued" in results)
+    assert (results["queued"].code, results["queued"].message) == (
+        "UNAVAILABLE",
+        "The model server is stopping",
+    )
+    run.release()
+    for thread in [*threads, stopping]:
+        thread.join(30)
+    assert results["running"]["echo"].tolist() == [b"a"]
+    with pytest.raises(ServingError, match="stopping"):
+        batcher.run("session", "sig", {FEED: np.array([b"c"], dtype=object)}, FETCHES)
 
 
 def test_max_batch_size_splits_and_a_full_queue_is_unavailable():
