@@ -22,15 +22,11 @@ from collections.abc import Sequence
 logger = logging.getLogger(__name__)
 
 
-def _parse_bool(value: str | bool) -> bool:
-    if isinstance(value, bool):
-        return value
+def _parse_bool(value: str) -> bool:
     lowered = value.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+    if lowered not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+    return lowered in ("1", "true", "yes", "on")
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,13 +91,19 @@ def run_serve(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, lambda signum, frame: stop.set())
     command = getattr(args, "serve_command", None) or "python -m keras_attention.serving"
-    announced = _announce_when_serving(server, command, announced=False)
-    if not announced:
+    line = serving_line(server, command)
+    if line is None:
         waiting = [name for name, versions in server.available_versions().items() if not versions]
         logger.warning("Serving no version of %s yet; waiting for one", ", ".join(waiting))
     try:
-        while not stop.wait(0.5) and not server.wait(0):
-            announced = _announce_when_serving(server, command, announced)
+        while True:
+            if line:  # once, on stdout: the line scripts wait for
+                print(line, flush=True)
+                line = ""
+            if stop.wait(0.5) or server.wait(0):
+                break
+            if line is None:
+                line = serving_line(server, command)
     finally:
         server.stop()
         for sig, handler in previous.items():
@@ -128,17 +130,6 @@ def serving_line(server, command: str) -> str | None:
     if rest and server.options.ui:
         rest += f", page {server.rest_url}/"
     return f"{command}: serving {models or 'no models'} on gRPC {server.address}{rest}"
-
-
-def _announce_when_serving(server, command: str, announced: bool) -> bool:
-    """Prints `serving_line` to stdout (flushed) once; returns whether it has been."""
-    if announced:
-        return True
-    line = serving_line(server, command)
-    if line is None:
-        return False
-    print(line, flush=True)
-    return True
 
 
 def build_parser() -> argparse.ArgumentParser:

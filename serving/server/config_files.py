@@ -1,14 +1,8 @@
-"""TF Serving's configuration files: text protos parsed with the real schemas.
+"""TF Serving's configuration files, text protos parsed with the real schemas.
 
-| flag | message |
-| --- | --- |
-| `--model_config_file` | `tensorflow.serving.ModelServerConfig` |
-| `--batching_parameters_file` | `tensorflow.serving.BatchingParameters` |
-
-`ModelServerConfig` ships in the `tensorflow-serving-api` wheel;
-`BatchingParameters` does not, so its schema is declared here, field for field
-as in tensorflow/serving's `session_bundle_config.proto`, in a private
-descriptor pool: the same file is validated here and handed to the real server.
+`--model_config_file` is a `ModelServerConfig` (in the `tensorflow-serving-api`
+wheel); `--batching_parameters_file` a `BatchingParameters`, whose schema the
+wheel lacks: it is declared here as in `session_bundle_config.proto`.
 """
 
 from __future__ import annotations
@@ -55,12 +49,7 @@ message_type {
 
 
 def parse_text_proto(text: str, message: M, *, source: str = "<string>") -> M:
-    """Parses text-format `text` into `message` (which is returned).
-
-    Raises:
-        ValueError: with TF Serving's "Invalid protobuf file" wording and the
-            parser's detail.
-    """
+    """Parses text-format `text` into `message` (returned); ValueError "Invalid protobuf file"."""
     try:
         text_format.Parse(text, message)
     except text_format.ParseError as error:
@@ -70,9 +59,8 @@ def parse_text_proto(text: str, message: M, *, source: str = "<string>") -> M:
 
 def read_text_proto(path: str | os.PathLike, message: M) -> M:
     """Reads and parses a text-format proto file into `message` (which is returned)."""
-    path = os.fspath(path)
     with open(path, encoding="utf-8") as file:
-        return parse_text_proto(file.read(), message, source=path)
+        return parse_text_proto(file.read(), message, source=os.fspath(path))
 
 
 def read_model_server_config(path: str | os.PathLike) -> Any:

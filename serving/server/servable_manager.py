@@ -44,13 +44,6 @@ class VersionState:
         status.status.error_message = self.error_message
 
 
-@dataclasses.dataclass
-class _LoadFailure:
-    attempts: int
-    last_attempt: float
-    fingerprint: tuple
-
-
 class ServableManager:
     """Loads, serves, polls for and unloads the versions of the configured models.
 
@@ -110,7 +103,8 @@ class ServableManager:
     ):
         if file_system_poll_wait_seconds < 0:
             raise ValueError(
-                f"file_system_poll_wait_seconds must be >= 0. Received: {file_system_poll_wait_seconds}"
+                "file_system_poll_wait_seconds must be >= 0. "
+                f"Received: {file_system_poll_wait_seconds}"
             )
         self.file_system_poll_wait_seconds = file_system_poll_wait_seconds
         self.enable_model_warmup = enable_model_warmup
@@ -124,13 +118,12 @@ class ServableManager:
         # Routing table, replaced (never mutated) under _state_lock: name -> version -> session.
         self._serving: dict[str, dict[int, ServingSession]] = {}
         self._states: dict[str, dict[int, VersionState]] = {}
-        self._failures: dict[tuple[str, int], _LoadFailure] = {}
+        # (name, version) -> (attempts, time of the last, fingerprint of the files) of failed loads.
+        self._failures: dict[tuple[str, int], tuple[int, float, tuple]] = {}
         self._state_lock = threading.Lock()
         self._poll_lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    # Lifecycle --------------------------------------------------------------------------------
+        self._thread = threading.Thread(target=self._poll_loop, daemon=True)
 
     def start(self) -> None:
         """Loads the initial versions, checks the labels, and starts polling.
@@ -142,15 +135,12 @@ class ServableManager:
         self.poll_once()
         self._set_labels(self._config)
         if self.file_system_poll_wait_seconds > 0:
-            self._thread = threading.Thread(
-                target=self._poll_loop, name="serving-file-system-poll", daemon=True
-            )
             self._thread.start()
 
     def stop(self) -> None:
         """Stops polling and unloads everything (Sessions close as requests finish)."""
         self._stop.set()
-        if self._thread is not None:
+        if self._thread.is_alive():
             self._thread.join()
         with self._poll_lock, self._state_lock:
             serving, self._serving = self._serving, {}
@@ -165,13 +155,6 @@ class ServableManager:
                 self.poll_once()
             except Exception:  # noqa: BLE001 - the poller must survive anything
                 logger.exception("File system poll failed")
-
-    # Configuration ----------------------------------------------------------------------------
-
-    @property
-    def config(self) -> model_server_config_pb2.ModelServerConfig:
-        """The current `ModelServerConfig`."""
-        return self._config
 
     def model_names(self) -> list[str]:
         """The configured model names."""
@@ -203,46 +186,34 @@ class ServableManager:
         labels: dict[str, dict[str, int]] = {}
         for model in config.model_config_list.config:
             for label, version in model.version_labels.items():
-                state = self._states.get(model.name, {}).get(version)
-                if not self.allow_labels and (state is None or state.state != AVAILABLE):
+                state = self._states.get(model.name, {}).get(version, VersionState(START))
+                if not self.allow_labels and state.state != AVAILABLE:
                     raise ServingError(
                         "FAILED_PRECONDITION",
                         f"Request to assign label to version {version} of model {model.name}, "
                         "which is not currently available for inference",
                     )
-                labels.setdefault(model.name, {})[label] = int(version)
+                labels.setdefault(model.name, {})[label] = version
         self._labels = labels
 
-    # Polling ----------------------------------------------------------------------------------
-
     def poll_once(self) -> None:
-        """One pass of steps 1-5 for every configured model (and removed ones)."""
+        """One pass of steps 1-3 for every configured model (and removed ones)."""
         with self._poll_lock:
-            config = self._config
-            configured = {model.name: model for model in config.model_config_list.config}
+            configured = {model.name: model for model in self._config.model_config_list.config}
             for model in configured.values():
-                if self._stop.is_set():
-                    return
-                self._poll_model(model)
-            for name in list(self._serving):
-                if name not in configured:
-                    self._unload_unaspired(name, aspired=set())
-
-    def _poll_model(self, model: Any) -> None:
-        versions = self._list_versions(model)
-        if versions is None:
-            return
-        aspired = _aspired_versions(model, versions)
-        loaded = self._serving.get(model.name, {})
-        for version in sorted(aspired, reverse=True):
-            path = versions[version]
-            session = loaded.get(version)
-            if session is not None and session.path == path:
-                continue
-            if not self._should_attempt(model.name, version, path):
-                continue
-            self._load(model.name, version, path)
-        self._unload_unaspired(model.name, set(aspired))
+                versions = None if self._stop.is_set() else self._list_versions(model)
+                if versions is None:
+                    continue
+                aspired = _aspired_versions(model, versions)
+                for version in sorted(aspired, reverse=True):
+                    session = self._serving.get(model.name, {}).get(version)
+                    if (session is None or session.path != versions[version]) and (
+                        self._should_attempt(model.name, version, versions[version])
+                    ):
+                        self._load(model.name, version, versions[version])
+                self._unload_unaspired(model.name, set(aspired))
+            for name in set(self._serving) - set(configured):
+                self._unload_unaspired(name, aspired=set())
 
     def _list_versions(self, model: Any) -> dict[int, str] | None:
         base = model.base_path
@@ -251,47 +222,42 @@ class ServableManager:
         except (tf.errors.OpError, OSError) as error:
             logger.error("Could not find base path %s for servable %s: %s", base, model.name, error)
             return None
-        versions = {  # "007" and "7" are one version: the later name wins, as in TF Serving
+        versions = {  # "007" and "7" are one version: the later name wins
             int(child): os.path.join(base, child)
             for child in children
             if child.isdigit() and tf.io.gfile.isdir(os.path.join(base, child))
         }
         if not versions:
-            logger.warning(
-                "No versions of servable %s found under base path %s. Did you forget to name "
-                "your leaf directory as a number (eg. '/1/')?",
-                model.name,
-                base,
-            )
+            logger.warning("No versions of servable %s found under base path %s", model.name, base)
         return versions
 
     def _should_attempt(self, name: str, version: int, path: str) -> bool:
-        failure = self._failures.get((name, version))
+        attempts, last, fingerprint = self._failures.get((name, version), (0, 0.0, None))
         return (
-            failure is None
-            or _fingerprint(path) != failure.fingerprint
-            or failure.attempts <= self.max_num_load_retries
-            and time.monotonic() - failure.last_attempt >= self.load_retry_interval
+            fingerprint is None
+            or _fingerprint(path) != fingerprint
+            or attempts <= self.max_num_load_retries
+            and time.monotonic() - last >= self.load_retry_interval
         )
 
     def _load(self, name: str, version: int, path: str) -> None:
         self._set_state(name, version, VersionState(LOADING))
-        logger.info("Loading servable: {name: %s version: %d} from %s", name, version, path)
-        fingerprint = _fingerprint(path)
-        start = time.perf_counter()
-        session = None
+        logger.info("Loading servable {name: %s version: %d} from %s", name, version, path)
+        fingerprint, start, session = _fingerprint(path), time.perf_counter(), None
         try:
             session = ServingSession(path, self.session_config, name=name, version=version)
-            if self.enable_model_warmup:
-                self._warmup(session)
+            for log in read_warmup_requests(path) if self.enable_model_warmup else ():
+                kind = log.WhichOneof("log_type")
+                if kind != "predict_log":  # our exports write Predict records only
+                    raise ServingError("UNIMPLEMENTED", f"Unsupported log_type for warmup: {kind}")
+                inference.run_predict(session, log.predict_log.request)
         except Exception as error:  # noqa: BLE001 - any load failure is reported, not raised
             if session is not None:
                 session.retire()
             code, message = _load_error(error, path)
-            failure = self._failures.get((name, version))
-            same = failure is not None and failure.fingerprint == fingerprint
-            attempts = failure.attempts + 1 if same else 1
-            self._failures[(name, version)] = _LoadFailure(attempts, time.monotonic(), fingerprint)
+            attempts, _, previous = self._failures.get((name, version), (0, 0.0, None))
+            attempts = attempts + 1 if previous == fingerprint else 1
+            self._failures[(name, version)] = (attempts, time.monotonic(), fingerprint)
             self._set_state(name, version, VersionState(END, code, message))
             logger.error(
                 "Loading servable {name: %s version: %d} failed: %s", name, version, message
@@ -299,22 +265,16 @@ class ServableManager:
             return
         self._failures.pop((name, version), None)
         with self._state_lock:
-            versions = dict(self._serving.get(name, {}))
-            previous = versions.get(version)
-            versions[version] = session
-            self._serving = {**self._serving, name: versions}
+            previous = self._serving.get(name, {}).get(version)
+            self._serving = {
+                **self._serving,
+                name: {**self._serving.get(name, {}), version: session},
+            }
             self._states.setdefault(name, {})[version] = VersionState(AVAILABLE)
         if previous is not None:
             previous.retire()
         seconds = time.perf_counter() - start
         logger.info("Loaded servable {name: %s version: %d} in %.2f s", name, version, seconds)
-
-    def _warmup(self, session: ServingSession) -> None:
-        for log in read_warmup_requests(session.path):
-            kind = log.WhichOneof("log_type")
-            if kind != "predict_log":  # our exports write Predict records only
-                raise ServingError("UNIMPLEMENTED", f"Unsupported log_type for warmup: {kind}")
-            inference.run_predict(session, log.predict_log.request)
 
     def _unload_unaspired(self, name: str, aspired: set[int]) -> None:
         # AvailabilityPreservingPolicy, applied until it asks for nothing more.
@@ -323,23 +283,18 @@ class ServableManager:
             unaspired = sorted(v for v in loaded if v not in aspired)
             if not unaspired or (aspired and not aspired & set(loaded) and len(unaspired) == 1):
                 return
-            self._unload(name, unaspired[0])
-
-    def _unload(self, name: str, version: int) -> None:
-        with self._state_lock:
-            versions = dict(self._serving[name])
-            session = versions.pop(version)
-            self._serving = {k: v for k, v in {**self._serving, name: versions}.items() if v}
-            self._states.setdefault(name, {})[version] = VersionState(UNLOADING)
-        logger.info("Unloading servable version {name: %s version: %d}", name, version)
-        session.retire()
-        self._set_state(name, version, VersionState(END))
+            version = unaspired[0]
+            with self._state_lock:
+                versions = {v: s for v, s in loaded.items() if v != version}
+                self._serving = {k: v for k, v in {**self._serving, name: versions}.items() if v}
+                self._states.setdefault(name, {})[version] = VersionState(UNLOADING)
+            logger.info("Unloading servable {name: %s version: %d}", name, version)
+            loaded[version].retire()
+            self._set_state(name, version, VersionState(END))
 
     def _set_state(self, name: str, version: int, state: VersionState) -> None:
         with self._state_lock:
             self._states.setdefault(name, {})[version] = state
-
-    # Requests ---------------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def servable(self, model_spec: model_pb2.ModelSpec) -> Iterator[ServingSession]:
@@ -350,49 +305,41 @@ class ServableManager:
                 label, `NOT_FOUND` ("Servable not found for request:
                 Latest(name)" / "Specific(name, version)") otherwise.
         """
-        session = self._acquire(model_spec)
-        try:
-            yield session
-        finally:
-            session.release()
-
-    def _acquire(self, model_spec: model_pb2.ModelSpec) -> ServingSession:
-        name = model_spec.name
+        name, choice = model_spec.name, model_spec.WhichOneof("version_choice")
         if not name:
             raise ServingError("INVALID_ARGUMENT", "ModelSpec has no name specified.")
-        choice = model_spec.WhichOneof("version_choice")
         version = model_spec.version.value if choice == "version" else None
         if choice == "version_label":
             version = self._labels.get(name, {}).get(model_spec.version_label)
             if version is None:
-                label = model_spec.version_label
-                raise ServingError(
-                    "INVALID_ARGUMENT", f"Unrecognized servable version label: {label}"
-                )
-        for _ in range(100):
+                message = f"Unrecognized servable version label: {model_spec.version_label}"
+                raise ServingError("INVALID_ARGUMENT", message)
+        for _ in range(100):  # a session retired between lookup and acquire: look again
             versions = self._serving.get(name, {})
             session = versions.get(max(versions, default=0) if version is None else version)
             if session is None:
                 request = f"Latest({name})" if version is None else f"Specific({name}, {version})"
                 raise ServingError("NOT_FOUND", f"Servable not found for request: {request}")
             if session.acquire():
-                return session
-            # Retired between the lookup and acquire: the routing table has moved on.
-        raise ServingError("UNAVAILABLE", f"Servable {name} is being reloaded; retry")
+                break
+        else:
+            raise ServingError("UNAVAILABLE", f"Servable {name} is being reloaded; retry")
+        try:
+            yield session
+        finally:
+            session.release()
 
     def version_states(self, name: str) -> dict[int, VersionState]:
         """Every version of `name` the manager has seen, with its state (a copy)."""
         with self._state_lock:
-            return {
-                v: dataclasses.replace(s) for v, s in sorted(self._states.get(name, {}).items())
-            }
+            states = sorted(self._states.get(name, {}).items())
+        return {version: dataclasses.replace(state) for version, state in states}
 
-    def model_status(
-        self, model_spec: model_pb2.ModelSpec
-    ) -> get_model_status_pb2.GetModelStatusResponse:
-        """TF Serving's `GetModelStatusWithModelSpec`: every version's state, or one version's.
+    def model_status(self, model_spec: model_pb2.ModelSpec) -> Any:
+        """TF Serving's `GetModelStatusWithModelSpec`: a `GetModelStatusResponse`.
 
-        A label is not resolved (all versions), as in TF Serving.
+        Every version's state, or the one `model_spec` names (a label is not
+        resolved: every version, as TF Serving answers).
 
         Raises:
             ServingError: `NOT_FOUND` ("Could not find version V of model NAME" /
@@ -441,27 +388,24 @@ class ServableManager:
 
 def _validate_config(config: model_server_config_pb2.ModelServerConfig) -> None:
     if config.WhichOneof("config") == "custom_model_config":
-        raise ServingError(
-            "INVALID_ARGUMENT", "ModelServer does not yet support custom model config."
-        )
-    seen = set()
+        message = "ModelServer does not yet support custom model config."
+        raise ServingError("INVALID_ARGUMENT", message)
+    names = [model.name for model in config.model_config_list.config]
     for model in config.model_config_list.config:
-        if not model.name:
-            raise ServingError("INVALID_ARGUMENT", "A model config has an empty name.")
-        if model.name in seen:
-            raise ServingError(
-                "INVALID_ARGUMENT",
-                f"Illegal to list model {model.name} multiple times in config list",
+        problem = (
+            (not model.name and "A model config has an empty name.")
+            or (
+                names.count(model.name) > 1
+                and f"Illegal to list model {model.name} multiple times in config list"
             )
-        seen.add(model.name)
-        if not model.base_path:
-            raise ServingError("INVALID_ARGUMENT", f"Model {model.name} has an empty base_path.")
-        platform = model.model_platform or "tensorflow"
-        if platform != "tensorflow":
-            raise ServingError(
-                "INVALID_ARGUMENT",
-                f"Model {model.name} requests unsupported platform {platform}",
+            or (not model.base_path and f"Model {model.name} has an empty base_path.")
+            or (
+                model.model_platform not in ("", "tensorflow")
+                and f"Model {model.name} requests unsupported platform {model.model_platform}"
             )
+        )
+        if problem:
+            raise ServingError("INVALID_ARGUMENT", problem)
 
 
 def _aspired_versions(model: Any, versions: dict[int, str]) -> list[int]:

@@ -80,38 +80,29 @@ class ServerOptions:
                 f"model_config_file={self.model_config_file!r}, "
                 f"model_base_path={self.model_base_path!r}"
             )
-        for name in ("port", "rest_api_port"):
-            value = getattr(self, name)
-            if not 0 <= value <= 65535:
-                raise ValueError(f"{name} must be in [0, 65535]. Received: {name}={value}")
         if self.ui and not self.rest_api_port:
             raise ValueError(
                 "ui serves the page on the REST port: set rest_api_port. "
                 f"Received: ui={self.ui}, rest_api_port={self.rest_api_port}"
             )
-        for name in ("grpc_max_threads", "max_request_bytes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1. Received: {name}={getattr(self, name)}")
-        for name in (
-            "file_system_poll_wait_seconds",
-            "model_config_file_poll_wait_seconds",
-            "shutdown_grace_seconds",
-        ):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0. Received: {name}={getattr(self, name)}")
+        limits = {"port": (0, 65535), "rest_api_port": (0, 65535), "grpc_max_threads": (1, None)}
+        limits |= {"max_request_bytes": (1, None), "shutdown_grace_seconds": (0, None)}
+        limits |= {name: (0, None) for name in vars(self) if name.endswith("poll_wait_seconds")}
+        for name, (low, high) in limits.items():
+            value = getattr(self, name)
+            if value < low or (high is not None and value > high):
+                bounds = f"in [{low}, {high}]" if high is not None else f">= {low}"
+                raise ValueError(f"{name} must be {bounds}. Received: {name}={value}")
 
     def grpc_arguments(self) -> list[tuple[str, int | str]]:
         """`grpc_channel_arguments` parsed like TF Serving (ints where they parse)."""
         arguments: list[tuple[str, int | str]] = []
         for item in filter(None, (part.strip() for part in self.grpc_channel_arguments.split(","))):
-            key, sep, value = item.partition("=")
+            key, sep, value = (part.strip() for part in item.partition("="))
             if not sep or not key:
                 raise ValueError(
                     "grpc_channel_arguments must be 'key=value,...'. "
                     f"Received: {self.grpc_channel_arguments!r}"
                 )
-            try:
-                arguments.append((key.strip(), int(value)))
-            except ValueError:
-                arguments.append((key.strip(), value.strip()))
+            arguments.append((key, int(value) if value.lstrip("-").isdigit() else value))
         return arguments

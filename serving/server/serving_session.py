@@ -1,12 +1,12 @@
-"""`ServingSession`: a SavedModel version loaded and run the way TF Serving does, and its warmup.
+"""`ServingSession`: a SavedModel version loaded and run as TF Serving does, and its warmup file.
 
-The project's one loader: the local server serves each version through it,
-and `keras_attention.export` checks its exports with it, so what the checker
-proves is what the server runs.
+The project's one loader: the local server serves each version through it, and
+`keras_attention.export` checks its exports with it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -30,21 +30,17 @@ MAX_WARMUP_RECORDS = 1000
 class ServingSession:
     """A SavedModel version in its own Graph and TF1 Session, as `tensorflow_model_server` loads it.
 
-    1. tf-text's ops are registered (`import tensorflow_text`; the model
-       server links the same op library), else loading fails with "Op type
-       not registered".
-    2. A fresh `tf.Graph` and `tf.compat.v1.Session(config=session_config)`;
-       `tf.compat.v1.saved_model.loader.load(session, ["serve"], path)`
-       imports the MetaGraph, restores the variables and runs the init op
-       (lookup tables); the graph is then finalized. No Python function of
-       the exporting library is used.
-    3. `run` feeds and fetches the SignatureDef's tensor names through one
-       cached `make_callable` per (signature, outputs). A Session is
-       thread-safe: concurrent runs proceed in parallel.
+    1. tf-text's ops are registered (`import tensorflow_text`; the model server
+       links the same op library), else loading fails ("Op type not registered").
+    2. `tf.compat.v1.saved_model.loader.load(session, ["serve"], path)` in a fresh
+       Graph and Session restores the variables and runs the init op; no Python
+       function of the exporting library is used.
+    3. `run` feeds and fetches the SignatureDef's tensor names through a cached
+       `make_callable`; concurrent runs proceed in parallel.
 
-    The server reference-counts a session: `retire()` when it unloads the
-    version, and the Session closes once the last request holding it
-    `release()`s it, so a version switch never fails a running request.
+    The server reference-counts a session (`acquire`/`release` per request,
+    `retire` on unload): the Session closes when the last request holding it
+    ends, so a version switch never fails a running request.
 
     Args:
         path: the version directory (`BASE/<version>`).
@@ -73,15 +69,12 @@ class ServingSession:
         version: int = 0,
     ):
         self.path, self.name, self.version = str(path), name, int(version)
-        try:
+        with contextlib.suppress(ImportError):
             import tensorflow_text  # noqa: F401 - registers tf-text's ops
-        except ImportError:
-            logger.info("tensorflow_text is not installed; graphs using its ops will not load")
         self.graph = tf.Graph()
         self.session = tf.compat.v1.Session(graph=self.graph, config=session_config)
         # The TF1 loader warns that it is deprecated; it is the model server's path here.
-        tf_logger = logging.getLogger("tensorflow")
-        level = tf_logger.level
+        tf_logger, level = logging.getLogger("tensorflow"), logging.getLogger("tensorflow").level
         tf_logger.setLevel(logging.ERROR)
         try:
             with self.graph.as_default():
@@ -120,13 +113,11 @@ class ServingSession:
 
         Args:
             signature_name: e.g. `"serving_default"`.
-            inputs: input alias -> array: the signature's inputs, where those
-                with a value in the SignatureDef's `defaults` map may be left
-                out and are fed that value (TF Serving's `GetInputValues`).
+            inputs: input alias -> array; an input with a value in the
+                SignatureDef's `defaults` may be left out (TF Serving's
+                `GetInputValues` feeds that value).
             output_keys: the outputs to fetch (default: all).
-            timeout_in_ms: `RunOptions.timeout_in_ms`: past it the run is
-                cancelled with `DeadlineExceededError`, as TF Serving does
-                with a request's deadline.
+            timeout_in_ms: past it the run is cancelled (`DeadlineExceededError`).
 
         Returns:
             Output alias -> array.
@@ -150,23 +141,18 @@ class ServingSession:
         inputs = {**{k: tf.make_ndarray(signature.defaults[k]) for k in missing}, **inputs}
         keys = list(output_keys) if output_keys is not None else sorted(signature.outputs)
         feed_keys = sorted(signature.inputs)
-        cache_key = (signature_name, *keys)
-        fn = self._callables.get(cache_key)
-        if fn is None:
-            with self._lock:
-                fn = self._callables.get(cache_key) or self.session.make_callable(
+        with self._lock:
+            fn = self._callables.get((signature_name, *keys))
+            if fn is None:
+                fn = self._callables[(signature_name, *keys)] = self.session.make_callable(
                     [signature.outputs[key].name for key in keys],
                     feed_list=[signature.inputs[key].name for key in feed_keys],
                     accept_options=True,
                 )
-                self._callables[cache_key] = fn
-        options = None
-        if timeout_in_ms is not None:
-            options = tf.compat.v1.RunOptions(timeout_in_ms=max(int(timeout_in_ms), 1))
+        timeout = 0 if timeout_in_ms is None else max(int(timeout_in_ms), 1)  # 0: none
+        options = tf.compat.v1.RunOptions(timeout_in_ms=timeout)
         values = fn(*(np.asarray(inputs[key]) for key in feed_keys), options=options)
         return dict(zip(keys, values, strict=True))
-
-    # Lifetime ---------------------------------------------------------------------------------
 
     def acquire(self) -> bool:
         """Takes a reference for one request; False once the version is retired."""

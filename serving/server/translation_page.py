@@ -1,10 +1,7 @@
 """The translation page of `keras-attention serve --ui`: its static files as an ASGI app.
 
-The page (`ui/index.html`, `ui/app.js`, `ui/style.css`, shipped as package data)
-is plain HTML, CSS and JavaScript with no dependencies and no build step. It
-calls the server's public REST API only (`GET /v1/models`, the model status and
-metadata routes, `:predict`), from the same origin; the server adds nothing for
-it but the page's own paths.
+The page (`ui/`: plain HTML, CSS and JavaScript, package data) calls the server's
+public REST API only, from the same origin.
 """
 
 from __future__ import annotations
@@ -39,20 +36,12 @@ FILES: dict[str, tuple[str, str]] = {
 }
 """Path -> (file in `ui/`, content type)."""
 
-_ALLOWED = "GET, HEAD"
-
 
 class TranslationPage:
     """Answers the page's paths (`/` and `/ui/...`) with its files and `SECURITY_HEADERS`.
 
-    An ASGI app for HTTP requests on `serves(path)` paths:
-
-    1. `GET` / `HEAD` of a path of `FILES`: 200 with the file.
-    2. Another method: 405 with `Allow: GET, HEAD`.
-    3. Another path under `/ui/`: 404.
-
-    The files are read once, when the page is built. A server puts `routes()`
-    before its API's catch-all, or calls the page itself where `serves(path)`.
+    An ASGI app: `GET` / `HEAD` of a path of `FILES` answers the file (read once),
+    another method 405 with `Allow: GET, HEAD`, another path 404.
 
     Example:
 
@@ -90,18 +79,12 @@ class TranslationPage:
         return self._files[path][0]
 
     async def __call__(self, scope, receive, send) -> None:
-        path, method = scope["path"], scope["method"]
+        path, method, text = scope["path"], scope["method"], "text/plain; charset=utf-8"
         if path not in self._files:
-            response = Response(
-                f"Not found: {path}", 404, SECURITY_HEADERS, "text/plain; charset=utf-8"
-            )
+            response = Response(f"Not found: {path}", 404, SECURITY_HEADERS, text)
         elif method not in ("GET", "HEAD"):
-            response = Response(
-                f"Method {method} is not allowed for {path}; allowed: {_ALLOWED}",
-                405,
-                {**SECURITY_HEADERS, "Allow": _ALLOWED},
-                "text/plain; charset=utf-8",
-            )
+            message = f"Method {method} is not allowed for {path}; allowed: GET, HEAD"
+            response = Response(message, 405, {**SECURITY_HEADERS, "Allow": "GET, HEAD"}, text)
         else:
             body, content_type = self._files[path]
             response = Response(body, 200, SECURITY_HEADERS, content_type)
