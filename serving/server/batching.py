@@ -29,7 +29,8 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -89,36 +90,23 @@ class BatchingOptions:
         return next((allowed for allowed in self.allowed_batch_sizes if allowed >= size), size)
 
 
-@dataclasses.dataclass(eq=False)
-class _Task:
+class _Task(NamedTuple):
     feeds: Mapping[str, np.ndarray]
     size: int
     deadline: float | None
-    enqueued: float = dataclasses.field(default_factory=time.monotonic)
-    done: threading.Event = dataclasses.field(default_factory=threading.Event)
-    outputs: dict | None = None
-    error: BaseException | None = None
-
-    def finish(self, outputs=None, error=None) -> None:
-        self.outputs, self.error = outputs, error
-        self.done.set()
+    enqueued: float
+    answer: Future
 
 
 class Batcher:
     """Merges concurrent `run`s with the same signature into batched Session runs.
 
-    Args:
-        options: the `BatchingOptions`.
-        run: runs one batch, as `ServingSession.run` (default: that).
+    `run` runs one batch, as `ServingSession.run` (its default).
     """
 
     def __init__(self, options: BatchingOptions, run=None):
         self.options = options
-        self._run = run or (
-            lambda session, name, feeds, keys, timeout: session.run(
-                name, feeds, keys, timeout_in_ms=timeout
-            )
-        )
+        self._run = run or (lambda session, *args: session.run(*args[:3], timeout_in_ms=args[3]))
         self._cond = threading.Condition()
         # (session, signature, fetches, feed specs) -> batches (the last one open).
         self._queues: dict[tuple, list[list[_Task]]] = {}
@@ -139,7 +127,7 @@ class Batcher:
             queues, self._queues = self._queues, {}
             self._cond.notify_all()
         for task in itertools.chain.from_iterable(itertools.chain(*queues.values())):
-            task.finish(error=ServingError("UNAVAILABLE", "The model server is stopping"))
+            task.answer.set_exception(ServingError("UNAVAILABLE", "The model server is stopping"))
         for thread in self._threads:
             thread.join()
 
@@ -151,13 +139,7 @@ class Batcher:
         fetches: Sequence[str],
         timeout_in_ms: int | None = None,
     ) -> dict[str, np.ndarray]:
-        """Runs one request's feeds through its batch queue; returns its own outputs.
-
-        Raises:
-            ServingError: `INVALID_ARGUMENT` (inputs without a common 0th
-                dimension, or more rows than `max_batch_size`), `UNAVAILABLE`
-                (queue full), `DEADLINE_EXCEEDED`, or the Session's error.
-        """
+        """Runs one request's feeds through its batch queue; returns its own outputs."""
         feeds = {name: np.asarray(value) for name, value in feeds.items()}
         sizes = {value.shape[0] if value.ndim else None for value in feeds.values()}
         if len(sizes) != 1 or None in sizes:
@@ -175,8 +157,9 @@ class Batcher:
             )
         if size == 0:
             return self._run(session, signature_name, feeds, list(fetches), timeout_in_ms)
-        deadline = None if timeout_in_ms is None else time.monotonic() + timeout_in_ms / 1000
-        task = _Task(feeds, size, deadline)
+        now = time.monotonic()
+        deadline = None if timeout_in_ms is None else now + timeout_in_ms / 1000
+        task = _Task(feeds, size, deadline, now, Future())
         specs = tuple((k, v.dtype.str, v.shape[1:]) for k, v in sorted(feeds.items()))
         key = (session, signature_name, tuple(fetches), specs)
         with self._cond:
@@ -192,10 +175,7 @@ class Batcher:
                 batches.append([])
             batches[-1].append(task)
             self._cond.notify()
-        task.done.wait()
-        if task.error is not None:
-            raise task.error
-        return task.outputs
+        return task.answer.result()
 
     def _work(self) -> None:
         while True:
@@ -212,8 +192,8 @@ class Batcher:
                 self._process(key, batch)
             except BaseException as error:  # noqa: BLE001 - answered to the batch's tasks
                 for task in batch:
-                    if not task.done.is_set():
-                        task.finish(error=error)
+                    if not task.answer.done():
+                        task.answer.set_exception(error)
 
     def _pick(self) -> tuple[tuple[tuple, list[_Task]] | None, float | None]:
         """A batch ready to run (taken from its queue), else the seconds until one is due."""
@@ -237,7 +217,7 @@ class Batcher:
         live = []
         for task in batch:
             if task.deadline is not None and now >= task.deadline:
-                task.finish(error=ServingError("DEADLINE_EXCEEDED", "Deadline Exceeded"))
+                task.answer.set_exception(ServingError("DEADLINE_EXCEEDED", "Deadline Exceeded"))
             else:
                 live.append(task)
         if not live:
@@ -268,7 +248,9 @@ class Batcher:
                 )
         start = 0
         for task in live:
-            task.finish({n: _trim(v[start : start + task.size]) for n, v in outputs.items()})
+            task.answer.set_result(
+                {n: _trim(v[start : start + task.size]) for n, v in outputs.items()}
+            )
             start += task.size
 
 

@@ -1,11 +1,8 @@
 """Predict and GetModelMetadata on a loaded version, with TF Serving's status codes and messages.
 
-TF Serving's request handling for what our exports use (predict_util.cc,
-get_model_metadata_impl.cc, tensorflow/cc/saved_model/util.cc), shared by the
-gRPC services and the REST API, on `ServingSession.run` (or the batcher).
-Our signatures are Predict ones: Classify, Regress and MultiInference get TF
-Serving's answer for them (`refuse`). Every function raises `ServingError`
-with TF Serving's code; TensorFlow runtime errors keep their own.
+TF Serving's request handling (predict_util.cc, get_model_metadata_impl.cc,
+saved_model/util.cc) for the gRPC services and the REST API. Errors are
+`ServingError`s with TF Serving's code; TensorFlow runtime errors keep theirs.
 """
 
 from __future__ import annotations
@@ -35,10 +32,6 @@ CLASSIFY, REGRESS = tf.saved_model.CLASSIFY_METHOD_NAME, tf.saved_model.REGRESS_
 Runner = Callable[[ServingSession, str, dict, Sequence[str], "int | None"], dict]
 
 
-def _run(session, signature_name, inputs, output_keys, timeout_in_ms) -> dict:
-    return session.run(signature_name, inputs, output_keys, timeout_in_ms=timeout_in_ms)
-
-
 def predict(
     session: ServingSession,
     signature_name: str,
@@ -48,27 +41,17 @@ def predict(
     timeout_in_ms: int | None = None,
     runner: Runner | None = None,
 ) -> dict[str, np.ndarray]:
-    """TF Serving's `RunPredict`: checks the inputs against the signature, runs.
+    """TF Serving's `RunPredict`: the outputs (alias -> array) of `output_filter` (default: all).
 
-    `inputs` are `TensorProto`s (gRPC) or arrays of the signature's dtypes (REST
-    JSON). One missing is taken from the SignatureDef's `defaults` (`GetInputValues`).
-
-    Returns:
-        Output alias -> array, for `output_filter` (default: every output).
-
-    Raises:
-        ServingError: `FAILED_PRECONDITION` for an unknown signature,
-            `INVALID_ARGUMENT` for missing/extra inputs, unparsable tensors,
-            wrong dtypes or shapes and unknown/duplicate `output_filter`
-            aliases; TensorFlow's own code for runtime errors
-            (`DEADLINE_EXCEEDED` past `timeout_in_ms`).
+    `inputs` are `TensorProto`s (gRPC) or arrays of the signature's dtypes (REST);
+    one left out is the SignatureDef's default (`GetInputValues`). An unknown
+    signature is `FAILED_PRECONDITION`; bad inputs or outputs `INVALID_ARGUMENT`.
     """
     signature_name = signature_name or DEFAULT_SIGNATURE
     signature = session.signature_defs.get(signature_name)
     if signature is None:
-        raise ServingError(
-            "FAILED_PRECONDITION", f'Serving signature key "{signature_name}" not found.'
-        )
+        message = f'Serving signature key "{signature_name}" not found.'
+        raise ServingError("FAILED_PRECONDITION", message)
     arrays = _input_arrays(signature, inputs)
     for index, alias in enumerate(output_filter):
         if alias not in signature.outputs:
@@ -83,7 +66,10 @@ def predict(
     if timeout_in_ms is not None and timeout_in_ms <= 0:
         raise ServingError("DEADLINE_EXCEEDED", "Deadline Exceeded")
     try:
-        outputs = (runner or _run)(session, signature_name, arrays, aliases, timeout_in_ms)
+        if runner is None:
+            outputs = session.run(signature_name, arrays, aliases, timeout_in_ms=timeout_in_ms)
+        else:
+            outputs = runner(session, signature_name, arrays, aliases, timeout_in_ms)
     except tf.errors.OpError as error:
         raise ServingError(code_name(error.error_code), error.message) from None
     return {alias: np.asarray(outputs[alias]) for alias in aliases}
@@ -97,15 +83,9 @@ def run_predict(
     runner: Runner | None = None,
 ) -> predict_pb2.PredictResponse:
     """`predict` for a `PredictRequest`, answered as a `PredictResponse`."""
-    spec = request.model_spec
-    outputs = predict(
-        session,
-        spec.signature_name,
-        request.inputs,
-        request.output_filter,
-        timeout_in_ms=timeout_in_ms,
-        runner=runner,
-    )
+    spec, filter_ = request.model_spec, request.output_filter
+    run = {"timeout_in_ms": timeout_in_ms, "runner": runner}
+    outputs = predict(session, spec.signature_name, request.inputs, filter_, **run)
     response = predict_pb2.PredictResponse()
     make_model_spec(spec.name, spec.signature_name, session.version, response.model_spec)
     for alias, value in outputs.items():
@@ -170,10 +150,8 @@ def _input_arrays(signature: Any, inputs: Mapping[str, Any]) -> dict[str, np.nda
 def refuse(session: ServingSession, method_name: str, signature_name: str) -> NoReturn:
     """Answers Classify, Regress or a MultiInference task as TF Serving does for our signatures.
 
-    TF Serving's checks (`classifier.cc`, `regressor.cc`), in order: the
-    signature exists, has one input, and one or two outputs (Classify) or one
-    (Regress). A signature that passed would need tf.Example parsing, which this
-    server does not implement (`UNIMPLEMENTED`).
+    TF Serving's checks (`classifier.cc`, `regressor.cc`); one that passed would
+    need tf.Example parsing, which this server lacks (`UNIMPLEMENTED`).
     """
     if method_name not in (CLASSIFY, REGRESS):
         raise ServingError("UNIMPLEMENTED", f"Unsupported signature method_name: {method_name}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
 import json
 import logging
 import os
@@ -24,6 +23,7 @@ import time
 import urllib.parse
 from collections.abc import Sequence
 from importlib import resources
+from typing import NamedTuple
 
 import uvicorn
 from google.protobuf import json_format
@@ -51,14 +51,13 @@ _READ_ONLY, _POST_ONLY = "GET, HEAD, OPTIONS", "OPTIONS, POST"
 _PRINT = {"preserving_proto_field_name": True, "always_print_fields_with_no_presence": True}
 
 
-@dataclasses.dataclass(frozen=True)
-class RestResponse:
+class RestResponse(NamedTuple):
     """An HTTP answer: status, body and headers."""
 
     status: int
     body: bytes
     content_type: str = "application/json"
-    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    headers: dict[str, str] = {}  # never mutated
 
 
 def error_response(status: int, message: str, **headers: str) -> RestResponse:
@@ -67,36 +66,16 @@ def error_response(status: int, message: str, **headers: str) -> RestResponse:
 
 
 class RestApi:
-    """Answers TF Serving's REST routes, with its JSON formats and error mapping.
+    """TF Serving's REST routes (`/v1/models`, `/v1/openapi.json`: ours), JSON formats and errors.
 
-    Routes (matched case-insensitively, model names URL-decoded; `[...]` is
-    `/versions/N` or `/labels/L`):
-
-    - `GET /v1/models`: every model, its versions' states and signatures (ours).
-    - `GET /v1/models/NAME[...]`: GetModelStatus; `GET .../metadata`: the SignatureDefs.
-    - `POST /v1/models/NAME[...]:predict`: `instances` (answers `predictions`) or
-      `inputs` (answers `outputs`); `:classify` / `:regress` refused as TF Serving
-      refuses them for Predict-only signatures.
-    - `GET /v1/openapi.json`: this API's OpenAPI 3 document.
-
-    Errors answer `{"error": message}` with TF Serving's HTTP status for the code;
-    other paths under `/v1/` are 400 "Malformed request", others 404, a route's
-    wrong method 405 with `Allow`.
-
-    Args:
-        manager: the servable manager.
-        timeout_in_ms: Session run timeout per request (`--rest_api_timeout_in_ms`);
-            0 or less: none.
-        runner: runs Predict's Session (the server's `Batcher.run` with `--enable_batching`).
+    Paths match case-insensitively, model names are URL-decoded. Errors answer
+    `{"error": message}` with TF Serving's HTTP status for the code; other paths
+    under `/v1/` are 400 "Malformed request", others 404, a wrong method 405.
+    `timeout_in_ms` (<= 0: none) bounds each Session run; `runner` runs it (the
+    server's `Batcher.run` with `--enable_batching`).
     """
 
-    def __init__(
-        self,
-        manager: ServableManager,
-        *,
-        timeout_in_ms: int = 30000,
-        runner: inference.Runner | None = None,
-    ):
+    def __init__(self, manager: ServableManager, *, timeout_in_ms=30000, runner=None):
         self.manager = manager
         self.timeout_in_ms = timeout_in_ms if timeout_in_ms > 0 else None
         self.runner = runner
@@ -139,9 +118,8 @@ class RestApi:
         name, version, label, action = match.groups()
         spec = model_pb2.ModelSpec(name=urllib.parse.unquote(name))
         if version and int(version) >= 2**63:
-            raise ServingError(
-                "INVALID_ARGUMENT", f"Failed to convert version: {version} to numeric."
-            )
+            message = f"Failed to convert version: {version} to numeric."
+            raise ServingError("INVALID_ARGUMENT", message)
         if version:
             spec.version.value = int(version)
         elif label:
@@ -151,29 +129,28 @@ class RestApi:
             return json_format.MessageToJson(status, indent=1, **_PRINT)
         if method == "GET":
             with self.manager.servable(spec) as session:
-                response = inference.get_model_metadata(session)
-                signature_defs = json_format.MessageToDict(
-                    inference.signature_def_map(session), **_PRINT
-                )
-            spec = json_format.MessageToDict(response.model_spec, **_PRINT)
+                metadata = inference.get_model_metadata(session)
+                signature_defs = inference.signature_def_map(session)
             return json.dumps(
-                {"model_spec": spec, "metadata": {"signature_def": signature_defs}}, indent=1
+                {
+                    "model_spec": json_format.MessageToDict(metadata.model_spec, **_PRINT),
+                    "metadata": {
+                        "signature_def": json_format.MessageToDict(signature_defs, **_PRINT)
+                    },
+                },
+                indent=1,
             )
         document = json_tensor.parse_json(body)
         signature_name = json_tensor.signature_name_of(document)
         with self.manager.servable(spec) as session:
             if action.lower() != "predict":
-                method_name = (
-                    inference.CLASSIFY if action.lower() == "classify" else inference.REGRESS
-                )
-                inference.refuse(session, method_name, signature_name)
-            signature = session.signature_defs.get(signature_name or inference.DEFAULT_SIGNATURE)
-            if signature is None:
-                raise ServingError(
-                    "INVALID_ARGUMENT",
-                    f'Serving signature name: "{signature_name or inference.DEFAULT_SIGNATURE}" '
-                    "not found in signature def",
-                )
+                refused = {"classify": inference.CLASSIFY, "regress": inference.REGRESS}
+                inference.refuse(session, refused[action.lower()], signature_name)
+            name = signature_name or inference.DEFAULT_SIGNATURE
+            if name not in session.signature_defs:
+                message = f'Serving signature name: "{name}" not found in signature def'
+                raise ServingError("INVALID_ARGUMENT", message)
+            signature = session.signature_defs[name]
             inputs, fmt = json_tensor.predict_inputs(document, signature_name, signature.inputs)
             outputs = inference.predict(
                 session,
@@ -193,12 +170,8 @@ def rest_app(
     read_timeout: float = 30.0,
     routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
-    """The Starlette app serving `api`: `routes` first, then every other path and method.
-
-    POST bodies (Content-Length or chunked) are read up to `max_request_bytes`
-    (413 past it) within `read_timeout` seconds (408), then `api.process` runs
-    on `executor`. Every error answers `{"error": ...}`.
-    """
+    """The Starlette app of `api`, after `routes`: POST bodies read up to `max_request_bytes` (413)
+    within `read_timeout` s (408), then `api.process` on `executor`; every error as JSON."""
 
     async def handle(request: Request) -> RestResponse:
         scope = request.scope
@@ -275,19 +248,10 @@ class _JsonErrorH11Protocol(H11Protocol):
 
 
 class RestServer:
-    """Serves a `RestApi` over HTTP/1.1 with Uvicorn (h11), from a background thread.
+    """Serves `rest_app(api, ...)` with Uvicorn (h11) from a background thread.
 
-    `api.process` runs on `num_threads` threads (0: 4 per CPU), so inference
-    never blocks the event loop. A request head incomplete after 64 KiB is
-    refused; idle connections close after 30 s.
-
-    Args:
-        api: answers the requests.
-        host, port: where to listen (port 0: any free port; see `port`).
-        max_request_bytes: larger bodies are refused with 413.
-        num_threads: threads running requests.
-        read_timeout: seconds to receive a request body (408 past them).
-        routes: Starlette routes served before the API's (e.g. a web page).
+    `api.process` runs on `num_threads` threads (0: 4 per CPU); a request head
+    incomplete after 64 KiB is refused; idle connections close after 30 s.
     """
 
     def __init__(
