@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 import grpc
-from google.protobuf import json_format
 from tensorflow_serving.apis import (
     inference_pb2,
     model_management_pb2,
@@ -16,7 +15,7 @@ from tensorflow_serving.apis import (
 from keras_attention.serving.server import inference
 from keras_attention.serving.server.servable_manager import ServableManager
 from keras_attention_client.wire.errors import STATUS_CODES, ServingError
-from keras_attention_client.wire.protos import model_listing_pb2, model_listing_pb2_grpc
+from keras_attention_client.wire.protos import model_listing_pb2_grpc
 
 logger = logging.getLogger(__name__)
 
@@ -122,5 +121,4 @@ class ModelService(
         return response
 
     def ListModels(self, request, context):  # noqa: N802 - gRPC method name
-        models = {"models": self.manager.list_models()}
-        return json_format.ParseDict(models, model_listing_pb2.ListModelsResponse())
+        return self.manager.list_models()

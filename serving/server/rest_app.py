@@ -111,7 +111,9 @@ class RestApi:
 
     def _answer(self, method: str, path: str, body: bytes) -> str:
         if method == "GET" and _MODEL_LIST_API.fullmatch(path):
-            return json.dumps({"models": self.manager.list_models()}, indent=1)
+            return json.dumps(
+                json_format.MessageToDict(self.manager.list_models(), **_PRINT), indent=1
+            )
         match = _PREDICTION_API.fullmatch(path) or _MODEL_STATUS_API.fullmatch(path)
         if match is None:
             raise ServingError("INVALID_ARGUMENT", f"Malformed request: {method} {path}")

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import tensorflow as tf
-from google.protobuf import json_format
 from tensorflow_serving.apis import get_model_status_pb2, model_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
@@ -47,37 +46,26 @@ class VersionState:
 class ServableManager:
     """Loads, serves, polls for and unloads the versions of the configured models.
 
-    `tensorflow_model_server`'s FileSystemStoragePathSource and
-    AspiredVersionsManager with the AvailabilityPreservingPolicy:
+    TF Serving's FileSystemStoragePathSource and AspiredVersionsManager with the
+    AvailabilityPreservingPolicy, at start-up and every `file_system_poll_wait_seconds`:
 
-    1. The children of each model's `base_path` named by an integer are its
-       versions; `model_version_policy` picks the aspired ones (`latest`: the
-       `num_versions` highest, default 1; `all`; `specific`).
-    2. Aspired versions are loaded (a Session each, warmup replayed) and become
-       AVAILABLE. One that fails is END with the error, retried after
-       `load_retry_interval` s (at most `max_num_load_retries` times) or at once
-       when its files change.
-    3. Unaspired versions are unloaded only while the model stays available (an
-       aspired one is AVAILABLE, none is aspired, or more than one unaspired is
-       loaded: the lowest goes), so a new version serves before the old one goes
-       and a broken one never replaces a working one. An unloaded version's
-       Session closes when its running requests finish.
-    4. Steps 1-3 run at start-up, then every `file_system_poll_wait_seconds`
-       (0: only at start-up, as TF Serving).
-
-    Requests name a model and a version, a version label or neither
-    (`ModelSpec`); `Latest(name)` is the highest AVAILABLE version.
+    1. The integer-named children of a model's `base_path` are its versions;
+       `model_version_policy` picks the aspired ones (`latest`, default 1; `all`;
+       `specific`).
+    2. Aspired versions are loaded (warmup replayed) and become AVAILABLE; a
+       failed one is END with its error, retried after `load_retry_interval` s
+       (at most `max_num_load_retries` times) or at once when its files change.
+    3. Unaspired versions are unloaded only while the model stays available, so a
+       new version serves before the old one goes and a broken one never replaces
+       a working one; a Session closes when its running requests end.
 
     Args:
         config: a `ModelServerConfig` with a `model_config_list`.
-        file_system_poll_wait_seconds: polling period; 0 disables polling.
-        enable_model_warmup: replay `assets.extra/tf_serving_warmup_requests`.
-        max_num_load_retries: retries of a failed load.
-        load_retry_interval: seconds between retries of a failed load.
-        allow_version_labels_for_unavailable_models: accept labels pointing at
-            versions that are not AVAILABLE (otherwise a config with such a
-            label is rejected, FAILED_PRECONDITION).
-        session_config: `tf.compat.v1.ConfigProto` for every Session.
+        allow_version_labels_for_unavailable_models: else a label on a version
+            that is not AVAILABLE is refused (FAILED_PRECONDITION).
+        session_config: `tf.compat.v1.ConfigProto` of every Session.
+        file_system_poll_wait_seconds, enable_model_warmup, max_num_load_retries,
+            load_retry_interval: as the `ServerOptions` fields (in seconds here).
 
     Example:
 
@@ -126,12 +114,7 @@ class ServableManager:
         self._thread = threading.Thread(target=self._poll_loop, daemon=True)
 
     def start(self) -> None:
-        """Loads the initial versions, checks the labels, and starts polling.
-
-        Raises:
-            ServingError: `FAILED_PRECONDITION` if a version label points at a
-                version that is not available.
-        """
+        """Loads the initial versions, checks the labels (`FAILED_PRECONDITION`), starts polling."""
         self.poll_once()
         self._set_labels(self._config)
         if self.file_system_poll_wait_seconds > 0:
@@ -161,10 +144,7 @@ class ServableManager:
         return [model.name for model in self._config.model_config_list.config]
 
     def reload_config(self, config: model_server_config_pb2.ModelServerConfig) -> None:
-        """Replaces the model list (HandleReloadConfigRequest); blocks until loaded.
-
-        Models no longer listed are unloaded, new ones loaded; version policies
-        and labels are updated.
+        """Replaces the model list, policies and labels (HandleReloadConfigRequest); blocks.
 
         Raises:
             ServingError: `INVALID_ARGUMENT` for an invalid config,
@@ -298,12 +278,11 @@ class ServableManager:
 
     @contextlib.contextmanager
     def servable(self, model_spec: model_pb2.ModelSpec) -> Iterator[ServingSession]:
-        """Holds the version a request names for the duration of the request.
+        """Holds the version `model_spec` names (default: the latest) for a request.
 
         Raises:
-            ServingError: `INVALID_ARGUMENT` without a name or for an unknown
-                label, `NOT_FOUND` ("Servable not found for request:
-                Latest(name)" / "Specific(name, version)") otherwise.
+            ServingError: `INVALID_ARGUMENT` without a name or for an unknown label,
+                `NOT_FOUND` ("Servable not found for request: Latest(name)").
         """
         name, choice = model_spec.name, model_spec.WhichOneof("version_choice")
         if not name:
@@ -336,14 +315,9 @@ class ServableManager:
         return {version: dataclasses.replace(state) for version, state in states}
 
     def model_status(self, model_spec: model_pb2.ModelSpec) -> Any:
-        """TF Serving's `GetModelStatusWithModelSpec`: a `GetModelStatusResponse`.
+        """TF Serving's GetModelStatus: every version's state, or the one `model_spec` names.
 
-        Every version's state, or the one `model_spec` names (a label is not
-        resolved: every version, as TF Serving answers).
-
-        Raises:
-            ServingError: `NOT_FOUND` ("Could not find version V of model NAME" /
-                "Could not find any versions of model NAME").
+        A label is not resolved (every version), as in TF Serving; `NOT_FOUND` if none.
         """
         name, states = model_spec.name, self.version_states(model_spec.name)
         if model_spec.HasField("version"):
@@ -362,16 +336,11 @@ class ServableManager:
         """The versions of `name` currently serving, ascending."""
         return sorted(self._serving.get(name, {}))
 
-    def list_models(self) -> list[dict]:
-        """Every configured model, for `ModelListing/ListModels` and REST `GET /v1/models`.
+    def list_models(self) -> Any:
+        """Every configured model by name, as `keras_attention.ListModelsResponse`.
 
-        Returns:
-            The `models` of a `keras_attention.ListModelsResponse` in protobuf's
-            JSON mapping, by name: `[{"name": "translator", "versions": [{"version":
-            "1", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message":
-            ""}}], "signature_names": ["beam_search", "serving_default"]}]`:
-            GetModelStatus's versions, and the signatures of the version a request
-            without a version reaches (`[]` while none is available).
+        Each with GetModelStatus's versions and the signatures of the version a
+        request without a version reaches (none while none is available).
         """
         response = model_listing_pb2.ListModelsResponse()
         for name in sorted(self.model_names()):
@@ -381,9 +350,7 @@ class ServableManager:
             serving = self._serving.get(name, {})
             if serving:
                 model.signature_names.extend(sorted(serving[max(serving)].signature_defs))
-        return json_format.MessageToDict(
-            response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-        )["models"]
+        return response
 
 
 def _validate_config(config: model_server_config_pb2.ModelServerConfig) -> None:
