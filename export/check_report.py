@@ -92,7 +92,8 @@ class CheckReport:
         if self.native:
             lines.append(
                 f"TensorFlow's C API (TF_LoadSessionFromSavedModel, no Python TensorFlow): "
-                f"{self.native['requests']} warmup requests gave the Session path's outputs "
+                f"{self.native['requests']} requests (the warmup's, and each signature's "
+                "decoding inputs all given) gave the Session path's outputs "
                 f"(largest float difference {self.native['max_float_difference']:.1e}; "
                 f"{self.native['seconds']:.1f} s)"
             )

@@ -61,19 +61,37 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         dest="beam_width",
         type=_beam_width,
         default=4,
-        help="beam width of the beam_search signature, >= 2 (default: 4)",
+        help="the beam_search signature's default beam width, >= 2 (default: 4)",
+    )
+    parser.add_argument(
+        "--max-beam-width",
+        dest="max_beam_width",
+        type=_positive_int,
+        default=None,
+        help="the largest beam_width input a request may give, >= --beam-width "
+        "(default: 16, or --beam-width if larger)",
     )
     parser.add_argument(
         "--length-penalty",
         type=_non_negative_float,
         default=0.6,
-        help="GNMT length penalty alpha of the beam_search signature (default: 0.6)",
+        help="the default length_penalty input (GNMT alpha) of the search signatures "
+        "(default: 0.6)",
     )
     parser.add_argument(
         "--max-output-length",
         type=_positive_int,
         default=None,
-        help="most tokens of a translation (default: the run's max_output_length)",
+        help="most tokens of a translation, the largest max_output_length input "
+        "(default: the run's max_output_length)",
+    )
+    parser.add_argument(
+        "--no-decoding-inputs",
+        dest="decoding_inputs",
+        action="store_false",
+        help="text-only serving_default and beam_search (the beam width fixed) and no sample "
+        "signature, as older exports: for TF Serving's --enable_batching, which refuses "
+        "requests with the scalar decoding inputs",
     )
     parser.add_argument(
         "--jit-compile",
@@ -126,6 +144,8 @@ def run_export(args: argparse.Namespace) -> int:
             max_output_length=args.max_output_length,
             jit_compile=args.jit_compile,
             score_signature=args.score_signature,
+            max_beam_width=getattr(args, "max_beam_width", None),
+            decoding_inputs=getattr(args, "decoding_inputs", True),
             precision=getattr(args, "precision", "auto"),
             weights=getattr(args, "weights", "float32"),
         )
@@ -241,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
         "export",
         help="write a versioned SavedModel for TensorFlow Serving",
         description="Write RUN_DIR's model as BASE/<version>/ with the signatures "
-        "serving_default (greedy), beam_search and score_translation, warmup requests "
+        "serving_default (greedy), beam_search, sample and score_translation, warmup requests "
         "and a manifest; atomically (staged in BASE/.tmp-export-*, then renamed).",
     )
     add_export_arguments(export)

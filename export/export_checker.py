@@ -28,6 +28,7 @@ from keras_attention.export.serving_session import ServingSession
 from keras_attention.export.translation_signatures import (
     BEAM_SEARCH,
     INPUT_KEY,
+    SAMPLE,
     SCORE_OUTPUTS,
     SCORE_TRANSLATION,
     SERVING_DEFAULT,
@@ -35,6 +36,7 @@ from keras_attention.export.translation_signatures import (
     TRANSLATION_OUTPUTS,
 )
 from keras_attention.serving.server.serving_session import read_warmup_requests
+from keras_attention_client.wire.contract import DECODING_INPUTS
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,7 @@ NOT_ALLOWED = "NOT ALLOWED"
 _EXPECTED_OUTPUTS = {
     SERVING_DEFAULT: TRANSLATION_OUTPUTS,
     BEAM_SEARCH: TRANSLATION_OUTPUTS,
+    SAMPLE: TRANSLATION_OUTPUTS,
     SCORE_TRANSLATION: SCORE_OUTPUTS,
 }
 # Ops the graph must hold for each `TrainConfig.tokenizer` named in the manifest.
@@ -69,8 +72,11 @@ class ExportChecker:
     1. `saved_model.pb` parses and has a MetaGraph tagged `serve`.
     2. The signatures: `serving_default` and `beam_search` (and every
        signature the manifest lists) exist, take the `[batch]` DT_STRING
-       input `text` (plus `translation` for `score_translation`) and return
-       the documented dense outputs with the documented dtypes.
+       input `text` (plus `translation` for `score_translation`), or for a
+       translating signature `text` and all of its decoding inputs (scalars
+       of the contract's dtypes, each with a default in the SignatureDef's
+       `defaults` map), and return the documented dense outputs with the
+       documented dtypes (of any rank where `n_best` can add an axis).
     3. Every op of the graph and of its function library is core TensorFlow
        or tensorflow-text (`AllowedOps`); anything else (e.g. TF Addons'
        `Addons>GatherTree`) would fail to load in the model server. The
@@ -80,14 +86,20 @@ class ExportChecker:
        `tf.compat.v1.Session` with tag `serve` (`ServingSession`), after
        `tensorflow_text` is imported, as in the model server.
     5. The warmup requests (`assets.extra/tf_serving_warmup_requests`) are
-       replayed through the SignatureDefs' tensor names; each must return
-       outputs of the signature's dtypes with one row per input.
+       replayed through the SignatureDefs' tensor names, inputs a request
+       leaves out fed from the SignatureDef's `defaults` as TF Serving's
+       `GetInputValues` does (a `seed` of -1 is replaced by 1, so that step
+       6 can compare the draws); each must return outputs of the
+       signature's dtypes with one row per input.
     6. With `native=True`: the version is loaded again by TensorFlow's C API
        (`TF_LoadSessionFromSavedModel`, the C++ loader TF Serving calls) in a
        process that never imports Python TensorFlow (`keras_attention.export.native_check`),
-       every warmup request is run through `TF_SessionRun`, and the outputs
-       must equal step 5's (strings and integers exactly, floats within
-       1e-5 relative).
+       every warmup request is run through `TF_SessionRun` (the inputs it
+       leaves out filled from `defaults` here, as `GetInputValues` does,
+       since the C API feeds only what it is given), and so is, for each
+       signature with decoding inputs, a request giving every input
+       explicitly; the outputs must equal the Python Session path's
+       (strings and integers exactly, floats within 1e-5 relative).
 
     Problems are collected, not raised: the returned `CheckReport` lists
     errors (the check fails) and warnings.
@@ -134,7 +146,7 @@ class ExportChecker:
             )
         manifest = self._check_manifest(path, report)
         report.signatures = describe_signatures(meta_graph)
-        self._check_signatures(report, manifest)
+        self._check_signatures(report, manifest, meta_graph)
         self._check_ops(meta_graph, report)
         self._check_tokenizer(meta_graph, report, manifest)
         if any(origin == NOT_ALLOWED for origin in report.ops.values()):
@@ -178,7 +190,9 @@ class ExportChecker:
                 )
         return manifest
 
-    def _check_signatures(self, report: CheckReport, manifest: ExportManifest | None) -> None:
+    def _check_signatures(
+        self, report: CheckReport, manifest: ExportManifest | None, meta_graph=None
+    ) -> None:
         signatures = report.signatures
         expected = [SERVING_DEFAULT, BEAM_SEARCH]
         if manifest is not None:
@@ -190,13 +204,29 @@ class ExportChecker:
                 )
         for name, signature in signatures.items():
             inputs = _EXPECTED_INPUTS.get(name, (INPUT_KEY,))
+            decoding = DECODING_INPUTS.get(name, {})
+            has_decoding = bool(decoding) and set(signature["inputs"]) != set(inputs)
+            if has_decoding:
+                inputs = (*inputs, *decoding)
             if sorted(signature["inputs"]) != sorted(inputs):
                 report.errors.append(
                     f"Signature {name!r} must take the input(s) {list(inputs)}. "
                     f"Received: {sorted(signature['inputs'])}"
                 )
+            defaults = set(meta_graph.signature_def[name].defaults) if meta_graph else set()
             for alias, spec in signature["inputs"].items():
-                if alias in inputs and (spec["dtype"] != "DT_STRING" or spec["shape"] != [-1]):
+                if alias in decoding and alias in inputs:
+                    if spec["dtype"] != decoding[alias] or spec["shape"] != []:
+                        report.errors.append(
+                            f"Input {alias!r} of {name!r} must be a {decoding[alias]} scalar. "
+                            f"Received: {spec['dtype']} {spec['shape']}"
+                        )
+                    if alias not in defaults:
+                        report.errors.append(
+                            f"Input {alias!r} of {name!r} has no default in the SignatureDef: "
+                            "TF Serving would refuse every request that leaves it out"
+                        )
+                elif alias in inputs and (spec["dtype"] != "DT_STRING" or spec["shape"] != [-1]):
                     report.errors.append(
                         f"Input {alias!r} of {name!r} must be DT_STRING [batch] (shape [-1]). "
                         f"Received: {spec['dtype']} {spec['shape']}"
@@ -225,6 +255,8 @@ class ExportChecker:
                 if spec is None:
                     continue
                 rank = None if spec["shape"] is None else len(spec["shape"])
+                if has_decoding and "n_best" in decoding and rank is None:
+                    rank = len(shape)  # the rank depends on the request's n_best
                 if spec["dtype"] != dtype or rank != len(shape):
                     report.errors.append(
                         f"Output {alias!r} of {name!r} must be {dtype} of rank {len(shape)}. "
@@ -313,7 +345,8 @@ class ExportChecker:
                 continue
             try:
                 inputs = {key: tf.make_ndarray(proto) for key, proto in request.inputs.items()}
-                batch_size = len(next(iter(inputs.values())))
+                batch_size = len(inputs[INPUT_KEY])
+                inputs = _repeatable(input_values(session.signature_defs[name], inputs))
                 started = time.perf_counter()
                 outputs = session.run(name, inputs)
                 seconds = time.perf_counter() - started
@@ -341,6 +374,7 @@ class ExportChecker:
         replayed: list[tuple[str, dict, dict]],
         report: CheckReport,
     ) -> None:
+        replayed = replayed + self._every_input_requests(session, replayed, report)
         requests = []
         for name, inputs, outputs in replayed:
             signature = session.signature_defs[name]
@@ -363,6 +397,66 @@ class ExportChecker:
             "seconds": time.perf_counter() - started,
             "max_float_difference": largest,
         }
+
+    def _every_input_requests(
+        self,
+        session: ServingSession,
+        replayed: list[tuple[str, dict, dict]],
+        report: CheckReport,
+    ) -> list[tuple[str, dict, dict]]:
+        """For each signature with defaults: a request giving every input, run on the Session.
+
+        The values are the defaults (a `seed` of -1, a draw per request, is
+        replaced by 1 so that both paths draw alike), fed explicitly; the
+        requests replayed from the warmup file leave them out.
+        """
+        extra = []
+        for name, signature in session.signature_defs.items():
+            texts = next((i[INPUT_KEY] for n, i, _ in replayed if n == name), None)
+            if not signature.defaults or texts is None:
+                continue
+            inputs = _repeatable(input_values(signature, {INPUT_KEY: texts}))
+            try:
+                outputs = session.run(name, inputs)
+            except Exception as error:  # noqa: BLE001 - a failing request is the finding
+                report.errors.append(
+                    f"{name} with every input given failed: {type(error).__name__}: {error}"
+                )
+                continue
+            extra.append((name, inputs, outputs))
+        return extra
+
+
+def input_values(signature, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The arrays to feed for a request: `inputs`, plus the SignatureDef's `defaults` for the
+    inputs it leaves out, as TF Serving's `GetInputValues` (tensorflow/cc/saved_model/util.cc).
+
+    Raises:
+        ValueError: an input the signature lacks, or a missing one without a default (TF
+            Serving's message).
+    """
+    extra = sorted(set(inputs) - set(signature.inputs))
+    if extra:
+        raise ValueError(f"Input {extra[0]!r} is not an input of the signature")
+    values = dict(inputs)
+    for alias in sorted(signature.inputs):
+        if alias in values:
+            continue
+        if alias not in signature.defaults:
+            raise ValueError(
+                f"Signature input alias: {alias}(feed name: {signature.inputs[alias].name}) not "
+                "found in request and no default value provided"
+            )
+        values[alias] = tf.make_ndarray(signature.defaults[alias])
+    return values
+
+
+def _repeatable(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """`inputs` with a negative `seed` (a new draw per request) replaced by 1, so that the
+    Python Session path and the C API draw the same translations."""
+    if "seed" in inputs and int(inputs["seed"]) < 0:
+        inputs = {**inputs, "seed": np.int32(1)}
+    return inputs
 
 
 def _output_problem(spec: dict, value: np.ndarray, batch_size: int) -> str | None:

@@ -11,8 +11,12 @@ from keras_attention.translator import Translator
 from keras_attention_client.wire.contract import (
     BEAM_SEARCH,
     DEFAULT_SIGNATURE,
+    N_BEST_OUTPUTS,
+    SAMPLE,
+    SAMPLE_INPUTS,
     SCORE_OUTPUTS,
     SCORE_TRANSLATION,
+    SEARCH_INPUTS,
     TEXT_INPUT,
     TRANSLATION_INPUT,
     TRANSLATION_OUTPUTS,
@@ -25,26 +29,36 @@ SERVING_DEFAULT = DEFAULT_SIGNATURE
 
 _TEXT_SPEC = tf.TensorSpec([None], tf.string, name=INPUT_KEY)
 _TRANSLATION_SPEC = tf.TensorSpec([None], tf.string, name=TRANSLATION_KEY)
+_DTYPES = {"DT_STRING": tf.string, "DT_FLOAT": tf.float32, "DT_INT32": tf.int32}
+
+DEFAULT_MAX_BEAM_WIDTH = 16
+"""The largest `beam_width` a request may ask for, unless the export sets another cap."""
 
 
 class _CompiledStrategy:
-    """Runs a decoding strategy's `tf.while_loop` as one XLA cluster.
+    """Runs a decoding strategy with XLA.
 
-    Wraps `strategy(next_fn, state, start_ids)` in a
-    `tf.function(jit_compile=True)`; the text processing around it (tf-text,
-    lookups, string ops) stays outside, since XLA cannot compile string ops.
-    In a SavedModel this becomes a call marked `_XlaMustCompile`, which
-    TensorFlow Serving on CPU runs only with
-    `--xla_cpu_compilation_enabled=true`.
+    Without per-call options, `strategy(next_fn, state, start_ids)` becomes
+    one `tf.function(jit_compile=True)`: the whole `tf.while_loop` is one XLA
+    cluster. With options fed as tensors (a signature's decoding inputs) the
+    loop's shapes depend on them (the beam axis, `top_k`), which XLA cannot
+    compile, so only the model's step (`next_fn`) is compiled and the loop
+    runs it. The text processing around it (tf-text, lookups, string ops)
+    stays outside, since XLA cannot compile string ops. In a SavedModel the
+    compiled functions are calls marked `_XlaMustCompile`, which TensorFlow
+    Serving on CPU runs only with `--xla_cpu_compilation_enabled=true`.
 
     Args:
-        strategy: a `GreedySearch` or `BeamSearch`.
+        strategy: a `GreedySearch`, `BeamSearch` or `RandomSampling`.
     """
 
     def __init__(self, strategy):
         self.strategy = strategy
 
-    def __call__(self, next_fn, initial_state, start_ids):
+    def __call__(self, next_fn, initial_state, start_ids, **options):
+        if options:
+            step = tf.function(next_fn, jit_compile=True, autograph=False)
+            return self.strategy(step, initial_state, start_ids, **options)
         decode = tf.function(
             lambda state, ids: self.strategy(next_fn, state, ids),
             jit_compile=True,
@@ -64,8 +78,9 @@ class TranslationSignatures:
     SavedModel served by TensorFlow Serving:
 
     - `serving_default`: `Translator.translate` with greedy search.
-    - `beam_search`: `Translator.translate` with beam search (`beam_width`,
-      `length_penalty` fixed here).
+    - `beam_search`: `Translator.translate` with beam search.
+    - `sample` (with `decoding_inputs`): `Translator.translate` with random
+      sampling.
     - `score_translation` (inputs `text` and `translation`): the model's
       log-probability of a given translation, by teacher forcing (the same
       numbers the decoder computes step by step): `score` float32 `[batch]`
@@ -77,6 +92,22 @@ class TranslationSignatures:
       tokenized like training targets and cut to the model's maximum length.
       A source with no token scores 0 with length 0, as in `translate`.
 
+    With `decoding_inputs` (the default), the translating signatures also
+    take the optional scalar inputs of the contract
+    (`keras_attention_client.wire.contract.SEARCH_INPUTS` for
+    `serving_default` and `beam_search`, `SAMPLE_INPUTS` for `sample`), each
+    a Python default of the function, which `tf.saved_model.save` writes
+    into the SignatureDef's `defaults` (TF Serving feeds those for inputs a
+    request leaves out). The two search signatures are then one function
+    with different defaults (`beam_width` 1 or `beam_width`): beam width 1
+    runs `GreedySearch`, above it `BeamSearch` with the beam width, length
+    penalty and n-best as tensors, so one graph serves every width up to
+    `max_beam_width`. With `n_best` 1 the outputs are those of the
+    signatures without decoding inputs, value for value; above 1 they are
+    `N_BEST_OUTPUTS`. Values outside their ranges fail the graph's own
+    checks (`tf.debugging.Assert`, INVALID_ARGUMENT) with a message naming
+    the input and its range, on every path that runs the graph.
+
     An empty batch (`[0]` strings) returns empty outputs (`[0]`, `[0, 0]`,
     `[0, 0, 0]`) instead of failing. An input with no token (empty,
     blank) translates to `""` with score 0 and length 0; non-UTF-8 bytes are
@@ -86,10 +117,20 @@ class TranslationSignatures:
 
     Args:
         translator: a `Translator`.
-        beam_width: int >= 2, the `beam_search` beam width.
-        length_penalty: float >= 0, the `beam_search` GNMT length penalty.
-        jit_compile: bool, whether to compile the decoding loops with XLA
-            (see `_CompiledStrategy`).
+        beam_width: int >= 2, the `beam_search` beam width (its default
+            `beam_width` input).
+        length_penalty: float >= 0, the `beam_search` GNMT length penalty
+            (the default `length_penalty` input).
+        jit_compile: bool, whether to compile the decoding with XLA (see
+            `_CompiledStrategy`).
+        max_beam_width: int >= `beam_width`, the largest `beam_width` input
+            accepted. Defaults to `max(DEFAULT_MAX_BEAM_WIDTH, beam_width)`.
+        decoding_inputs: bool, whether the translating signatures take the
+            decoding inputs and `sample` exists. `False` gives `text`-only
+            `serving_default` and `beam_search` with the beam width fixed in
+            the graph, as exports made before decoding inputs existed (TF
+            Serving's `--enable_batching` refuses requests with scalar
+            inputs). Defaults to `True`.
     """
 
     def __init__(
@@ -98,30 +139,99 @@ class TranslationSignatures:
         beam_width: int = 4,
         length_penalty: float = 0.6,
         jit_compile: bool = False,
+        *,
+        max_beam_width: int | None = None,
+        decoding_inputs: bool = True,
     ):
         if isinstance(beam_width, bool) or not isinstance(beam_width, int) or beam_width < 2:
             raise ValueError(
                 "`beam_width` must be an integer >= 2 (beam width 1 is `serving_default`). "
                 f"Received: beam_width={beam_width!r}"
             )
+        if max_beam_width is None:
+            max_beam_width = max(DEFAULT_MAX_BEAM_WIDTH, beam_width)
+        if (
+            isinstance(max_beam_width, bool)
+            or not isinstance(max_beam_width, int)
+            or max_beam_width < beam_width
+        ):
+            raise ValueError(
+                "`max_beam_width` must be an integer >= beam_width. "
+                f"Received: max_beam_width={max_beam_width!r}, beam_width={beam_width}"
+            )
         self.translator = translator
         self.beam_width = beam_width
         self.length_penalty = length_penalty
         self.jit_compile = bool(jit_compile)
+        self.max_beam_width = max_beam_width
+        self.decoding_inputs = bool(decoding_inputs)
         self.greedy_strategy = translator.strategy(1)
         self.beam_strategy = translator.strategy(beam_width, length_penalty)
+        self.sample_strategy = translator.strategy(sample=True)
 
     def endpoints(
         self, score_signature: bool = True
     ) -> dict[str, tuple[Callable[..., dict[str, tf.Tensor]], list[tf.TensorSpec]]]:
         """Signature name -> `(fn, input_signature)`, `serving_default` first."""
-        endpoints = {
-            SERVING_DEFAULT: (self.translate_function(self.greedy_strategy), [_TEXT_SPEC]),
-            BEAM_SEARCH: (self.translate_function(self.beam_strategy), [_TEXT_SPEC]),
-        }
+        if self.decoding_inputs:
+            search_specs = [_TEXT_SPEC, *_input_specs(SEARCH_INPUTS)]
+            endpoints = {
+                SERVING_DEFAULT: (self.search_function(1), search_specs),
+                BEAM_SEARCH: (self.search_function(self.beam_width), search_specs),
+                SAMPLE: (self.sample_function(), [_TEXT_SPEC, *_input_specs(SAMPLE_INPUTS)]),
+            }
+        else:
+            endpoints = {
+                SERVING_DEFAULT: (self.translate_function(self.greedy_strategy), [_TEXT_SPEC]),
+                BEAM_SEARCH: (self.translate_function(self.beam_strategy), [_TEXT_SPEC]),
+            }
         if score_signature:
             endpoints[SCORE_TRANSLATION] = (self.score, [_TEXT_SPEC, _TRANSLATION_SPEC])
         return endpoints
+
+    def input_defaults(self, signature_name: str) -> dict[str, int | float]:
+        """The default of each decoding input of a translating signature (`{}` without them)."""
+        if not self.decoding_inputs:
+            return {}
+        limit = self.translator.max_output_length
+        if signature_name == SAMPLE:
+            return {
+                "temperature": 1.0,
+                "top_k": 0,
+                "top_p": 1.0,
+                "seed": -1,
+                "max_output_length": limit,
+            }
+        if signature_name in (SERVING_DEFAULT, BEAM_SEARCH):
+            return {
+                "beam_width": 1 if signature_name == SERVING_DEFAULT else self.beam_width,
+                "n_best": 1,
+                "length_penalty": float(self.length_penalty),
+                "max_output_length": limit,
+            }
+        return {}
+
+    def input_ranges(self, signature_name: str) -> dict[str, str]:
+        """Each decoding input's valid values, as the graph's checks state them."""
+        limit = self.translator.max_output_length
+        if not self.decoding_inputs:
+            return {}
+        if signature_name == SAMPLE:
+            return {
+                "temperature": "> 0, finite",
+                "top_k": ">= 0 (0: the whole vocabulary)",
+                "top_p": "(0, 1] (1: no cut)",
+                "seed": ">= -1 (-1: a new seed for each request)",
+                "max_output_length": f"[1, {limit}]",
+            }
+        if signature_name in (SERVING_DEFAULT, BEAM_SEARCH):
+            return {
+                "beam_width": f"[1, {self.max_beam_width}]",
+                "n_best": "[1, beam_width]",
+                "length_penalty": ">= 0, finite",
+                "max_output_length": f"[1, {limit}]",
+            }
+        return {}
 
     def translate_function(self, strategy) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
         """`text -> outputs` for one strategy, guarded against an empty batch."""
@@ -137,6 +247,134 @@ class TranslationSignatures:
             )
 
         return translate
+
+    def search_function(self, default_beam_width: int) -> Callable[..., dict[str, tf.Tensor]]:
+        """The `serving_default` / `beam_search` function with its decoding inputs.
+
+        `text, beam_width, n_best, length_penalty, max_output_length ->
+        outputs`, the decoding inputs defaulting to `input_defaults`.
+        """
+        translator = self.translator
+        limit, cap = translator.max_output_length, self.max_beam_width
+        greedy, beam = self.greedy_strategy, self.beam_strategy
+        if self.jit_compile:
+            greedy, beam = _CompiledStrategy(greedy), _CompiledStrategy(beam)
+        with tf.init_scope():  # the defaults are constants, whatever the caller's context
+            defaults = (
+                tf.constant(default_beam_width, tf.int32),
+                tf.constant(1, tf.int32),
+                tf.constant(self.length_penalty, tf.float32),
+                tf.constant(limit, tf.int32),
+            )
+
+        def translate(
+            text,
+            beam_width=defaults[0],
+            n_best=defaults[1],
+            length_penalty=defaults[2],
+            max_output_length=defaults[3],
+        ):
+            checks = [
+                _check_range("beam_width", beam_width, 1, cap),
+                _check(
+                    tf.logical_and(n_best >= 1, n_best <= beam_width),
+                    "`n_best` must be in [1, beam_width]. Received n_best, beam_width:",
+                    [n_best, beam_width],
+                ),
+                _check(
+                    tf.logical_and(tf.math.is_finite(length_penalty), length_penalty >= 0.0),
+                    "`length_penalty` must be a finite number >= 0. Received:",
+                    [length_penalty],
+                ),
+                _check_range("max_output_length", max_output_length, 1, limit),
+            ]
+            with tf.control_dependencies(checks):
+                text = tf.reshape(tf.identity(text), [-1])
+
+            def run_greedy():
+                return translator.translate(text, greedy, max_length=max_output_length)
+
+            def run_beam():
+                outputs = translator.translate(
+                    text,
+                    beam,
+                    beam_width=beam_width,
+                    length_penalty=length_penalty,
+                    n_best=n_best,
+                    max_length=max_output_length,
+                )
+                return tf.cond(n_best > 1, lambda: outputs, lambda: _best_of(outputs))
+
+            return tf.cond(
+                tf.size(text) > 0,
+                lambda: tf.cond(beam_width > 1, run_beam, run_greedy),
+                lambda: tf.cond(
+                    n_best > 1, lambda: _empty(N_BEST_OUTPUTS), lambda: _empty(TRANSLATION_OUTPUTS)
+                ),
+            )
+
+        return translate
+
+    def sample_function(self) -> Callable[..., dict[str, tf.Tensor]]:
+        """The `sample` function: `text, temperature, top_k, top_p, seed, max_output_length`."""
+        translator = self.translator
+        limit = translator.max_output_length
+        sampler = self.sample_strategy
+        if self.jit_compile:
+            sampler = _CompiledStrategy(sampler)
+        with tf.init_scope():
+            defaults = (
+                tf.constant(1.0, tf.float32),
+                tf.constant(0, tf.int32),
+                tf.constant(1.0, tf.float32),
+                tf.constant(-1, tf.int32),
+                tf.constant(limit, tf.int32),
+            )
+
+        def sample(
+            text,
+            temperature=defaults[0],
+            top_k=defaults[1],
+            top_p=defaults[2],
+            seed=defaults[3],
+            max_output_length=defaults[4],
+        ):
+            checks = [
+                _check(
+                    tf.logical_and(tf.math.is_finite(temperature), temperature > 0.0),
+                    "`temperature` must be a finite number > 0. Received:",
+                    [temperature],
+                ),
+                _check(
+                    top_k >= 0, "`top_k` must be >= 0 (0: the whole vocabulary). Received:", [top_k]
+                ),
+                _check(
+                    tf.logical_and(top_p > 0.0, top_p <= 1.0),
+                    "`top_p` must be in (0, 1]. Received:",
+                    [top_p],
+                ),
+                _check(
+                    seed >= -1, "`seed` must be >= -1 (-1: drawn per request). Received:", [seed]
+                ),
+                _check_range("max_output_length", max_output_length, 1, limit),
+            ]
+            with tf.control_dependencies(checks):
+                text = tf.reshape(tf.identity(text), [-1])
+            return tf.cond(
+                tf.size(text) > 0,
+                lambda: translator.translate(
+                    text,
+                    sampler,
+                    temperature=temperature,
+                    top_k=top_k,
+                    top_p=top_p,
+                    seed=seed,
+                    max_length=max_output_length,
+                ),
+                lambda: _empty(TRANSLATION_OUTPUTS),
+            )
+
+        return sample
 
     def score(self, text, translation) -> dict[str, tf.Tensor]:
         """The `score_translation` function (see the class docstring)."""
@@ -186,10 +424,32 @@ class TranslationSignatures:
         }
 
 
+def _input_specs(inputs: dict[str, str]) -> list[tf.TensorSpec]:
+    """Scalar `TensorSpec`s named after the decoding inputs, in the contract's order."""
+    return [tf.TensorSpec([], _DTYPES[dtype], name=alias) for alias, dtype in inputs.items()]
+
+
+def _check(condition: tf.Tensor, message: str, values: list[tf.Tensor]) -> tf.Operation:
+    """`tf.debugging.Assert`: INVALID_ARGUMENT with `message` and `values` when false."""
+    return tf.debugging.Assert(condition, [message, *values])
+
+
+def _check_range(name: str, value: tf.Tensor, low: int, high: int) -> tf.Operation:
+    return _check(
+        tf.logical_and(value >= low, value <= high),
+        f"`{name}` must be in [{low}, {high}]. Received:",
+        [value],
+    )
+
+
+def _best_of(outputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """Outputs with an n-best axis of size 1 -> the outputs without it."""
+    return {key: value if key == "source_tokens" else value[:, 0] for key, value in outputs.items()}
+
+
 def _empty(outputs: dict[str, tuple[str, list[int]]]) -> dict[str, tf.Tensor]:
-    dtypes = {"DT_STRING": tf.string, "DT_FLOAT": tf.float32, "DT_INT32": tf.int32}
     return {
-        key: tf.zeros([0] * len(shape), dtypes[dtype])
+        key: tf.zeros([0] * len(shape), _DTYPES[dtype])
         if dtype != "DT_STRING"
         else tf.fill([0] * len(shape), "")
         for key, (dtype, shape) in outputs.items()

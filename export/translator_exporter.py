@@ -46,6 +46,26 @@ DEFAULT_WARMUP_PAIRS: tuple[tuple[str, str], ...] = (
 WARMUP_SENTENCES = 8
 """At most this many (source, reference) pairs of the run's test split are used for warmup."""
 
+WARMUP_DECODING_INPUTS: dict[str, dict[str, np.ndarray]] = {
+    "serving_default": {
+        "beam_width": np.int32(2),
+        "n_best": np.int32(2),
+        "length_penalty": np.float32(1.0),
+    },
+    "beam_search": {
+        "beam_width": np.int32(2),
+        "n_best": np.int32(2),
+        "length_penalty": np.float32(1.0),
+    },
+    "sample": {
+        "temperature": np.float32(0.8),
+        "top_k": np.int32(5),
+        "top_p": np.float32(0.9),
+        "seed": np.int32(7),
+    },
+}
+"""The warmup request with every decoding input given (plus `max_output_length`, the export's)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class ExportedVersion:
@@ -73,12 +93,17 @@ class TranslatorExporter:
     1. `keras.export.ExportArchive` tracks the model and both vectorizers
        (weights, lookup tables, SentencePiece model resources) and adds one endpoint per signature (see
        `TranslationSignatures`): `serving_default` (greedy), `beam_search`
-       (`beam_width`, `length_penalty`) and, unless disabled,
-       `score_translation`. `ExportArchive` rather than
+       (`beam_width`, `length_penalty`), `sample` and, unless disabled,
+       `score_translation`; the translating signatures take optional
+       decoding inputs (`beam_width` up to `max_beam_width`, `n_best`,
+       `length_penalty`, `max_output_length`; `temperature`, `top_k`,
+       `top_p`, `seed` for `sample`) whose defaults the SignatureDefs hold. `ExportArchive` rather than
        `tf.saved_model.save(tf.Module)` because only the former gives a graph
        whose variables restore on TF Serving's Session path with Keras 3.
     2. `assets.extra/tf_serving_warmup_requests`: `PredictRequest`s for every
-       signature, at batch 1 and at the batch of all warmup sentences.
+       signature, at batch 1 and at the batch of all warmup sentences, and
+       for each translating signature one with every decoding input given
+       (`n_best` 2, so the n-best outputs are warmed up too).
     3. `assets.extra/export_manifest.json`: an `ExportManifest`.
     4. `export()` writes all this into a staging directory inside the base
        and renames it to `BASE/<version>` in one step (`VersionDirectory`),
@@ -87,9 +112,18 @@ class TranslatorExporter:
 
     Args:
         translator: a `Translator`.
-        beam_width: int >= 2, the `beam_search` beam width. Defaults to 4.
-        length_penalty: float >= 0, the `beam_search` GNMT length penalty.
-            Defaults to 0.6.
+        beam_width: int >= 2, the `beam_search` beam width (its `beam_width`
+            input's default). Defaults to 4.
+        length_penalty: float >= 0, the GNMT length penalty (the
+            `length_penalty` input's default). Defaults to 0.6.
+        max_beam_width: int >= `beam_width`, the largest `beam_width` a
+            request may ask for (recorded in the manifest). Defaults to
+            `max(16, beam_width)`.
+        decoding_inputs: bool, give the translating signatures their
+            decoding inputs and add `sample`; `False` writes `text`-only
+            signatures with the beam width fixed, as exports did before
+            (for TF Serving's `--enable_batching`, which refuses requests
+            with scalar inputs). Defaults to `True`.
         jit_compile: bool, compile the decoding loops with XLA. TF Serving on
             CPU then needs `--xla_cpu_compilation_enabled=true`. Defaults to
             `False`.
@@ -122,6 +156,8 @@ class TranslatorExporter:
         run_dir: str | os.PathLike | None = None,
         train_config: dict | None = None,
         weights: str = "float32",
+        max_beam_width: int | None = None,
+        decoding_inputs: bool = True,
     ):
         decoder = getattr(translator.model, "decoder", None)
         attention = getattr(decoder, "attention_layer", None)
@@ -133,6 +169,8 @@ class TranslatorExporter:
             beam_width=beam_width,
             length_penalty=length_penalty,
             jit_compile=jit_compile,
+            max_beam_width=max_beam_width,
+            decoding_inputs=decoding_inputs,
         )
         self.score_signature = bool(score_signature)
         self.weight_storage = WeightStorage(translator.model, weights)
@@ -250,7 +288,8 @@ class TranslatorExporter:
         return archive
 
     def warmup_logs(self) -> list:
-        """`PredictionLog`s: each signature at batch 1 and at all warmup pairs."""
+        """`PredictionLog`s: each signature at batch 1 and at all warmup pairs, and each
+        translating signature at all warmup pairs with every decoding input given."""
         sources = np.array([s.encode("utf-8") for s, _ in self.warmup_pairs], dtype=object)
         targets = np.array([t.encode("utf-8") for _, t in self.warmup_pairs], dtype=object)
         batches = [slice(0, 1)] + ([slice(None)] if len(sources) > 1 else [])
@@ -260,6 +299,13 @@ class TranslatorExporter:
                 inputs = {INPUT_KEY: sources[batch]}
                 if name == SCORE_TRANSLATION:
                     inputs[TRANSLATION_KEY] = targets[batch]
+                logs.append(predict_log(name, inputs))
+            every_input = (
+                WARMUP_DECODING_INPUTS.get(name) if self.signatures.decoding_inputs else None
+            )
+            if every_input is not None:
+                inputs = {INPUT_KEY: sources, **every_input}
+                inputs["max_output_length"] = np.int32(self.translator.max_output_length)
                 logs.append(predict_log(name, inputs))
         return logs
 
@@ -276,6 +322,18 @@ class TranslatorExporter:
         }
         decoding["serving_default"]["search"] = "greedy"
         decoding["beam_search"]["search"] = "beam"
+        if self.signatures.decoding_inputs:
+            decoding["sample"] = {
+                **_strategy_config(self.signatures.sample_strategy),
+                "search": "sample",
+            }
+            for name, entry in decoding.items():
+                ranges = self.signatures.input_ranges(name)
+                entry["inputs"] = {
+                    alias: {"default": default, "range": ranges[alias]}
+                    for alias, default in self.signatures.input_defaults(name).items()
+                }
+                entry["max_beam_width"] = self.signatures.max_beam_width
         return ExportManifest(
             version=version,
             created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -319,6 +377,8 @@ def export_translator(
     score_signature: bool = True,
     precision: str | None = "auto",
     weights: str = "float32",
+    max_beam_width: int | None = None,
+    decoding_inputs: bool = True,
 ) -> ExportedVersion:
     """Exports the model of `run_dir` as `export_dir/<version>/` (see `TranslatorExporter`).
 
@@ -341,6 +401,8 @@ def export_translator(
         score_signature=score_signature,
         precision=precision,
         weights=weights,
+        max_beam_width=max_beam_width,
+        decoding_inputs=decoding_inputs,
     )
     return exporter.export(export_dir, version)
 

@@ -203,12 +203,13 @@ def read_texts(args: argparse.Namespace) -> list[str]:
     return [line.rstrip("\n") for line in sys.stdin]
 
 
-def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list[dict]:
-    """Translations from a TF Serving endpoint, as dicts like `translate_all`'s."""
+def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list:
+    """Translations from a TF Serving endpoint, as dicts like `translate_all`'s (a list of
+    dicts per text with `--n-best` above 1)."""
     from keras_attention_client.cli import remote_translations
 
-    return [
-        {
+    def as_dict(t) -> dict:
+        return {
             "translation": t.text,
             "score": t.score,
             "length": t.length,
@@ -216,39 +217,39 @@ def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list[dict]
             "source_tokens": list(t.source_tokens),
             "attention": t.attention,
         }
-        for t in remote_translations(args, texts)
+
+    return [
+        [as_dict(t) for t in result] if isinstance(result, list) else as_dict(result)
+        for result in remote_translations(args, texts)
     ]
 
 
-def sampling_options(args: argparse.Namespace) -> dict:
-    """`translate_all`'s sampling keywords from `--sample [--temperature --top-k --seed]`."""
-    given = [
-        flag
-        for flag, value in (
-            ("--temperature", args.temperature),
-            ("--top-k", args.top_k),
-            ("--seed", args.seed),
+def local_decoding_options(args: argparse.Namespace) -> dict:
+    """`translate_all`'s decoding keywords from the translate flags (those of the client's
+    `decoding_options`, with run-directory defaults for the ones not given)."""
+    from keras_attention_client.cli import decoding_options
+
+    options = decoding_options(args)
+    options.pop("max_output_length", None)  # the translator's, see run_translate
+    if options.pop("sample", False):
+        return dict(
+            sample=True,
+            temperature=options.get("temperature", 1.0),
+            top_k=options.get("top_k"),
+            top_p=options.get("top_p"),
+            seed=options.get("seed"),
         )
-        if value is not None
-    ]
-    if not args.sample:
-        if given:
-            raise ValueError(f"{', '.join(given)} only go with --sample")
-        return {}
-    if args.server:
-        raise ValueError(
-            "--sample needs a run directory: exports serve greedy and beam search only"
-        )
-    if args.beam != 1:
-        raise ValueError(f"--sample cannot be combined with beam search (--beam-width {args.beam})")
-    temperature = 1.0 if args.temperature is None else args.temperature
-    return dict(sample=True, temperature=temperature, top_k=args.top_k, seed=args.seed)
+    return dict(
+        beam_width=args.beam,
+        length_penalty=0.6 if args.length_penalty is None else args.length_penalty,
+        n_best=args.n_best,
+    )
 
 
 def run_translate(args: argparse.Namespace) -> int:
     if not args.server and not args.run_dir:
         raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
-    sampling = sampling_options(args)
+    decoding = local_decoding_options(args)
     texts = read_texts(args)
     if args.server:
         from keras_attention_client.wire.errors import ServingError
@@ -262,38 +263,52 @@ def run_translate(args: argparse.Namespace) -> int:
         from keras_attention.training.trainer import load_translator
 
         warn_if_partial(args.run_dir, "translate")
-        results = load_translator(args.run_dir).translate_all(
+        translator = load_translator(args.run_dir, max_output_length=args.max_output_length)
+        results = translator.translate_all(
             texts,
-            beam_width=args.beam,
-            length_penalty=args.length_penalty,
             batch_size=args.batch_size,
             progress=len(texts) > args.batch_size and sys.stderr.isatty(),
-            **sampling,
+            **decoding,
         )
     for index, (text, result) in enumerate(zip(texts, results, strict=True)):
+        listed = isinstance(result, list)
         if args.output_format == "json":
-            record = {
-                "source": text,
-                **{k: v for k, v in result.items() if k != "attention"},
-                "attention": [[round(float(w), 4) for w in row] for row in result["attention"]],
-            }
+            if listed:
+                record = {"source": text, "n_best": [_json_result(r) for r in result]}
+            else:
+                record = {"source": text, **_json_result(result)}
             print(json.dumps(record, ensure_ascii=False))
         else:
-            print(result["translation"])
+            for one in result if listed else [result]:
+                print(one["translation"])
         if args.show_attention:
-            show_attention(args, index, result)
+            show_attention(args, index, result[0] if listed else result)
     return 0
+
+
+def _json_result(result: dict) -> dict:
+    return {
+        **{k: v for k, v in result.items() if k != "attention"},
+        "attention": [[round(float(w), 4) for w in row] for row in result["attention"]],
+    }
 
 
 def decoding_name(args: argparse.Namespace) -> str:
     """Which decoding `translate` used, for plot titles."""
-    if args.server:
-        return f"{args.signature_name or ('beam_search' if args.beam > 1 else 'serving_default')} signature"
-    if getattr(args, "sample", False):
+    sample = getattr(args, "sample", False)
+    if sample:
         temperature = 1.0 if args.temperature is None else args.temperature
         top_k = f", top-k {args.top_k}" if args.top_k is not None else ""
-        return f"random sampling, temperature {temperature:g}{top_k}"
-    return f"beam search, width {args.beam}" if args.beam > 1 else "greedy decoding"
+        top_p = f", top-p {args.top_p:g}" if getattr(args, "top_p", None) is not None else ""
+        name = f"random sampling, temperature {temperature:g}{top_k}{top_p}"
+    else:
+        name = f"beam search, width {args.beam}" if args.beam > 1 else "greedy decoding"
+    if args.server:
+        signature = args.signature_name or (
+            "sample" if sample else "beam_search" if args.beam > 1 else "serving_default"
+        )
+        return f"{name}, {signature} signature"
+    return name
 
 
 def show_attention(args: argparse.Namespace, index: int, result: dict) -> None:
@@ -407,37 +422,12 @@ def build_parser() -> argparse.ArgumentParser:
         "run_dir", metavar="RUN_DIR", nargs="?", help="a trained run directory (omit with --server)"
     )
     translate.add_argument("texts", metavar="TEXT", nargs="*", help="sentences to translate")
-    # The flags keras-attention-client translate takes too, with the same defaults.
+    # The flags keras-attention-client translate takes too, with the same defaults; with
+    # --server they are the export's decoding inputs.
     client_cli.add_translate_arguments(
         translate,
-        beam_help="beam width (default: 1 = greedy); with --server, N > 1 selects the "
-        "beam_search signature, whose width was fixed at export",
-    )
-    add_length_penalty_argument(
-        translate,
-        "GNMT length penalty alpha of beam search (default: 0.6); run directories only: "
-        "an export's beam_search signature has the one fixed at export",
-    )
-    sampling = translate.add_argument_group(
-        "sampling", "draw each translation at random instead of searching (run directories only)"
-    )
-    sampling.add_argument(
-        "--sample", action="store_true", help="sample from the model's distribution"
-    )
-    sampling.add_argument(
-        "--temperature",
-        type=float,
-        default=None,
-        help="with --sample: below 1 sharpens, above 1 flattens (default: 1.0)",
-    )
-    sampling.add_argument(
-        "--top-k",
-        type=int,
-        default=None,
-        help="with --sample: draw from the K most probable tokens only (default: all)",
-    )
-    sampling.add_argument(
-        "--seed", type=int, default=None, help="with --sample: seed for repeatable output"
+        beam_help="beam width (default: 1 = greedy); with --server, N > 1 calls the "
+        "beam_search signature with beam_width N (at most the export's max_beam_width)",
     )
     translate.add_argument(
         "--show-attention",
@@ -453,7 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
         "export",
         help="write a versioned SavedModel for TensorFlow Serving",
         description="Export a trained run as BASE/<version>/ (next integer by default, written "
-        "atomically, never overwritten) with serving_default (greedy), beam_search and "
+        "atomically, never overwritten) with serving_default (greedy), beam_search, sample and "
         "score_translation signatures, warmup requests and a manifest; then check it.",
     )
     export_cli.add_export_arguments(export)

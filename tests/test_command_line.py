@@ -123,7 +123,7 @@ def test_beam_width_has_one_spelling_and_an_alias(command):
     [
         (["translate", "run", "hi", "--temperature", "0.5"], "--temperature only go with --sample"),
         (["translate", "run", "--top-k", "3", "--seed", "1"], "--top-k, --seed only go with"),
-        (["translate", "--server", "localhost:1", "hi", "--sample"], "--sample needs a run"),
+        (["translate", "--server", "localhost:1", "hi", "--sample", "--n-best", "2"], "cannot"),
         (["translate", "run", "hi", "--sample", "--beam", "4"], "cannot be combined"),
     ],
 )
@@ -200,13 +200,9 @@ def test_train_twice_has_nothing_to_do_and_other_options_are_refused(
     assert "batch_size: 32 -> 16; epochs: 3 -> 5 (saved -> given)" in err
 
 
-# `keras-attention translate` flags that need a run directory (the model in this process).
+# `keras-attention translate` flags the client's translate lacks (the decoding flags are
+# shared: with --server they are the export's decoding inputs).
 LOCAL_TRANSLATE_FLAGS = {
-    "--length-penalty",
-    "--sample",
-    "--temperature",
-    "--top-k",
-    "--seed",
     "--show-attention",
     "--attention-dir",
 }
@@ -247,15 +243,15 @@ def test_both_translate_commands_take_the_same_flags_with_the_same_defaults():
     assert (args.beam, args.texts) == (4, ["x"])
 
 
-def test_beam_width_help_says_the_export_fixes_the_width(capsys):
+def test_beam_width_help_says_it_is_the_exports_input(capsys):
     from keras_attention_client import cli as client_cli
 
     for command in (lambda: main(["translate", "--help"]), lambda: client_cli.main(["translate", "--help"])):  # fmt: skip
         with pytest.raises(SystemExit):
             command()
         help_text = " ".join(capsys.readouterr().out.split())
-        assert "N > 1 selects the beam_search signature, whose width" in help_text
-        assert "was fixed at export" in help_text
+        assert "N > 1 calls the beam_search signature with beam_width N" in help_text
+        assert "max_beam_width" in help_text
 
 
 OPTIONS_ANYWHERE = [
@@ -294,7 +290,9 @@ OPTIONS_ANYWHERE = [
 ]
 
 
-@pytest.mark.parametrize("first, last, fields", OPTIONS_ANYWHERE, ids=lambda v: v[0] if isinstance(v, list) else "")
+@pytest.mark.parametrize(
+    "first, last, fields", OPTIONS_ANYWHERE, ids=lambda v: v[0] if isinstance(v, list) else ""
+)
 def test_options_go_before_between_or_after_positionals(first, last, fields):
     """Every command with positionals takes its options anywhere among them."""
     parser = build_parser()
@@ -314,7 +312,9 @@ def test_the_client_and_the_export_module_take_options_anywhere():
     from keras_attention.export.cli import build_parser as export_parser
     from keras_attention_client.cli import build_parser as client_parser
 
-    client = client_parser().parse_args(["translate", "--server", "h:1", "a", "--beam-width", "3", "b"])
+    client = client_parser().parse_args(
+        ["translate", "--server", "h:1", "a", "--beam-width", "3", "b"]
+    )
     assert (client.texts, client.beam) == (["a", "b"], 3)
     exported = export_parser().parse_args(["export", "--export-dir", "B", "RUN"])
     assert (exported.run_dir, exported.export_dir) == ("RUN", "B")

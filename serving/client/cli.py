@@ -25,10 +25,10 @@ from keras_attention_client.defaults import (
 from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE
 
 REMOTE_BEAM_HELP = (
-    "beam width: N > 1 selects the beam_search signature, whose width (and length penalty) "
-    "was fixed at export; 1 = serving_default, greedy (default: 1)"
+    "beam width: N > 1 calls the beam_search signature with beam_width N (at most the "
+    "export's max_beam_width); 1 = serving_default, greedy (default: 1)"
 )
-"""`--beam-width`'s help over the wire: the export's beam width cannot be changed per request."""
+"""`--beam-width`'s help over the wire: the export's `beam_width` input."""
 
 
 class IntermixedArgumentParser(argparse.ArgumentParser):
@@ -59,7 +59,13 @@ def add_beam_width_argument(parser: argparse.ArgumentParser, default: int, help_
     """`--beam-width N` (alias `--beam`, read as `args.beam`): one spelling for every command
     (the Python API's `beam_width`), the short one kept as an alias."""
     parser.add_argument(
-        "--beam-width", "--beam", dest="beam", metavar="N", type=int, default=default, help=help_text
+        "--beam-width",
+        "--beam",
+        dest="beam",
+        metavar="N",
+        type=int,
+        default=default,
+        help=help_text,
     )
 
 
@@ -68,11 +74,14 @@ def add_translate_arguments(
 ) -> None:
     """Adds the flags of every `translate` command: `keras-attention-client translate`'s.
 
-    `keras-attention translate` adds the same (with its own `beam_help`,
-    since a run directory honours any width) plus its local-only flags, so
-    both commands take the same spellings with the same defaults: `--file`,
-    `--beam-width N` (alias `--beam`, read as `args.beam`), `--batch-size`,
-    `--format`, and `add_client_arguments`' server flags.
+    `keras-attention translate` adds the same (with its own `beam_help`)
+    plus its local-only flags, so both commands take the same spellings with
+    the same defaults: `--file`, `--beam-width N` (alias `--beam`, read as
+    `args.beam`), `--n-best`, `--length-penalty`, `--max-output-length`,
+    `--batch-size`, `--format`, the sampling flags (`--sample`,
+    `--temperature`, `--top-k`, `--top-p`, `--seed`) and
+    `add_client_arguments`' server flags. Over the wire the decoding flags
+    given are sent as the export's decoding inputs (`decoding_options`).
 
     Args:
         parser: the (sub)parser.
@@ -80,6 +89,31 @@ def add_translate_arguments(
     """
     parser.add_argument("--file", help="read sentences from this file, one per line")
     add_beam_width_argument(parser, 1, beam_help)
+    parser.add_argument(
+        "--n-best",
+        dest="n_best",
+        type=int,
+        default=None,
+        metavar="N",
+        help="print the N best translations of each sentence (beam search; N <= --beam-width): "
+        "N lines per sentence with --format text, an 'n_best' list with json (default: 1)",
+    )
+    parser.add_argument(
+        "--length-penalty",
+        dest="length_penalty",
+        type=float,
+        default=None,
+        help="GNMT length penalty alpha of beam search, >= 0 (default: 0.6, or the export's)",
+    )
+    parser.add_argument(
+        "--max-output-length",
+        dest="max_output_length",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most tokens of a translation (default: the run's or export's; an export "
+        "accepts at most its own)",
+    )
     parser.add_argument(
         "--batch-size",
         dest="batch_size",
@@ -95,7 +129,82 @@ def add_translate_arguments(
         help="text: one translation per line; json: one object per line with score, tokens "
         "and attention (default: text)",
     )
+    sampling = parser.add_argument_group(
+        "sampling", "draw each translation at random instead of searching"
+    )
+    sampling.add_argument(
+        "--sample", action="store_true", help="sample from the model's distribution"
+    )
+    sampling.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="with --sample: > 0; below 1 sharpens, above 1 flattens (default: 1.0)",
+    )
+    sampling.add_argument(
+        "--top-k",
+        dest="top_k",
+        type=int,
+        default=None,
+        help="with --sample: draw from the K most probable tokens only (default: all)",
+    )
+    sampling.add_argument(
+        "--top-p",
+        dest="top_p",
+        type=float,
+        default=None,
+        help="with --sample: draw from the most probable tokens whose probabilities sum to "
+        "P, in (0, 1] (default: 1, no cut)",
+    )
+    sampling.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="with --sample: seed for repeatable output; batch i uses seed + i (default: a new "
+        "draw each time)",
+    )
     add_client_arguments(parser)
+
+
+def decoding_options(args: argparse.Namespace) -> dict:
+    """The decoding keywords of `translate` the flags give (`None`s left out).
+
+    `--beam-width 1` (the default) is left out too: it is `serving_default`'s
+    own default, so a plain request stays a `text`-only one that every export
+    takes. `--sample` with any beam option, or a sampling option without
+    `--sample`, is a `ValueError`.
+    """
+    beam = getattr(args, "beam", 1) or 1
+    options = {
+        "beam_width": beam if beam != 1 else None,
+        "n_best": getattr(args, "n_best", None),
+        "length_penalty": getattr(args, "length_penalty", None),
+        "max_output_length": getattr(args, "max_output_length", None),
+    }
+    sampling = {
+        "temperature": getattr(args, "temperature", None),
+        "top_k": getattr(args, "top_k", None),
+        "top_p": getattr(args, "top_p", None),
+        "seed": getattr(args, "seed", None),
+    }
+    if not getattr(args, "sample", False):
+        given = [f"--{k.replace('_', '-')}" for k, v in sampling.items() if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} only go with --sample")
+        return {k: v for k, v in options.items() if v is not None}
+    beam_flags = [
+        flag
+        for flag, given in (
+            (f"--beam-width {beam}", beam != 1),
+            (f"--n-best {options['n_best']}", options["n_best"] not in (None, 1)),
+            ("--length-penalty", options["length_penalty"] is not None),
+        )
+        if given
+    ]
+    if beam_flags:
+        raise ValueError(f"--sample cannot be combined with beam search ({', '.join(beam_flags)})")
+    sampling["max_output_length"] = options["max_output_length"]
+    return {"sample": True, **{k: v for k, v in sampling.items() if v is not None}}
 
 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:
@@ -235,15 +344,18 @@ def client_from_args(args: argparse.Namespace):
 def remote_translations(args: argparse.Namespace, texts: Sequence[str]) -> list:
     """Translates `texts` on the server the flags name; returns `Translation`s.
 
+    With `--n-best N` (N > 1), one list of N `Translation`s per text.
+
     Raises:
         ValueError: bad flags (e.g. no `--server`).
         ServingError: the server's error.
     """
     from keras_attention_client.wire.errors import ServingError
 
+    options = decoding_options(args)
     try:
         with client_from_args(args) as client:
-            return client.translate(list(texts))
+            return client.translate(list(texts), **options)
     except ServingError as error:
         hint = model_name_hint(error, getattr(args, "model_name", None))
         if hint is None:
@@ -303,11 +415,16 @@ def run_remote_translate(
         print(f"error: {error}", file=stderr)
         return 1
     for source, translation in zip(texts, translations, strict=True):
+        listed = isinstance(translation, list)
         if getattr(args, "output_format", "text") == "json":
-            record = {"source": source, **translation.to_dict()}
+            if listed:
+                record = {"source": source, "n_best": [t.to_dict() for t in translation]}
+            else:
+                record = {"source": source, **translation.to_dict()}
             print(json.dumps(record, ensure_ascii=False), file=stdout)
         else:
-            print(translation.text, file=stdout)
+            for one in translation if listed else [translation]:
+                print(one.text, file=stdout)
     return 0
 
 

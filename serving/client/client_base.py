@@ -15,7 +15,13 @@ from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
 from keras_attention_client.served_model import ServedModel
 from keras_attention_client.translation import Translation, split_batches
-from keras_attention_client.wire.contract import DEFAULT_SIGNATURE, TEXT_INPUT
+from keras_attention_client.wire.contract import (
+    BEAM_SEARCH,
+    DECODING_INPUTS,
+    DEFAULT_SIGNATURE,
+    SAMPLE,
+    TEXT_INPUT,
+)
 from keras_attention_client.wire.errors import ServingError
 
 logger = logging.getLogger(__name__)
@@ -129,20 +135,65 @@ class TranslationClientBase:
         batch_size: int | None = None,
         signature_name: str | None = None,
         timeout: float | None = None,
-    ) -> list[Translation]:
+        beam_width: int | None = None,
+        n_best: int | None = None,
+        length_penalty: float | None = None,
+        max_output_length: int | None = None,
+        sample: bool = False,
+        temperature: float | None = None,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+    ) -> list:
         """Translates sentences, one request per batch of at most `batch_size`.
+
+        The sentences are sorted by length into batches (less padding), as
+        `keras-attention translate` does, and the results returned in input
+        order. The decoding arguments are the export's optional inputs
+        (`keras_attention_client.wire.contract.DECODING_INPUTS`); each one
+        given is sent, the others take the export's defaults:
+
+        - `sample=True` calls the `sample` signature (`temperature`, `top_k`,
+          `top_p`, `seed`, `max_output_length`); with a `seed`, batch `i` is
+          sent seed `seed + i` (modulo 2**31), so the same texts, batch size
+          and seed give the same translations as `keras-attention translate
+          --sample --seed`.
+        - Otherwise `beam_width > 1` calls `beam_search` (unless
+          `signature_name` names one), and `beam_width`, `n_best`,
+          `length_penalty`, `max_output_length` are sent when given.
+
+        The server checks the values: one outside its range is answered
+        `INVALID_ARGUMENT` naming it and the range. An export made before
+        decoding inputs existed answers a request that sends one with a
+        `ServingError` naming the model version and the inputs it takes.
 
         Args:
             texts: the source sentences (a list of `str`; not a single `str`).
             batch_size: sentences per request; defaults to the client's.
-            signature_name: e.g. `"beam_search"`; defaults to the client's.
+            signature_name: e.g. `"beam_search"`; defaults to the client's
+                (or as described above).
             timeout: seconds allowed per request (one per batch), waiting for
                 the server and retries included; defaults to the client's.
+            beam_width: hypotheses kept per sentence (1: greedy).
+            n_best: translations returned per sentence, `<= beam_width`.
+            length_penalty: GNMT length penalty alpha, >= 0.
+            max_output_length: most tokens of a translation, at most the
+                export's.
+            sample: draw each translation at random (`sample` signature).
+            temperature: with `sample`: > 0.
+            top_k: with `sample`: draw among the `top_k` most probable tokens.
+            top_p: with `sample`: draw among the most probable tokens whose
+                mass reaches `top_p`, in `(0, 1]`.
+            seed: with `sample`: an int in `[0, 2**31 - 1]` for repeatable
+                draws.
 
         Returns:
-            One `Translation` per input, in order.
+            One `Translation` per input, in order; with `n_best > 1`, one
+            list of `n_best` `Translation`s per input, best first.
 
         Raises:
+            ValueError, TypeError: bad arguments (types, sampling combined
+                with beam search).
             ServingError: the server's error, or `UNAVAILABLE` naming the
                 address when it was not ready by the deadline.
         """
@@ -156,15 +207,37 @@ class TranslationClientBase:
             if not isinstance(text, str):
                 raise TypeError(f"Each text must be a str. Received: {text!r}")
         batch_size = self.batch_size if batch_size is None else batch_size
-        results: list[Translation] = []
-        for batch in split_batches(texts, batch_size):
-            outputs = self.predict(
-                {TEXT_INPUT: np.array(batch, dtype=object)},
-                signature_name=signature_name,
-                timeout=timeout,
-            )
+        signature_name, inputs = decoding_request(
+            signature_name or self.signature_name,
+            explicit_signature=signature_name is not None,
+            beam_width=beam_width,
+            n_best=n_best,
+            length_penalty=length_penalty,
+            max_output_length=max_output_length,
+            sample=sample,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
+        )
+        listed = n_best is not None and n_best > 1
+        inputs = self._complete_inputs(signature_name, inputs, timeout)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        results: list = [None] * len(texts)
+        for batch_index, indices in enumerate(split_batches(order, batch_size)):
+            batch = [texts[i] for i in indices]
+            request = {TEXT_INPUT: np.array(batch, dtype=object), **inputs}
+            if seed is not None and "seed" in inputs:
+                request["seed"] = np.int32((seed + batch_index) % 2**31)
             try:
-                translations = Translation.from_outputs(outputs)
+                outputs = self.predict(request, signature_name=signature_name, timeout=timeout)
+            except ServingError as error:
+                raise self._explain_missing_inputs(error, signature_name, inputs) from error
+            try:
+                if listed:
+                    translations = Translation.from_n_best_outputs(outputs)
+                else:
+                    translations = Translation.from_outputs(outputs)
             except ValueError as error:
                 raise ServingError("FAILED_PRECONDITION", str(error)) from error
             if len(translations) != len(batch):
@@ -172,8 +245,43 @@ class TranslationClientBase:
                     "FAILED_PRECONDITION",
                     f"The model answered {len(translations)} rows for {len(batch)} inputs.",
                 )
-            results.extend(translations)
+            for index, translation in zip(indices, translations, strict=True):
+                results[index] = translation
         return results
+
+    def _complete_inputs(
+        self, signature_name: str, inputs: dict[str, np.ndarray], timeout: float | None
+    ) -> dict[str, np.ndarray]:
+        """The decoding inputs to send with each batch (those given; a transport that must
+        send every input adds the SignatureDef's defaults)."""
+        return inputs
+
+    def _explain_missing_inputs(
+        self, error: ServingError, signature_name: str, inputs: Mapping[str, Any]
+    ) -> ServingError:
+        """`error`, or for a request whose decoding inputs the export lacks, one that says so."""
+        sent = [alias for alias in inputs if alias in error.message]
+        no_sample = signature_name == SAMPLE and error.code in (
+            "FAILED_PRECONDITION",
+            "INVALID_ARGUMENT",
+        )
+        if not no_sample and (error.code != "INVALID_ARGUMENT" or not sent):
+            return error
+        try:
+            metadata = self.model_metadata(timeout=self.timeout)
+        except ServingError:
+            return error
+        signature = metadata.signatures.get(signature_name)
+        if signature is None:
+            if no_sample:
+                return lacking_inputs_error(metadata, signature_name, [])
+            return error
+        lacking = [alias for alias in inputs if alias not in signature.inputs]
+        if not lacking:
+            return error
+        return lacking_inputs_error(
+            metadata, signature_name, lacking, f" The server said: {error.message}"
+        )
 
     def predict(
         self,
@@ -399,3 +507,98 @@ def _seconds_left(deadline: float | None) -> float | None:
     if deadline is None:
         return None
     return max(deadline - time.monotonic(), 0.001)
+
+
+def decoding_request(
+    signature_name: str,
+    *,
+    explicit_signature: bool = True,
+    beam_width: int | None = None,
+    n_best: int | None = None,
+    length_penalty: float | None = None,
+    max_output_length: int | None = None,
+    sample: bool = False,
+    temperature: float | None = None,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+) -> tuple[str, dict[str, np.ndarray]]:
+    """The signature to call and the decoding inputs to send, as scalar arrays.
+
+    `sample=True` calls `sample`; otherwise a `beam_width` above 1 calls
+    `beam_search` unless the signature was chosen explicitly
+    (`explicit_signature`). Only the arguments given are sent.
+
+    Raises:
+        TypeError: a value of the wrong type.
+        ValueError: sampling options without `sample`, or beam options with it.
+    """
+    search = {
+        "beam_width": beam_width,
+        "n_best": n_best,
+        "length_penalty": length_penalty,
+        "max_output_length": max_output_length,
+    }
+    sampling = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
+    if sample:
+        beam_options = {
+            k: v
+            for k, v in search.items()
+            if (k == "length_penalty" and v is not None)
+            or k in ("beam_width", "n_best")
+            and v not in (None, 1)
+        }
+        if beam_options:
+            raise ValueError(
+                "Sampling draws one translation per sentence; it cannot be combined with "
+                f"beam search. Received: {', '.join(f'{k}={v!r}' for k, v in beam_options.items())}"
+            )
+        signature_name = SAMPLE
+        given = {**sampling, "max_output_length": max_output_length}
+    else:
+        given_sampling = [k for k, v in sampling.items() if v is not None]
+        if given_sampling:
+            raise ValueError(f"{', '.join(given_sampling)} only go with sample=True")
+        if not explicit_signature and beam_width is not None and beam_width > 1:
+            signature_name = BEAM_SEARCH
+        given = search
+    dtypes = DECODING_INPUTS.get(signature_name, DECODING_INPUTS[DEFAULT_SIGNATURE])
+    inputs = {}
+    for alias, value in given.items():
+        if value is None:
+            continue
+        if dtypes[alias] == "DT_INT32":
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{alias} must be an int. Received: {alias}={value!r}")
+            if not -(2**31) <= int(value) < 2**31:
+                raise ValueError(f"{alias} must fit in int32. Received: {alias}={value!r}")
+            inputs[alias] = np.int32(value)
+        else:
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                raise TypeError(f"{alias} must be a number. Received: {alias}={value!r}")
+            inputs[alias] = np.float32(value)
+    return signature_name, inputs
+
+
+def lacking_inputs_error(
+    metadata: ModelMetadata, signature_name: str, lacking: Sequence[str], detail: str = ""
+) -> ServingError:
+    """`INVALID_ARGUMENT` for decoding inputs a served version's signature does not take
+    (or for its lacking `sample` signature)."""
+    if signature_name not in metadata.signatures:
+        return ServingError(
+            "INVALID_ARGUMENT",
+            f"Model {metadata.name!r} version {metadata.version} has no {signature_name!r} "
+            f"signature (signatures: {sorted(metadata.signatures)}): it was exported before "
+            "exports took decoding inputs. Re-export it with this keras-attention version to "
+            f"sample over the wire.{detail}",
+        )
+    signature = metadata.signatures[signature_name]
+    return ServingError(
+        "INVALID_ARGUMENT",
+        f"Model {metadata.name!r} version {metadata.version} has no decoding input "
+        f"{', '.join(repr(a) for a in lacking)} in its {signature_name!r} signature (inputs: "
+        f"{sorted(signature.inputs)}): it was exported before exports took decoding inputs. "
+        "Re-export it with this keras-attention version, or leave out the decoding options "
+        f"(its beam_search signature decodes with the beam width fixed at export).{detail}",
+    )

@@ -24,11 +24,14 @@ class TensorInfo:
 
 @dataclasses.dataclass(frozen=True)
 class SignatureInfo:
-    """One SignatureDef: its method name and its inputs and outputs by alias."""
+    """One SignatureDef: its method name, its inputs and outputs by alias, and the
+    `defaults` of its optional inputs (NumPy arrays by alias; TF Serving's gRPC Predict
+    feeds them for inputs a request leaves out, its REST API does not)."""
 
     method_name: str
     inputs: dict[str, TensorInfo]
     outputs: dict[str, TensorInfo]
+    defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +62,7 @@ class ModelMetadata:
     ) -> ModelMetadata:
         """Builds it from a `tensorflow.serving.SignatureDefMap` proto."""
         from keras_attention_client.wire.protos import types_pb2
+        from keras_attention_client.wire.tensors import tensor_proto_to_ndarray
 
         def tensor_info(info: Any) -> TensorInfo:
             if info.tensor_shape.unknown_rank:
@@ -76,6 +80,9 @@ class ModelMetadata:
                 method_name=signature.method_name,
                 inputs={a: tensor_info(i) for a, i in sorted(signature.inputs.items())},
                 outputs={a: tensor_info(i) for a, i in sorted(signature.outputs.items())},
+                defaults={
+                    a: tensor_proto_to_ndarray(t) for a, t in sorted(signature.defaults.items())
+                },
             )
         return cls(name=name, version=int(version), signatures=signatures)
 

@@ -22,6 +22,7 @@ from keras_attention_client.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MODEL_NA
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
 from keras_attention_client.served_model import ServedModel
+from keras_attention_client.wire.contract import SAMPLE
 from keras_attention_client.wire.errors import CODE_FOR_HTTP_STATUS, ServingError
 
 
@@ -144,6 +145,31 @@ class RestTranslationClient(TranslationClientBase):
         elif use_label and self.version_label is not None:
             url += f"/labels/{urllib.parse.quote(self.version_label, safe='')}"
         return url
+
+    def _complete_inputs(
+        self, signature_name: str, inputs: dict[str, np.ndarray], timeout: float | None
+    ) -> dict[str, np.ndarray]:
+        """Every input of the signature, the ones not given taken from its SignatureDef.
+
+        TF Serving's REST API wants every named input in the `inputs` object
+        (`Missing named input: ... in 'inputs' object`) and ignores names the
+        signature lacks, so unlike gRPC Predict it applies no defaults and
+        would silently drop a decoding input an older export does not take.
+        The version's metadata (one `GET .../metadata` per `translate`) gives
+        both: its `defaults`, and a clear error for inputs it lacks.
+        """
+        from keras_attention_client.client_base import lacking_inputs_error
+
+        metadata = self.model_metadata(timeout=timeout)
+        signature = metadata.signatures.get(signature_name)
+        if signature is None:
+            if signature_name == SAMPLE:
+                raise lacking_inputs_error(metadata, signature_name, [])
+            return inputs  # the server's own answer names the signature
+        lacking = [alias for alias in inputs if alias not in signature.inputs]
+        if lacking:
+            raise lacking_inputs_error(metadata, signature_name, lacking)
+        return {**signature.defaults, **inputs}
 
     # Transport ------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from keras_attention_client.wire.contract import TRANSLATION_OUTPUTS
+from keras_attention_client.wire.contract import N_BEST_OUTPUTS, TRANSLATION_OUTPUTS
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -148,6 +148,73 @@ class Translation:
                 )
             )
         return results
+
+    @classmethod
+    def from_n_best_outputs(cls, outputs: Mapping[str, Any]) -> list[list[Translation]]:
+        """Splits the outputs of an n-best request (`N_BEST_OUTPUTS`) into lists per row.
+
+        Args:
+            outputs: `translation`, `score`, `length` `[batch, n_best]`,
+                `tokens` `[batch, n_best, T_out]`, `source_tokens`
+                `[batch, T_in]`, `attention` `[batch, n_best, T_out, T_in]`.
+
+        Returns:
+            One list of `n_best` `Translation`s per batch row, best first.
+
+        Raises:
+            ValueError: an output is missing or its shape does not fit.
+        """
+        return _from_n_best(cls, outputs)
+
+
+def _from_n_best(cls, outputs: Mapping[str, Any]) -> list[list[Translation]]:
+    missing = [name for name in N_BEST_OUTPUTS if name not in outputs]
+    if missing:
+        raise ValueError(
+            f"The model's response lacks the outputs {missing} of the translation "
+            f"contract. Received outputs: {sorted(outputs)}"
+        )
+    texts = np.asarray(outputs["translation"], dtype=object)
+    if texts.ndim != 2:
+        raise ValueError(
+            "Expected output 'translation' of rank 2 [batch, n_best] for an n-best request. "
+            f"Received shape: {texts.shape}"
+        )
+    batch, n_best = texts.shape
+    attention = np.asarray(outputs["attention"], dtype=np.float32)
+    if attention.size == 0 and attention.ndim != 4:
+        attention = np.zeros((batch, n_best, 0, 0), np.float32)
+    tokens = np.asarray(outputs["tokens"], dtype=object)
+    if tokens.size == 0 and tokens.ndim != 3:
+        tokens = tokens.reshape(batch, n_best, 0)
+    scores = np.asarray(outputs["score"], dtype=np.float32)
+    lengths = np.asarray(outputs["length"], dtype=np.int64)
+    for name, array, rank in (
+        ("score", scores, 2),
+        ("length", lengths, 2),
+        ("tokens", tokens, 3),
+        ("attention", attention, 4),
+    ):
+        if array.ndim != rank or array.shape[:2] != (batch, n_best):
+            raise ValueError(
+                f"Expected output {name!r} of rank {rank} starting [batch, n_best] = "
+                f"[{batch}, {n_best}]. Received shape: {array.shape}"
+            )
+    # Rank r of every row is one batch of rows without the n-best axis.
+    by_rank = [
+        cls.from_outputs(
+            {
+                "translation": texts[:, rank],
+                "score": scores[:, rank],
+                "length": lengths[:, rank],
+                "tokens": tokens[:, rank],
+                "source_tokens": outputs["source_tokens"],
+                "attention": attention[:, rank],
+            }
+        )
+        for rank in range(n_best)
+    ]
+    return [[by_rank[rank][row] for rank in range(n_best)] for row in range(batch)]
 
 
 def _strings(values: Any, *, rank: int, name: str) -> list:

@@ -36,8 +36,32 @@ def test_an_export_matches_the_contract_and_the_client_parses_it(serving_session
         found = {
             alias: (types_pb2.DataType.Name(info.dtype), len(info.tensor_shape.dim))
             for alias, info in signature.outputs.items()
+            if not info.tensor_shape.unknown_rank  # n_best decides it
         }
-        assert found == {alias: (dtype, len(shape)) for alias, (dtype, shape) in outputs.items()}
+        assert found.items() <= {a: (d, len(s)) for a, (d, s) in outputs.items()}.items()
+        assert sorted(signature.outputs) == sorted(outputs)
+        assert {
+            alias: types_pb2.DataType.Name(info.dtype)
+            for alias, info in signature.inputs.items()
+            if alias in contract.DECODING_INPUTS.get(name, {})
+        } == contract.DECODING_INPUTS.get(name, {})
+    # The outputs of a request, the n-best ones included, have the contract's ranks.
+    texts = np.array([b"you like the cat .", b""], dtype=object)
+    for name, inputs, outputs in [
+        (contract.BEAM_SEARCH, {}, contract.TRANSLATION_OUTPUTS),
+        (contract.BEAM_SEARCH, {"n_best": np.int32(2)}, contract.N_BEST_OUTPUTS),
+        (contract.SAMPLE, {"seed": np.int32(1)}, contract.TRANSLATION_OUTPUTS),
+    ]:
+        got = serving_session.run(name, {contract.TEXT_INPUT: texts, **inputs})
+        assert {a: v.ndim for a, v in got.items()} == {a: len(s) for a, (_, s) in outputs.items()}
+    n_best = serving_session.run(
+        contract.BEAM_SEARCH, {contract.TEXT_INPUT: texts, "n_best": np.int32(3)}
+    )
+    listed = Translation.from_n_best_outputs(n_best)
+    assert [len(row) for row in listed] == [3, 3]
+    assert [t.text for t in listed[0]] == [b.decode() for b in n_best["translation"][0]]
+    assert all(t.length == len(t.tokens) == t.attention.shape[0] for t in listed[0])
+    assert [t.text for t in listed[1]] == ["", "", ""]  # the empty input
     texts = np.array([b"you like the cat .", b""], dtype=object)
     outputs = serving_session.run(contract.DEFAULT_SIGNATURE, {contract.TEXT_INPUT: texts})
     first, empty = Translation.from_outputs(outputs)

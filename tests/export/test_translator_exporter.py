@@ -14,6 +14,7 @@ from helpers.export_testing import SENTENCES
 from keras_attention.export import ExportManifest, TranslatorExporter
 from keras_attention.serving.server.serving_session import read_warmup_requests
 from keras_attention.training.train_config import TrainConfig
+from keras_attention_client.wire.contract import DECODING_INPUTS
 
 EXACT = ("translation", "tokens", "source_tokens", "length")
 CLOSE = ("score", "attention")
@@ -96,9 +97,28 @@ def test_session_and_tf2_loading_match_in_process_decoding(
     assert_same_outputs(in_function, expected, "tf.function")
     session = serving_session.run(signature, {"text": as_bytes(texts)})
     assert_same_outputs(session, expected, f"Session {signature} batch {batch_size}")
-    tf2 = loaded.signatures[signature](text=tf.constant(texts))
+    tf2 = tf2_signature(loaded, exporter, signature)(text=tf.constant(texts))
     assert_same_outputs({k: v.numpy() for k, v in tf2.items()}, expected, "tf.saved_model.load")
     assert session["translation"].shape == (batch_size,)
+
+
+def tf2_signature(loaded, exporter, name: str):
+    """`loaded.signatures[name]` with the decoding inputs' defaults: unlike TF Serving's
+    Predict, a signature of `tf.saved_model.load` needs every input."""
+    function = loaded.signatures[name]
+    specs = function.structured_input_signature[1]
+    defaults = {
+        "beam_width": 1 if name == "serving_default" else 3,
+        "n_best": 1,
+        "length_penalty": 0.6,
+        "max_output_length": 10,
+    }
+
+    def call(**inputs):
+        extra = {k: tf.constant(v, specs[k].dtype) for k, v in defaults.items() if k in specs}
+        return function(**inputs, **extra)
+
+    return call
 
 
 def test_the_tiny_model_translates_inputs_differently(serving_session):
@@ -197,7 +217,7 @@ def test_batch_of_256_with_very_different_lengths(exporter, serving_session):
 def test_empty_batch_gives_empty_outputs(serving_session, loaded, signature):
     empty = np.array([], dtype=object)
     outputs = serving_session.run(signature, {"text": empty})
-    tf2 = loaded.signatures[signature](text=tf.constant([], tf.string))
+    tf2 = tf2_signature(loaded, None, signature)(text=tf.constant([], tf.string))
     expected_shapes = {
         "translation": (0,),
         "score": (0,),
@@ -228,21 +248,36 @@ def test_signature_defs_take_text_and_return_dense_outputs(serving_session):
         "attention": (float32, 3),
     }
     signature_defs = serving_session.signature_defs
-    assert set(signature_defs) == {"serving_default", "beam_search", "score_translation"}
-    for name in SIGNATURES:
+    assert set(signature_defs) == {"serving_default", "beam_search", "sample", "score_translation"}
+    for name in (*SIGNATURES, "sample"):
         signature = signature_defs[name]
-        assert list(signature.inputs) == ["text"]
+        assert sorted(signature.inputs) == sorted(["text", *DECODING_INPUTS[name]])
         text = signature.inputs["text"]
         assert text.dtype == string and [d.size for d in text.tensor_shape.dim] == [-1]
+        for alias, dtype in DECODING_INPUTS[name].items():
+            info = signature.inputs[alias]
+            assert (
+                tf.dtypes.as_dtype(info.dtype).name
+                == {"DT_INT32": "int32", "DT_FLOAT": "float32"}[dtype]
+            )
+            assert info.tensor_shape.dim == [] and not info.tensor_shape.unknown_rank  # scalar
+            assert alias in signature.defaults
         assert signature.method_name == "tensorflow/serving/predict"
+        # n_best decides the rank of the search signatures' outputs: unknown in the SignatureDef.
+        ranked = name == "sample"
         actual = {
-            alias: (info.dtype, len(info.tensor_shape.dim))
+            alias: (
+                info.dtype,
+                len(info.tensor_shape.dim) if ranked else info.tensor_shape.unknown_rank,
+            )
             for alias, info in signature.outputs.items()
         }
-        assert actual == expected
+        assert actual == {
+            alias: (dtype, rank if ranked else alias != "source_tokens")
+            for alias, (dtype, rank) in expected.items()
+        }
         for info in signature.outputs.values():
             assert info.name and not info.HasField("composite_tensor")  # dense
-            assert info.tensor_shape.dim[0].size == -1  # batch
 
 
 def test_version_directory_layout(exported):
@@ -286,7 +321,16 @@ def test_manifest_describes_the_export(exporter, exported, run_dir):
     assert manifest.decoding["beam_search"]["length_penalty"] == 0.6
     assert manifest.decoding["serving_default"]["search"] == "greedy"
     assert manifest.signatures["serving_default"]["inputs"]["text"]["dtype"] == "DT_STRING"
-    assert manifest.signatures["beam_search"]["outputs"]["attention"]["shape"] == [-1, -1, -1]
+    # The rank of the search signatures' outputs depends on n_best: unknown.
+    assert manifest.signatures["beam_search"]["outputs"]["attention"]["shape"] is None
+    assert manifest.signatures["sample"]["outputs"]["attention"]["shape"] == [-1, -1, -1]
+    assert manifest.decoding["beam_search"]["inputs"] == {
+        "beam_width": {"default": 3, "range": "[1, 16]"},
+        "n_best": {"default": 1, "range": "[1, beam_width]"},
+        "length_penalty": {"default": 0.6, "range": ">= 0, finite"},
+        "max_output_length": {"default": 10, "range": "[1, 10]"},
+    }
+    assert manifest.decoding["sample"]["inputs"]["seed"]["default"] == -1
     assert manifest.library_versions["keras_attention"] == keras_attention.__version__
     assert manifest.library_versions["tensorflow"] == tf.__version__
     assert manifest.library_versions["keras"] == keras.__version__
@@ -302,8 +346,18 @@ def test_warmup_covers_every_signature_with_test_split_sentences(exported, run_d
     assert {r.model_spec.signature_name for r in requests} == {
         "serving_default",
         "beam_search",
+        "sample",
         "score_translation",
     }
+    # Each translating signature once with every decoding input given.
+    every = [r for r in requests if len(r.inputs) > 2]
+    assert sorted(r.model_spec.signature_name for r in every) == [
+        "beam_search",
+        "sample",
+        "serving_default",
+    ]
+    for request in every:
+        assert set(request.inputs) == {"text", *DECODING_INPUTS[request.model_spec.signature_name]}
     test_sources = [line.split("\t")[0] for line in (run_dir / "splits" / "test.tsv").open()]
     batches = [tf.make_ndarray(r.inputs["text"]).tolist() for r in requests]
     assert batches[0] == [test_sources[0].encode()]
@@ -415,7 +469,7 @@ def test_every_model_variant_exports_and_matches(variant, tmp_path):
     texts = ["I see the cat .", "", "dog " * 20, "the the cat"]
     bfloat16 = variant.get("dtype") == "mixed_bfloat16"
     with ServingSession(exported.path) as session:
-        assert set(session.signature_defs) == {"serving_default", "beam_search"}
+        assert set(session.signature_defs) == {"serving_default", "beam_search", "sample"}
         for signature in SIGNATURES:
             outputs = session.run(signature, {"text": as_bytes(texts)})
             expected = eager_outputs(exporter, signature, texts)

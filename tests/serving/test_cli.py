@@ -179,6 +179,11 @@ def test_wiring_into_a_parser_that_has_its_own_batch_size_and_beam(server):
             "1",
         ]
     )
+    # --beam 4 is sent as the beam_search signature's beam_width input, which the stand-in
+    # export (text only, like exports made before decoding inputs) lacks: a clear error.
+    with pytest.raises(ServingError, match="'translator' version 1 has no decoding input"):
+        client_cli.remote_translations(args, ["a b"])
+    args.beam, args.signature_name = 1, "beam_search"
     (translation,) = client_cli.remote_translations(args, ["a b"])
     assert translation.score == -1.375  # beam_search: 0.125 below the greedy score
     err = io.StringIO()
@@ -193,10 +198,8 @@ def test_keras_attention_client_translate(server, tmp_path, capsys):
     assert capsys.readouterr().out.splitlines() == ["CAT THE", "C B A"]
     sentences = tmp_path / "sentences.txt"
     sentences.write_text("x y\n")
-    assert (
-        client_cli.main([*argv, "--beam-width", "4", "--format", "json", "--file", str(sentences)])
-        == 0
-    )
+    json_argv = [*argv, "--signature", "beam_search", "--format", "json", "--file"]
+    assert client_cli.main([*json_argv, str(sentences)]) == 0
     (record,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert (record["source"], record["text"]) == ("x y", "Y X")
     assert (
