@@ -1,23 +1,14 @@
-"""Server-side batching (`--enable_batching`): concurrent Predict requests merged into one Session run.
+"""Server-side batching (`--enable_batching`): TF Serving's `BatchingSession` and batch scheduler.
 
-TF Serving's `BatchingSession` over a shared batch scheduler, with its
-`--batching_parameters_file` fields:
-
-1. A request ("task") joins the queue of its version, signature, outputs and
-   inputs' dtypes and non-batch shapes; its size is its inputs' common 0th
-   dimension. A queue's last batch is open: a task that would take it past
-   `max_batch_size` opens a new one, or is refused `UNAVAILABLE` while the queue
-   holds `max_enqueued_batches`; a task larger than `max_batch_size` is refused.
+1. A request joins the queue of its version, signature, outputs and input specs.
+   A queue's last batch is open: a request that would take it past
+   `max_batch_size` opens a new one, refused `UNAVAILABLE` at `max_enqueued_batches`.
 2. `num_batch_threads` threads serve the queues in turn: a closed batch at once,
-   the open one when full or when its oldest task has waited
-   `batch_timeout_micros` (0: as soon as a thread is free).
-3. The inputs are concatenated (padded with copies of the first row up to the
-   next of `allowed_batch_sizes`) for one Session run; each task gets its rows,
-   with trailing padding ("" or 0 in all of its rows) cut from axes >= 1, so an
-   answer does not depend on which requests shared its batch.
-
-A task whose deadline passes while it waits is answered `DEADLINE_EXCEEDED`
-and left out; the batch runs with the latest deadline of its tasks.
+   the open one when full or when its oldest request has waited `batch_timeout_micros`.
+3. One Session run on the concatenated inputs (padded up to the next of
+   `allowed_batch_sizes`); each request gets its rows, trailing padding ("" or 0)
+   cut from axes >= 1, so its answer does not depend on its batch. A request past
+   its deadline is answered `DEADLINE_EXCEEDED` and left out.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""The local model server's command line: `tensorflow_model_server`'s flags.
+"""The local model server's command line (`tensorflow_model_server`'s flags).
 
-`python -m keras_attention.serving --model_name=translator --model_base_path=/models/translator`
-runs the server. `keras-attention serve` wires the same functions in:
-
-```python
-serve = subparsers.add_parser("serve", help="...")
-keras_attention.serving.server.cli.add_serve_arguments(serve)
-serve.set_defaults(handler=keras_attention.serving.server.cli.run_serve)
-```
+`python -m keras_attention.serving` is `main`; `keras-attention serve` adds
+`add_serve_arguments` to its parser, with `run_serve` as the handler.
 """
 
 from __future__ import annotations

@@ -36,10 +36,8 @@ def _answer(context, request, handler):
 class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
     """`tensorflow.serving.PredictionService`: Predict and GetModelMetadata; the rest refused.
 
-    Each RPC holds the version its `model_spec` names while it runs (so an
-    unload waits for it) and runs Predict with the RPC's remaining deadline as
-    the Session's `timeout_in_ms`. `runner` runs Predict's Session (the
-    server's `Batcher.run` with `--enable_batching`).
+    Predict runs with the RPC's remaining deadline, through `runner` if given
+    (the server's `Batcher.run` with `--enable_batching`).
     """
 
     def __init__(self, manager: ServableManager, *, runner: inference.Runner | None = None):

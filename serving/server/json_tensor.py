@@ -1,16 +1,10 @@
 """TF Serving's REST JSON formats (tensorflow_serving/util/json_tensor.cc, 2.20.0), with its messages.
 
-- A Predict request carries `"instances"` (row format: one element per batch
-  row, a value/list for a one-input signature or an object keyed by alias) or
-  `"inputs"` (columnar: the whole batch, or an object of them by alias), and an
-  optional `"signature_name"`. Binary strings are `{"b64": ...}`.
-- The answer is `"predictions"` (row) or `"outputs"` (columnar). Outputs whose
-  alias ends in `_bytes` are written as `{"b64": ...}`; float32 values with the
-  shortest text that reads back to the same float, NaN and infinities as `NaN`,
-  `Infinity`, `-Infinity`.
-
-Input dtypes are the translation contract's (`DT_STRING`, `DT_FLOAT`,
-`DT_INT32`) and `DT_INT64`; another is `UNIMPLEMENTED`.
+Requests: `"instances"` (row format: an element per batch row, an object by alias
+for several inputs) or `"inputs"` (columnar), binary strings as `{"b64": ...}`;
+string, float32, int32 and int64 inputs (others `UNIMPLEMENTED`). Answers:
+`"predictions"` or `"outputs"`; `*_bytes` outputs as `{"b64": ...}`, floats in
+their shortest text, NaN and infinities as `NaN`, `Infinity`, `-Infinity`.
 """
 
 from __future__ import annotations

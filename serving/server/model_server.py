@@ -28,20 +28,13 @@ logger = logging.getLogger(__name__)
 class ModelServer:
     """Serves SavedModels over TF Serving's gRPC API (and REST API) from Python.
 
-    For development and tests where `tensorflow_model_server` is not
-    available: it speaks the same protocols (`PredictionService`,
-    `ModelService`, `/v1/models/...`), reads the same configuration files,
-    answers the same status codes and messages, and runs each version on the
-    real server's path (its own Graph + Session, SignatureDef tensor names).
-    It also lists its models (`keras_attention.ModelListing/ListModels`,
-    `GET /v1/models`), which TF Serving cannot.
+    For development and tests where `tensorflow_model_server` is not available:
+    the same protocols, configuration files, status codes and messages, and each
+    version run on the real server's path (its own Graph and Session). It also
+    lists its models (`keras_attention.ModelListing`, `GET /v1/models`).
 
-    1. `start()` loads the configured models (blocking, as TF Serving waits
-       for the initial versions), then serves gRPC (and REST) and polls.
-    2. Requests run concurrently on `grpc_max_threads` worker threads.
-    3. `stop(grace)` refuses new requests, lets running ones finish for up to
-       `grace` seconds, then unloads the models (`python -m
-       keras_attention.serving` calls it on SIGTERM / SIGINT).
+    `start()` loads the models (blocking, as TF Serving), then serves; `stop(grace)`
+    refuses new requests, lets running ones finish for up to `grace` s, unloads.
 
     Args:
         options: the server's settings (`ServerOptions`, flag names of
@@ -101,11 +94,6 @@ class ModelServer:
         return self._port
 
     @property
-    def rest_port(self) -> int | None:
-        """The bound REST port (`None` without REST)."""
-        return None if self._http_server is None else self._http_server.port
-
-    @property
     def address(self) -> str:
         """`host:port` of the gRPC endpoint, for `TranslationClient`."""
         host = "127.0.0.1" if self.options.host in ("0.0.0.0", "::", "") else self.options.host
@@ -114,9 +102,9 @@ class ModelServer:
     @property
     def rest_url(self) -> str | None:
         """`http://host:port` of the REST endpoint, for `RestTranslationClient`."""
-        if self.rest_port is None:
+        if self._http_server is None:
             return None
-        return f"http://{self.address.rsplit(':', 1)[0]}:{self.rest_port}"
+        return f"http://{self.address.rsplit(':', 1)[0]}:{self._http_server.port}"
 
     def available_versions(self) -> dict[str, list[int]]:
         """Each configured model's AVAILABLE versions, ascending (`[]`: not serving yet)."""
@@ -177,7 +165,7 @@ class ModelServer:
         logger.info("Running gRPC ModelServer at %s:%d ...", options.host, self._port)
         if self._http_server is not None:
             self._http_server.start()
-            logger.info("Exporting HTTP/REST API at %s:%d ...", options.host, self.rest_port)
+            logger.info("Exporting HTTP/REST API at %s ...", self.rest_url)
         if options.model_config_file and options.model_config_file_poll_wait_seconds > 0:
             threading.Thread(target=self._poll_config_file, daemon=True).start()
 

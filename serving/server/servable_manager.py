@@ -63,9 +63,11 @@ class ServableManager:
         config: a `ModelServerConfig` with a `model_config_list`.
         allow_version_labels_for_unavailable_models: else a label on a version
             that is not AVAILABLE is refused (FAILED_PRECONDITION).
+        file_system_poll_wait_seconds: polling period; 0: only at start-up.
+        enable_model_warmup: replay `assets.extra/tf_serving_warmup_requests`.
+        max_num_load_retries: retries of a failed load.
+        load_retry_interval: seconds between retries of a failed load.
         session_config: `tf.compat.v1.ConfigProto` of every Session.
-        file_system_poll_wait_seconds, enable_model_warmup, max_num_load_retries,
-            load_retry_interval: as the `ServerOptions` fields (in seconds here).
 
     Example:
 

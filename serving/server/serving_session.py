@@ -176,8 +176,9 @@ class ServingSession:
 
     def close(self) -> None:
         """Closes the Session now."""
-        self.retire()
-        self._close_if_unused(force=True)
+        with self._lock:
+            self._retired, self._refs = True, 0
+        self._close_if_unused()
 
     def __enter__(self) -> ServingSession:
         return self
@@ -185,9 +186,9 @@ class ServingSession:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def _close_if_unused(self, force: bool = False) -> None:
+    def _close_if_unused(self) -> None:
         with self._lock:
-            if self._closed or not (force or (self._retired and self._refs == 0)):
+            if self._closed or not self._retired or self._refs > 0:
                 return
             self._closed = True
             self._callables.clear()
