@@ -17,6 +17,16 @@ sizes, in one process:
 Both decode greedily with the same model, so they emit the same tokens; the
 script checks that and prints the share of identical translations.
 
+Then (unless `--no-design`) the export's decoding inputs against the design
+before them, beam width 4, on the Session path: the `beam_search` signature
+of an export with decoding inputs (one graph for every beam width, the width
+and n-best fed as tensors; requests without them) against the one of an
+export written with `decoding_inputs=False` (text only, beam width 4 fixed
+in the graph), both of the same model. It prints their sentences/second and
+the ratio new / before (target >= 0.9x) at each batch size, checks that both
+give the same translations, and the cost of `n_best` 4 against `n_best` 1
+on the new export (seconds per sentence, target <= 1.2x).
+
     python benchmarks/export_decode.py [--run-dir RUN] [--batch-sizes 1,8,64]
 
 Without `--run-dir` a model is trained for a few dozen steps on the bundled
@@ -116,6 +126,67 @@ def throughput(
     return len(sentences) / min(harness.time_calls(one_pass, repeats, warmup=0)), outputs
 
 
+def beam_outputs(session: ServingSession, texts: list[str], **inputs) -> list:
+    batch = np.array([t.encode("utf-8") for t in texts], dtype=object)
+    feeds = {"text": batch, **{k: np.int32(v) for k, v in inputs.items()}}
+    return session.run("beam_search", feeds, ["translation"])["translation"].tolist()
+
+
+def compare_designs(
+    run_dir: Path, scratch: Path, sentences: list[str], batch_sizes: list[int], repeats: int
+) -> dict:
+    """Beam width 4: the export with decoding inputs vs the design before them; n-best 4 vs 1."""
+    sessions = {}
+    for name, decoding_inputs in (("before", False), ("inputs", True)):
+        exporter = TranslatorExporter.from_run(
+            run_dir, beam_width=4, decoding_inputs=decoding_inputs
+        )
+        sessions[name] = ServingSession(exporter.export(scratch / f"design-{name}").path)
+    old, new = sessions["before"], sessions["inputs"]
+    figures: dict[str, dict[int, float]] = {"before": {}, "inputs": {}, "ratio": {}}
+    n_best: dict[str, dict[int, float]] = {"n_best 1": {}, "n_best 4": {}, "ratio": {}}
+    print("\nbeam_search, beam width 4: decoding inputs vs the design before them (Session path)")
+    for batch_size in batch_sizes:
+        runs = {
+            "before": lambda texts: beam_outputs(old, texts),
+            "inputs": lambda texts: beam_outputs(new, texts),
+            "n_best 1": lambda texts: beam_outputs(new, texts, n_best=1),
+            "n_best 4": lambda texts: beam_outputs(new, texts, n_best=4),
+        }
+        speeds, outputs = {}, {}
+        # Alternate the designs over the repeats, so drift on a shared machine hits both.
+        for _ in range(repeats):
+            for name, translate in runs.items():
+                speed, outputs[name] = throughput(translate, sentences, batch_size, 1)
+                speeds[name] = max(speeds.get(name, 0.0), speed)
+        if outputs["before"] != outputs["inputs"]:
+            print(f"  batch {batch_size}: the two designs' translations differ")
+        figures["before"][batch_size] = speeds["before"]
+        figures["inputs"][batch_size] = speeds["inputs"]
+        figures["ratio"][batch_size] = speeds["inputs"] / speeds["before"]
+        n_best["n_best 1"][batch_size] = speeds["n_best 1"]
+        n_best["n_best 4"][batch_size] = speeds["n_best 4"]
+        n_best["ratio"][batch_size] = speeds["n_best 1"] / speeds["n_best 4"]
+    print(f"{'sentences/s':<28}" + "".join(f"{f'batch {b}':>12}" for b in batch_sizes))
+    for name, label in (("before", "before (text only, fixed)"), ("inputs", "decoding inputs")):
+        print(f"{label:<28}" + "".join(f"{figures[name][b]:>12.1f}" for b in batch_sizes))
+    print(
+        f"{'  inputs / before':<28}"
+        + "".join(f"{figures['ratio'][b]:>11.2f}x" for b in batch_sizes)
+        + "   (target >= 0.9x)"
+    )
+    for name in ("n_best 1", "n_best 4"):
+        print(f"{name:<28}" + "".join(f"{n_best[name][b]:>12.1f}" for b in batch_sizes))
+    print(
+        f"{'  cost of n_best 4 / 1':<28}"
+        + "".join(f"{n_best['ratio'][b]:>11.2f}x" for b in batch_sizes)
+        + "   (target <= 1.2x)"
+    )
+    for session in sessions.values():
+        session.close()
+    return {"sentences_per_second": figures, "n_best_sentences_per_second": n_best}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run-dir", help="a trained run (default: train a small one)")
@@ -129,6 +200,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--repeats", type=int, default=2, help="timed passes (best is kept)")
     parser.add_argument("--no-jit", dest="jit", action="store_false", help="skip XLA")
+    parser.add_argument(
+        "--no-design",
+        dest="design",
+        action="store_false",
+        help="skip the decoding inputs vs the design before them",
+    )
+    parser.add_argument(
+        "--only-design", action="store_true", help="only the decoding inputs comparison"
+    )
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
@@ -147,6 +227,15 @@ def main(argv: list[str] | None = None) -> int:
         rng = np.random.default_rng(0)
         sentences = [pool[i] for i in rng.integers(0, len(pool), size=args.sentences)]
 
+        design = (
+            compare_designs(run_dir, scratch, sentences, batch_sizes, args.repeats)
+            if args.design or args.only_design
+            else None
+        )
+        if args.only_design:
+            if args.json:
+                harness.write_json(args.json, {"design": design}, machine)
+            return 0
         methods = {"eager loop": lambda texts: eager_greedy(translator, texts)}
         sessions = []
         for name, jit in (("export (Session)", False), ("export + XLA (Session)", True)):
@@ -208,7 +297,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: identical translations {row} (share of sentences)")
         if args.json:
             harness.write_json(
-                args.json, {"sentences_per_second": results, "agreement": agreement}, machine
+                args.json,
+                {"sentences_per_second": results, "agreement": agreement, "design": design},
+                machine,
             )
         for session in sessions:
             session.close()
