@@ -93,10 +93,12 @@ def run_train(args: argparse.Namespace) -> int:
     # The strategy first: it must exist before any other TensorFlow op.
     strategy = distribution.distribution_from_args(args)
     from keras_attention.precision import resolve_run_precision
+    from keras_attention.training import run_state
     from keras_attention.training.interrupt_on_signal import TrainingInterrupted
     from keras_attention.training.trainer import train
 
-    print(f"Precision: {resolve_run_precision(config).describe()}", flush=True)
+    if not run_state.is_completed(RunDirectory(config.out)):  # else: nothing to train
+        print(f"Precision: {resolve_run_precision(config).describe()}", flush=True)
     try:
         summary = train(config, distribute=strategy)
     except TrainingInterrupted as interrupted:

@@ -16,7 +16,7 @@ from keras_attention.serving import ModelServer, ServerOptions
 from keras_attention.serving.server.model_server import free_port
 
 MAX_EXAMPLES = 150
-TIME_CAP_S = 20.0  # past it, the remaining examples are not sent
+TIME_CAP_S = 60.0  # past it, the remaining examples are not sent (a loaded machine)
 
 
 @pytest.fixture(scope="module")
