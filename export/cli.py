@@ -61,22 +61,22 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         dest="beam_width",
         type=_beam_width,
         default=4,
-        help="the beam_search signature's default beam width, >= 2 (default: 4)",
+        help="the beam_search signature's beam width (fixed in its graph), >= 2 (default: 4)",
     )
     parser.add_argument(
         "--max-beam-width",
         dest="max_beam_width",
         type=_positive_int,
         default=None,
-        help="the largest beam_width input a request may give, >= --beam-width "
+        help="the largest beam_width input a search request may give, >= --beam-width "
         "(default: 16, or --beam-width if larger)",
     )
     parser.add_argument(
         "--length-penalty",
         type=_non_negative_float,
         default=0.6,
-        help="the default length_penalty input (GNMT alpha) of the search signatures "
-        "(default: 0.6)",
+        help="GNMT length penalty alpha of beam_search, and the default length_penalty input "
+        "of search (default: 0.6)",
     )
     parser.add_argument(
         "--max-output-length",
@@ -89,9 +89,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-decoding-inputs",
         dest="decoding_inputs",
         action="store_false",
-        help="text-only serving_default and beam_search (the beam width fixed) and no sample "
-        "signature, as older exports: for TF Serving's --enable_batching, which refuses "
-        "requests with the scalar decoding inputs",
+        help="leave out the search and sample signatures (their scalar decoding inputs), as "
+        "older exports; serving_default and beam_search are text-only either way",
     )
     parser.add_argument(
         "--jit-compile",

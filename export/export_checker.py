@@ -31,6 +31,7 @@ from keras_attention.export.translation_signatures import (
     SAMPLE,
     SCORE_OUTPUTS,
     SCORE_TRANSLATION,
+    SEARCH,
     SERVING_DEFAULT,
     TRANSLATION_KEY,
     TRANSLATION_OUTPUTS,
@@ -45,6 +46,7 @@ NOT_ALLOWED = "NOT ALLOWED"
 _EXPECTED_OUTPUTS = {
     SERVING_DEFAULT: TRANSLATION_OUTPUTS,
     BEAM_SEARCH: TRANSLATION_OUTPUTS,
+    SEARCH: TRANSLATION_OUTPUTS,
     SAMPLE: TRANSLATION_OUTPUTS,
     SCORE_TRANSLATION: SCORE_OUTPUTS,
 }
@@ -72,10 +74,10 @@ class ExportChecker:
     1. `saved_model.pb` parses and has a MetaGraph tagged `serve`.
     2. The signatures: `serving_default` and `beam_search` (and every
        signature the manifest lists) exist, take the `[batch]` DT_STRING
-       input `text` (plus `translation` for `score_translation`), or for a
-       translating signature `text` and all of its decoding inputs (scalars
-       of the contract's dtypes, each with a default in the SignatureDef's
-       `defaults` map), and return the documented dense outputs with the
+       input `text` (plus `translation` for `score_translation`), or for
+       `search` and `sample` `text` and all of their decoding inputs
+       (scalars of the contract's dtypes, each with a default in the
+       SignatureDef's `defaults` map), and return the documented dense outputs with the
        documented dtypes (of any rank where `n_best` can add an axis).
     3. Every op of the graph and of its function library is core TensorFlow
        or tensorflow-text (`AllowedOps`); anything else (e.g. TF Addons'

@@ -16,6 +16,7 @@ from keras_attention_client.wire.contract import (
     SAMPLE_INPUTS,
     SCORE_OUTPUTS,
     SCORE_TRANSLATION,
+    SEARCH,
     SEARCH_INPUTS,
     TEXT_INPUT,
     TRANSLATION_INPUT,
@@ -79,6 +80,8 @@ class TranslationSignatures:
 
     - `serving_default`: `Translator.translate` with greedy search.
     - `beam_search`: `Translator.translate` with beam search.
+    - `search` (with `decoding_inputs`): `Translator.translate` with greedy
+      or beam search, chosen per request.
     - `sample` (with `decoding_inputs`): `Translator.translate` with random
       sampling.
     - `score_translation` (inputs `text` and `translation`): the model's
@@ -92,21 +95,24 @@ class TranslationSignatures:
       tokenized like training targets and cut to the model's maximum length.
       A source with no token scores 0 with length 0, as in `translate`.
 
-    With `decoding_inputs` (the default), the translating signatures also
-    take the optional scalar inputs of the contract
-    (`keras_attention_client.wire.contract.SEARCH_INPUTS` for
-    `serving_default` and `beam_search`, `SAMPLE_INPUTS` for `sample`), each
-    a Python default of the function, which `tf.saved_model.save` writes
-    into the SignatureDef's `defaults` (TF Serving feeds those for inputs a
-    request leaves out). The two search signatures are then one function
-    with different defaults (`beam_width` 1 or `beam_width`): beam width 1
-    runs `GreedySearch`, above it `BeamSearch` with the beam width, length
-    penalty and n-best as tensors, so one graph serves every width up to
-    `max_beam_width`. With `n_best` 1 the outputs are those of the
-    signatures without decoding inputs, value for value; above 1 they are
-    `N_BEST_OUTPUTS`. Values outside their ranges fail the graph's own
-    checks (`tf.debugging.Assert`, INVALID_ARGUMENT) with a message naming
-    the input and its range, on every path that runs the graph.
+    `serving_default` and `beam_search` take `text` only, whatever
+    `decoding_inputs`: TF Serving's REST API does not fill SignatureDef
+    defaults (a `{"instances": [...]}` request fits only a one-input
+    signature) and `--enable_batching` refuses scalar inputs, so the decoding
+    inputs live on signatures of their own. With `decoding_inputs` (the
+    default), `search` and `sample` take the optional scalar inputs of the
+    contract (`keras_attention_client.wire.contract.SEARCH_INPUTS`,
+    `SAMPLE_INPUTS`), each a Python default of the function, which
+    `tf.saved_model.save` writes into the SignatureDef's `defaults` (TF
+    Serving's gRPC Predict feeds those for inputs a request leaves out). In
+    `search`, beam width 1 (the default) runs `GreedySearch`, above it
+    `BeamSearch` with the beam width, length penalty and n-best as tensors,
+    so one graph serves every width up to `max_beam_width`. With `n_best` 1
+    the outputs are those of the text-only signatures, value for value;
+    above 1 they are `N_BEST_OUTPUTS`. Values outside their ranges fail the
+    graph's own checks (`tf.debugging.Assert`, INVALID_ARGUMENT) with a
+    message naming the input and its range, on every path that runs the
+    graph.
 
     An empty batch (`[0]` strings) returns empty outputs (`[0]`, `[0, 0]`,
     `[0, 0, 0]`) instead of failing. An input with no token (empty,
@@ -117,20 +123,17 @@ class TranslationSignatures:
 
     Args:
         translator: a `Translator`.
-        beam_width: int >= 2, the `beam_search` beam width (its default
-            `beam_width` input).
-        length_penalty: float >= 0, the `beam_search` GNMT length penalty
-            (the default `length_penalty` input).
+        beam_width: int >= 2, the `beam_search` beam width.
+        length_penalty: float >= 0, the GNMT length penalty of
+            `beam_search` (and the default `length_penalty` input of
+            `search`).
         jit_compile: bool, whether to compile the decoding with XLA (see
             `_CompiledStrategy`).
         max_beam_width: int >= `beam_width`, the largest `beam_width` input
             accepted. Defaults to `max(DEFAULT_MAX_BEAM_WIDTH, beam_width)`.
-        decoding_inputs: bool, whether the translating signatures take the
-            decoding inputs and `sample` exists. `False` gives `text`-only
-            `serving_default` and `beam_search` with the beam width fixed in
-            the graph, as exports made before decoding inputs existed (TF
-            Serving's `--enable_batching` refuses requests with scalar
-            inputs). Defaults to `True`.
+        decoding_inputs: bool, whether the `search` and `sample`
+            signatures exist. `False` gives the signatures of exports made
+            before decoding inputs existed. Defaults to `True`.
     """
 
     def __init__(
@@ -173,24 +176,22 @@ class TranslationSignatures:
         self, score_signature: bool = True
     ) -> dict[str, tuple[Callable[..., dict[str, tf.Tensor]], list[tf.TensorSpec]]]:
         """Signature name -> `(fn, input_signature)`, `serving_default` first."""
+        endpoints = {
+            SERVING_DEFAULT: (self.translate_function(self.greedy_strategy), [_TEXT_SPEC]),
+            BEAM_SEARCH: (self.translate_function(self.beam_strategy), [_TEXT_SPEC]),
+        }
         if self.decoding_inputs:
-            search_specs = [_TEXT_SPEC, *_input_specs(SEARCH_INPUTS)]
-            endpoints = {
-                SERVING_DEFAULT: (self.search_function(1), search_specs),
-                BEAM_SEARCH: (self.search_function(self.beam_width), search_specs),
-                SAMPLE: (self.sample_function(), [_TEXT_SPEC, *_input_specs(SAMPLE_INPUTS)]),
-            }
-        else:
-            endpoints = {
-                SERVING_DEFAULT: (self.translate_function(self.greedy_strategy), [_TEXT_SPEC]),
-                BEAM_SEARCH: (self.translate_function(self.beam_strategy), [_TEXT_SPEC]),
-            }
+            endpoints[SEARCH] = (self.search_function(), [_TEXT_SPEC, *_input_specs(SEARCH_INPUTS)])
+            endpoints[SAMPLE] = (
+                self.sample_function(),
+                [_TEXT_SPEC, *_input_specs(SAMPLE_INPUTS)],
+            )
         if score_signature:
             endpoints[SCORE_TRANSLATION] = (self.score, [_TEXT_SPEC, _TRANSLATION_SPEC])
         return endpoints
 
     def input_defaults(self, signature_name: str) -> dict[str, int | float]:
-        """The default of each decoding input of a translating signature (`{}` without them)."""
+        """The default of each decoding input of a signature (`{}` without them)."""
         if not self.decoding_inputs:
             return {}
         limit = self.translator.max_output_length
@@ -202,9 +203,9 @@ class TranslationSignatures:
                 "seed": -1,
                 "max_output_length": limit,
             }
-        if signature_name in (SERVING_DEFAULT, BEAM_SEARCH):
+        if signature_name == SEARCH:
             return {
-                "beam_width": 1 if signature_name == SERVING_DEFAULT else self.beam_width,
+                "beam_width": 1,
                 "n_best": 1,
                 "length_penalty": float(self.length_penalty),
                 "max_output_length": limit,
@@ -224,7 +225,7 @@ class TranslationSignatures:
                 "seed": ">= -1 (-1: a new seed for each request)",
                 "max_output_length": f"[1, {limit}]",
             }
-        if signature_name in (SERVING_DEFAULT, BEAM_SEARCH):
+        if signature_name == SEARCH:
             return {
                 "beam_width": f"[1, {self.max_beam_width}]",
                 "n_best": "[1, beam_width]",
@@ -248,8 +249,8 @@ class TranslationSignatures:
 
         return translate
 
-    def search_function(self, default_beam_width: int) -> Callable[..., dict[str, tf.Tensor]]:
-        """The `serving_default` / `beam_search` function with its decoding inputs.
+    def search_function(self) -> Callable[..., dict[str, tf.Tensor]]:
+        """The `search` function with its decoding inputs.
 
         `text, beam_width, n_best, length_penalty, max_output_length ->
         outputs`, the decoding inputs defaulting to `input_defaults`.
@@ -261,7 +262,7 @@ class TranslationSignatures:
             greedy, beam = _CompiledStrategy(greedy), _CompiledStrategy(beam)
         with tf.init_scope():  # the defaults are constants, whatever the caller's context
             defaults = (
-                tf.constant(default_beam_width, tf.int32),
+                tf.constant(1, tf.int32),
                 tf.constant(1, tf.int32),
                 tf.constant(self.length_penalty, tf.float32),
                 tf.constant(limit, tf.int32),

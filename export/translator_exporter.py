@@ -47,12 +47,7 @@ WARMUP_SENTENCES = 8
 """At most this many (source, reference) pairs of the run's test split are used for warmup."""
 
 WARMUP_DECODING_INPUTS: dict[str, dict[str, np.ndarray]] = {
-    "serving_default": {
-        "beam_width": np.int32(2),
-        "n_best": np.int32(2),
-        "length_penalty": np.float32(1.0),
-    },
-    "beam_search": {
+    "search": {
         "beam_width": np.int32(2),
         "n_best": np.int32(2),
         "length_penalty": np.float32(1.0),
@@ -92,17 +87,18 @@ class TranslatorExporter:
 
     1. `keras.export.ExportArchive` tracks the model and both vectorizers
        (weights, lookup tables, SentencePiece model resources) and adds one endpoint per signature (see
-       `TranslationSignatures`): `serving_default` (greedy), `beam_search`
-       (`beam_width`, `length_penalty`), `sample` and, unless disabled,
-       `score_translation`; the translating signatures take optional
-       decoding inputs (`beam_width` up to `max_beam_width`, `n_best`,
-       `length_penalty`, `max_output_length`; `temperature`, `top_k`,
-       `top_p`, `seed` for `sample`) whose defaults the SignatureDefs hold. `ExportArchive` rather than
+       `TranslationSignatures`): `serving_default` (greedy) and
+       `beam_search` (`beam_width`, `length_penalty`), both `text` only;
+       `search` and `sample`, which take optional scalar decoding inputs
+       (`beam_width` up to `max_beam_width`, `n_best`, `length_penalty`,
+       `max_output_length`; `temperature`, `top_k`, `top_p`, `seed`,
+       `max_output_length`) whose defaults the SignatureDefs hold; and,
+       unless disabled, `score_translation`. `ExportArchive` rather than
        `tf.saved_model.save(tf.Module)` because only the former gives a graph
        whose variables restore on TF Serving's Session path with Keras 3.
     2. `assets.extra/tf_serving_warmup_requests`: `PredictRequest`s for every
        signature, at batch 1 and at the batch of all warmup sentences, and
-       for each translating signature one with every decoding input given
+       for `search` and `sample` one with every decoding input given
        (`n_best` 2, so the n-best outputs are warmed up too).
     3. `assets.extra/export_manifest.json`: an `ExportManifest`.
     4. `export()` writes all this into a staging directory inside the base
@@ -112,18 +108,16 @@ class TranslatorExporter:
 
     Args:
         translator: a `Translator`.
-        beam_width: int >= 2, the `beam_search` beam width (its `beam_width`
-            input's default). Defaults to 4.
-        length_penalty: float >= 0, the GNMT length penalty (the
-            `length_penalty` input's default). Defaults to 0.6.
+        beam_width: int >= 2, the `beam_search` beam width. Defaults to 4.
+        length_penalty: float >= 0, the GNMT length penalty of `beam_search`
+            (and the default `length_penalty` input of `search`). Defaults
+            to 0.6.
         max_beam_width: int >= `beam_width`, the largest `beam_width` a
             request may ask for (recorded in the manifest). Defaults to
             `max(16, beam_width)`.
-        decoding_inputs: bool, give the translating signatures their
-            decoding inputs and add `sample`; `False` writes `text`-only
-            signatures with the beam width fixed, as exports did before
-            (for TF Serving's `--enable_batching`, which refuses requests
-            with scalar inputs). Defaults to `True`.
+        decoding_inputs: bool, add the `search` and `sample` signatures;
+            `False` writes the signatures of exports made before decoding
+            inputs existed. Defaults to `True`.
         jit_compile: bool, compile the decoding loops with XLA. TF Serving on
             CPU then needs `--xla_cpu_compilation_enabled=true`. Defaults to
             `False`.
@@ -288,8 +282,8 @@ class TranslatorExporter:
         return archive
 
     def warmup_logs(self) -> list:
-        """`PredictionLog`s: each signature at batch 1 and at all warmup pairs, and each
-        translating signature at all warmup pairs with every decoding input given."""
+        """`PredictionLog`s: each signature at batch 1 and at all warmup pairs, and `search`
+        and `sample` at all warmup pairs with every decoding input given."""
         sources = np.array([s.encode("utf-8") for s, _ in self.warmup_pairs], dtype=object)
         targets = np.array([t.encode("utf-8") for _, t in self.warmup_pairs], dtype=object)
         batches = [slice(0, 1)] + ([slice(None)] if len(sources) > 1 else [])
@@ -323,17 +317,22 @@ class TranslatorExporter:
         decoding["serving_default"]["search"] = "greedy"
         decoding["beam_search"]["search"] = "beam"
         if self.signatures.decoding_inputs:
+            decoding["search"] = {
+                **_strategy_config(self.signatures.beam_strategy),
+                "search": "greedy or beam (the beam_width input)",
+                "max_beam_width": self.signatures.max_beam_width,
+            }
+            decoding["search"].pop("beam_width", None)
             decoding["sample"] = {
                 **_strategy_config(self.signatures.sample_strategy),
                 "search": "sample",
             }
-            for name, entry in decoding.items():
+            for name in ("search", "sample"):
                 ranges = self.signatures.input_ranges(name)
-                entry["inputs"] = {
+                decoding[name]["inputs"] = {
                     alias: {"default": default, "range": ranges[alias]}
                     for alias, default in self.signatures.input_defaults(name).items()
                 }
-                entry["max_beam_width"] = self.signatures.max_beam_width
         return ExportManifest(
             version=version,
             created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

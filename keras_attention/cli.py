@@ -306,8 +306,15 @@ def decoding_name(args: argparse.Namespace) -> str:
     else:
         name = f"beam search, width {args.beam}" if args.beam > 1 else "greedy decoding"
     if args.server:
-        signature = args.signature_name or (
-            "sample" if sample else "beam_search" if args.beam > 1 else "serving_default"
+        from keras_attention_client.cli import decoding_options
+
+        options = decoding_options(args)
+        signature = (
+            "sample"
+            if sample
+            else "search"
+            if options
+            else args.signature_name or ("beam_search" if args.beam > 1 else "serving_default")
         )
         return f"{name}, {signature} signature"
     return name
@@ -428,8 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     # --server they are the export's decoding inputs.
     client_cli.add_translate_arguments(
         translate,
-        beam_help="beam width (default: 1 = greedy); with --server, N > 1 calls the "
-        "beam_search signature with beam_width N (at most the export's max_beam_width)",
+        beam_help="beam width (default: 1 = greedy); with --server, --beam-width N calls the "
+        "search signature with beam_width N (at most the export's max_beam_width) and --beam N "
+        "(N > 1) alone calls beam_search, whose width is fixed at export",
     )
     translate.add_argument(
         "--show-attention",
@@ -445,8 +453,8 @@ def build_parser() -> argparse.ArgumentParser:
         "export",
         help="write a versioned SavedModel for TensorFlow Serving",
         description="Export a trained run as BASE/<version>/ (next integer by default, written "
-        "atomically, never overwritten) with serving_default (greedy), beam_search, sample and "
-        "score_translation signatures, warmup requests and a manifest; then check it.",
+        "atomically, never overwritten) with serving_default (greedy), beam_search, search, "
+        "sample and score_translation signatures, warmup requests and a manifest; then check it.",
     )
     export_cli.add_export_arguments(export)
     export.set_defaults(handler=export_cli.run_export)

@@ -78,53 +78,85 @@ def raw_bytes(value: np.ndarray) -> tuple:
     return value.dtype.str, value.shape, content
 
 
-SEARCH_DEFAULTS = {
-    "serving_default": {
-        "beam_width": 1,
-        "n_best": 1,
-        "length_penalty": 0.6,
-        "max_output_length": 10,
-    },
-    "beam_search": {"beam_width": 3, "n_best": 1, "length_penalty": 0.6, "max_output_length": 10},
-    "score_translation": {},
-}
+@pytest.fixture(scope="module")
+def batching_server(golden, new_export, tmp_path_factory):
+    """The same two exports behind `--enable_batching` (scalar inputs refused)."""
+    from keras_attention.serving import ModelServer, ServerOptions
+    from keras_attention.serving.server.model_server import free_port
+
+    config = tmp_path_factory.mktemp("batching") / "models.config"
+    config.write_text(
+        "model_config_list {\n"
+        f'  config {{ name: "before" base_path: "{golden / "base"}" model_platform: "tensorflow" }}\n'
+        f'  config {{ name: "after" base_path: "{golden / "after"}" model_platform: "tensorflow" }}\n'
+        "}\n"
+    )
+    options = ServerOptions(
+        port=0,
+        rest_api_port=free_port(),
+        model_config_file=str(config),
+        file_system_poll_wait_seconds=0,
+        enable_batching=True,
+    )
+    with ModelServer(options) as model_server:
+        yield model_server
 
 
+def post_instances(rest_url: str, model: str, signature: str, instances: list) -> dict:
+    """A raw REST body in the row format, as curl and the docs send it."""
+    import urllib.request
+
+    body = {"instances": instances}
+    if signature != "serving_default":
+        body["signature_name"] = signature
+    request = urllib.request.Request(
+        f"{rest_url}/v1/models/{model}:predict",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def assert_same_outputs(got: dict, want: dict, over_rest: bool) -> None:
+    assert sorted(got) == sorted(want)
+    for alias, value in want.items():
+        if over_rest and value.dtype != object:
+            # JSON has no dtypes: the same values, as float32 / int32 again.
+            assert raw_bytes(np.asarray(got[alias], value.dtype)) == raw_bytes(value), alias
+        else:
+            assert raw_bytes(got[alias]) == raw_bytes(value), alias
+
+
+@pytest.mark.parametrize("batching", [False, True], ids=["plain", "batching"])
 @pytest.mark.parametrize("signature", ["serving_default", "beam_search", "score_translation"])
-def test_todays_requests_get_the_bytes_of_the_export_before(server, signature):
-    """gRPC: a text-only request gets the defaults, and the bytes of the export before.
-
-    REST: TF Serving's JSON parser wants every named input in `inputs`
-    (tensorflow_serving/util/json_tensor.cc), so a REST request to the new
-    export gives the decoding inputs (here the defaults) and gets the same
-    bytes; a text-only one is refused as TF Serving refuses it.
-    """
+def test_todays_requests_get_the_bytes_of_the_export_before(request, batching, signature):
+    """Text-only requests over gRPC and REST (a server with batching too) get the bytes of
+    the export before: `serving_default` and `beam_search` take `text` only, as before."""
+    server = request.getfixturevalue("batching_server" if batching else "server")
     inputs = {"text": np.array(TEXTS[:4], object)}
     if signature == "score_translation":
         inputs["translation"] = np.array(TARGETS, object)
     with TranslationClient(server.address, model_name="before") as client:
         want = client.predict(inputs, signature_name=signature)
     with TranslationClient(server.address, model_name="after") as client:
-        over_grpc = client.predict(inputs, signature_name=signature)
+        assert_same_outputs(client.predict(inputs, signature_name=signature), want, False)
     rest = RestTranslationClient(server.rest_url, model_name="after")
-    given = {
-        k: np.asarray(v, np.float32 if k == "length_penalty" else np.int32)
-        for k, v in SEARCH_DEFAULTS[signature].items()
-    }
-    over_rest = rest.predict({**inputs, **given}, signature_name=signature)
-    for got in (over_grpc, over_rest):
-        assert sorted(got) == sorted(want)
-        for alias, value in want.items():
-            if got is over_rest and value.dtype != object:
-                # JSON has no dtypes: the same values, as float32 / int32 again.
-                assert raw_bytes(np.asarray(got[alias], value.dtype)) == raw_bytes(value)
-            else:
-                assert raw_bytes(got[alias]) == raw_bytes(value), alias
-    if given:
-        with pytest.raises(ServingError, match="Missing named input"):
-            RestTranslationClient(server.rest_url, model_name="after", max_retries=0).predict(
-                inputs, signature_name=signature
-            )
+    assert_same_outputs(rest.predict(inputs, signature_name=signature), want, True)
+    if signature != "score_translation":
+        # The row format of curl and the docs: `{"instances": ["..."]}`.
+        rows = post_instances(server.rest_url, "after", signature, TEXTS[:4])["predictions"]
+        assert [row["translation"].encode() for row in rows] == want["translation"].tolist()
+        assert [row["length"] for row in rows] == want["length"].tolist()
+
+
+def test_a_batching_server_refuses_the_scalar_inputs_and_says_so(batching_server):
+    with TranslationClient(batching_server.address, model_name="after", max_retries=0) as client:
+        for signature in ("search", "sample"):
+            with pytest.raises(ServingError) as error:
+                client.predict({"text": np.array(TEXTS[:2], object)}, signature_name=signature)
+            assert error.value.code == "INVALID_ARGUMENT"
+            assert "0th-dimension" in error.value.message
 
 
 def test_todays_requests_on_the_session_path_get_the_same_bytes(golden, new_export):
@@ -147,45 +179,54 @@ def test_signature_defs_hold_the_defaults(new_export):
     from keras_attention.export.saved_model_proto import read_saved_model, serve_meta_graph
 
     signatures = serve_meta_graph(read_saved_model(new_export.path)).signature_def
+    for name in ("serving_default", "beam_search"):
+        assert list(signatures[name].inputs) == ["text"] and not signatures[name].defaults
     defaults = {
         name: {
             alias: tf.make_ndarray(proto).item()
             for alias, proto in signatures[name].defaults.items()
         }
-        for name in ("serving_default", "beam_search", "sample")
+        for name in ("search", "sample")
     }
     limit = 10  # the run's max_output_length
-    assert defaults["serving_default"] == pytest.approx(
+    assert defaults["search"] == pytest.approx(
         {"beam_width": 1, "n_best": 1, "length_penalty": 0.6, "max_output_length": limit}
     )
-    assert defaults["beam_search"]["beam_width"] == 3
     assert defaults["sample"] == pytest.approx(
         {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": -1, "max_output_length": limit}
     )
     manifest = new_export.manifest.decoding
-    assert manifest["beam_search"]["inputs"]["beam_width"] == {"default": 3, "range": "[1, 16]"}
-    assert manifest["beam_search"]["max_beam_width"] == 16
+    assert manifest["search"]["inputs"]["beam_width"] == {"default": 1, "range": "[1, 16]"}
+    assert manifest["search"]["max_beam_width"] == 16
+    assert "inputs" not in manifest["beam_search"] and manifest["beam_search"]["beam_width"] == 3
 
 
-def test_defaults_equal_the_same_values_given(new_export, server):
-    """A request without the inputs equals one giving the defaults, on the Session and gRPC."""
+def test_search_equals_the_text_only_signatures(new_export, server):
+    """`search` with its defaults is `serving_default`; with the export's beam width and
+    length penalty it is `beam_search`, on the Session and over gRPC."""
     from keras_attention.export import ServingSession
 
     texts = np.array(TEXTS, object)
-    given = {
+    beam = {
         "beam_width": np.int32(3),
         "n_best": np.int32(1),
         "length_penalty": np.float32(0.6),
         "max_output_length": np.int32(10),
     }
     with ServingSession(new_export.path) as session:
-        omitted = session.run("beam_search", {"text": texts})
-        explicit = session.run("beam_search", {"text": texts, **given})
+        greedy = session.run("serving_default", {"text": texts})
+        beam_search = session.run("beam_search", {"text": texts})
+        pairs = [
+            (session.run("search", {"text": texts}), greedy),
+            (session.run("search", {"text": texts, **beam}), beam_search),
+        ]
     with TranslationClient(server.address, model_name="after") as client:
-        over_grpc = client.predict({"text": texts, **given}, signature_name="beam_search")
-    for alias, value in omitted.items():
-        assert raw_bytes(explicit[alias]) == raw_bytes(value)
-        assert raw_bytes(over_grpc[alias]) == raw_bytes(value)
+        pairs.append(
+            (client.predict({"text": texts, **beam}, signature_name="search"), beam_search)
+        )
+    for got, want in pairs:
+        for alias, value in want.items():
+            assert raw_bytes(got[alias]) == raw_bytes(value), alias
 
 
 @pytest.mark.slow
@@ -194,27 +235,27 @@ def test_check_export_native_fills_the_defaults_and_runs_every_input(new_export)
 
     report = ExportChecker(native=True).check(new_export.path)
     assert report.ok, report.errors
-    # 11 warmup records (3 per translating signature, 2 for score_translation), their
-    # missing inputs filled from the defaults, plus one request with every input given per
-    # translating signature.
-    assert len(report.warmup) == 11
-    assert report.native["requests"] == 11 + 3
+    # 12 warmup records (2 each for serving_default, beam_search and score_translation, 3
+    # each for search and sample), their missing inputs filled from the defaults, plus one
+    # request with every input given for search and for sample.
+    assert len(report.warmup) == 12
+    assert report.native["requests"] == 12 + 2
     assert report.native["max_float_difference"] <= 1e-5
 
 
 @pytest.mark.parametrize(
     "signature, inputs, message",
     [
-        ("beam_search", {"beam_width": np.int32(17)}, "`beam_width` must be in [1, 16]"),
-        ("beam_search", {"beam_width": np.int32(0)}, "`beam_width` must be in [1, 16]"),
+        ("search", {"beam_width": np.int32(17)}, "`beam_width` must be in [1, 16]"),
+        ("search", {"beam_width": np.int32(0)}, "`beam_width` must be in [1, 16]"),
         (
-            "serving_default",
+            "search",
             {"n_best": np.int32(2)},
             "`n_best` must be in [1, beam_width]",
         ),
-        ("beam_search", {"length_penalty": np.float32(-1)}, "`length_penalty` must be a finite"),
+        ("search", {"length_penalty": np.float32(-1)}, "`length_penalty` must be a finite"),
         (
-            "beam_search",
+            "search",
             {"max_output_length": np.int32(11)},
             "`max_output_length` must be in [1, 10]",
         ),
@@ -245,7 +286,7 @@ def test_n_best_outputs_have_an_n_best_axis_over_rest(server):
     """A REST body with scalar inputs (columnar format), answered with [batch, n_best, ...]."""
     rest = RestTranslationClient(server.rest_url, model_name="after")
     body = {"text": TEXTS[:3], "beam_width": 4, "n_best": 3, "length_penalty": 0.6}
-    outputs = rest.predict({**body, "max_output_length": 10}, signature_name="beam_search")
+    outputs = rest.predict({**body, "max_output_length": 10}, signature_name="search")
     assert np.asarray(outputs["translation"]).shape == (3, 3)
     assert np.asarray(outputs["score"]).shape == (3, 3)
     tokens, attention = np.asarray(outputs["tokens"]), np.asarray(outputs["attention"])
@@ -287,10 +328,18 @@ def local_results(translator, options: dict, batch_size: int):
     return translator.translate_all(TEXTS, batch_size=batch_size, **options)
 
 
-@pytest.mark.parametrize(
-    "options", OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items())
-)
-@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def _client_cases():
+    """Every option set over both transports; one gRPC n-best case stays fast."""
+    for transport in ("grpc", "rest"):
+        for index, options in enumerate(OPTIONS):
+            fast = transport == "grpc" and index == 1
+            name = ",".join(f"{k}={v}" for k, v in options.items())
+            yield pytest.param(
+                options, transport, id=f"{transport}-{name}", marks=() if fast else pytest.mark.slow
+            )
+
+
+@pytest.mark.parametrize("options, transport", list(_client_cases()))
 def test_clients_equal_local_translate_with_the_same_options(
     server, translator, options, transport
 ):
@@ -310,6 +359,7 @@ def test_clients_equal_local_translate_with_the_same_options(
             assert_same_translation(have, want)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "flags",
     [
@@ -348,12 +398,45 @@ def test_decoding_options_against_an_export_without_them_name_its_version(server
             client.translate(TEXTS[:2], beam_width=5)
         assert error.value.code == "INVALID_ARGUMENT"
         assert "'before' version 1" in error.value.message
-        assert "'beam_width'" in error.value.message and "exported before" in error.value.message
+        assert "'search'" in error.value.message and "exported before" in error.value.message
         # Without decoding options the same export still answers.
         assert len(client.translate(TEXTS[:2], signature_name="beam_search")) == 2
     rest = RestTranslationClient(server.rest_url, model_name="before", max_retries=0)
     with pytest.raises(ServingError, match="version 1"):
         rest.translate(TEXTS[:2], sample=True, seed=1)
+    with pytest.raises(ServingError, match="has no 'search' signature"):
+        rest.translate(TEXTS[:2], n_best=1)
+
+
+@pytest.mark.parametrize(
+    "flags, signature, inputs",
+    [
+        ([], "serving_default", {}),
+        (["--beam", "3"], "beam_search", {}),
+        (["--signature", "beam_search"], "beam_search", {}),
+        (["--beam-width", "3"], "search", {"beam_width": 3}),
+        (["--beam-width", "1"], "search", {"beam_width": 1}),
+        (["--beam", "3", "--n-best", "2"], "search", {"beam_width": 3, "n_best": 2}),
+        (["--signature", "beam_search", "--length-penalty", "1"], "search", {"length_penalty": 1}),
+        (["--max-output-length", "4"], "search", {"max_output_length": 4}),
+        (["--sample", "--seed", "2"], "sample", {"seed": 2}),
+    ],
+)
+def test_command_line_flags_choose_the_signature(flags, signature, inputs):
+    """Without a decoding option a request goes where it went before decoding inputs
+    existed, `text` only; any option goes to `search`, `--sample` to `sample`."""
+    from keras_attention_client.cli import build_parser, client_from_args, decoding_options
+    from keras_attention_client.client_base import decoding_request
+
+    command = ["translate", "--server", "localhost:1", "--model-name", "m", *flags, "hi"]
+    args = build_parser().parse_args(command)
+    with client_from_args(args) as client:
+        chosen = client.signature_name
+    got_signature, got_inputs = decoding_request(
+        chosen, explicit_signature=False, **decoding_options(args)
+    )
+    assert got_signature == signature
+    assert {k: v.item() for k, v in got_inputs.items()} == pytest.approx(inputs)
 
 
 def test_bad_client_arguments_fail_before_any_request(server):

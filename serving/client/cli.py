@@ -25,10 +25,20 @@ from keras_attention_client.defaults import (
 from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE
 
 REMOTE_BEAM_HELP = (
-    "beam width: N > 1 calls the beam_search signature with beam_width N (at most the "
-    "export's max_beam_width); 1 = serving_default, greedy (default: 1)"
+    "beam width: --beam-width N calls the search signature with beam_width N (at most the "
+    "export's max_beam_width; 1 = greedy); --beam N (N > 1) alone calls beam_search, whose "
+    "width is fixed at export (default: 1, serving_default)"
 )
-"""`--beam-width`'s help over the wire: the export's `beam_width` input."""
+"""`--beam-width`'s help over the wire: the `search` signature's `beam_width` input."""
+
+
+class _BeamWidthAction(argparse.Action):
+    """Stores `--beam-width N` / `--beam N` in `args.beam` and the spelling used in
+    `args.beam_option` (over the wire `--beam` alone keeps calling `beam_search`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.beam_option = option_string
 
 
 class IntermixedArgumentParser(argparse.ArgumentParser):
@@ -65,6 +75,7 @@ def add_beam_width_argument(parser: argparse.ArgumentParser, default: int, help_
         metavar="N",
         type=int,
         default=default,
+        action=_BeamWidthAction,
         help=help_text,
     )
 
@@ -169,14 +180,23 @@ def add_translate_arguments(
 def decoding_options(args: argparse.Namespace) -> dict:
     """The decoding keywords of `translate` the flags give (`None`s left out).
 
-    `--beam-width 1` (the default) is left out too: it is `serving_default`'s
-    own default, so a plain request stays a `text`-only one that every export
-    takes. `--sample` with any beam option, or a sampling option without
-    `--sample`, is a `ValueError`.
+    With none of `--beam-width`, `--n-best`, `--length-penalty`,
+    `--max-output-length` given, the request stays a `text`-only one to
+    `serving_default` (or `beam_search` for `--beam N`) that every export
+    and a batching server take; any of them sends the `search` signature's
+    inputs (`--beam N` then gives `beam_width` N). `--sample` with any beam
+    option, or a sampling option without `--sample`, is a `ValueError`.
     """
     beam = getattr(args, "beam", 1) or 1
+    per_request = [
+        getattr(args, name, None) for name in ("n_best", "length_penalty", "max_output_length")
+    ]
+    spelled_width = getattr(args, "beam_option", None) == "--beam-width"
+    send_width = beam != 1 and (spelled_width or any(v is not None for v in per_request))
+    if spelled_width and beam == 1:
+        send_width = True
     options = {
-        "beam_width": beam if beam != 1 else None,
+        "beam_width": beam if send_width else None,
         "n_best": getattr(args, "n_best", None),
         "length_penalty": getattr(args, "length_penalty", None),
         "max_output_length": getattr(args, "max_output_length", None),
@@ -233,8 +253,9 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         "--signature",
         dest="signature_name",
         default=None,
-        help="signature: serving_default (greedy) or beam_search (default: serving_default, "
-        "or beam_search with --beam-width > 1)",
+        help="signature of a request without decoding options: serving_default (greedy) or "
+        "beam_search (default: serving_default, or beam_search with --beam N > 1); decoding "
+        "options call search, --sample calls sample",
     )
     version = group.add_mutually_exclusive_group()
     version.add_argument(
@@ -293,9 +314,10 @@ def client_from_args(args: argparse.Namespace):
     """The `TranslationClient` or `RestTranslationClient` the parsed flags describe.
 
     Flags the parser lacks take their defaults, so a parser that added only
-    some of `add_translate_arguments`' flags works too. `--beam-width N`
-    (N > 1) selects the `beam_search` signature unless `--signature-name` is
-    given. Without `--model-name`, the server is asked for its only model
+    some of `add_translate_arguments`' flags works too. `--beam N` (N > 1)
+    selects the `beam_search` signature unless `--signature-name` is given
+    (decoding options then send the request to `search`, see
+    `decoding_options`). Without `--model-name`, the server is asked for its only model
     (`default_model_name`: a `ValueError` naming them if it serves several).
     """
     server = getattr(args, "server", None)

@@ -20,6 +20,7 @@ from keras_attention_client.wire.contract import (
     DECODING_INPUTS,
     DEFAULT_SIGNATURE,
     SAMPLE,
+    SEARCH,
     TEXT_INPUT,
 )
 from keras_attention_client.wire.errors import ServingError
@@ -158,20 +159,25 @@ class TranslationClientBase:
           sent seed `seed + i` (modulo 2**31), so the same texts, batch size
           and seed give the same translations as `keras-attention translate
           --sample --seed`.
-        - Otherwise `beam_width > 1` calls `beam_search` (unless
-          `signature_name` names one), and `beam_width`, `n_best`,
-          `length_penalty`, `max_output_length` are sent when given.
+        - Otherwise any of `beam_width`, `n_best`, `length_penalty`,
+          `max_output_length` calls the `search` signature with those
+          given (beam width 1, the default, is greedy search).
+        - With none of them the request goes to `signature_name` (the
+          client's, `serving_default` by default, or `beam_search`) with
+          `text` only, as before exports took decoding inputs.
 
         The server checks the values: one outside its range is answered
         `INVALID_ARGUMENT` naming it and the range. An export made before
-        decoding inputs existed answers a request that sends one with a
-        `ServingError` naming the model version and the inputs it takes.
+        decoding inputs existed (no `search` or `sample` signature) answers
+        a request that sends one with a `ServingError` naming the model
+        version and the signatures it has.
 
         Args:
             texts: the source sentences (a list of `str`; not a single `str`).
             batch_size: sentences per request; defaults to the client's.
             signature_name: e.g. `"beam_search"`; defaults to the client's
-                (or as described above).
+                (decoding options override `serving_default` and
+                `beam_search`, as described above).
             timeout: seconds allowed per request (one per batch), waiting for
                 the server and retries included; defaults to the client's.
             beam_width: hypotheses kept per sentence (1: greedy).
@@ -261,7 +267,7 @@ class TranslationClientBase:
     ) -> ServingError:
         """`error`, or for a request whose decoding inputs the export lacks, one that says so."""
         sent = [alias for alias in inputs if alias in error.message]
-        no_sample = signature_name == SAMPLE and error.code in (
+        no_sample = signature_name in (SEARCH, SAMPLE) and error.code in (
             "FAILED_PRECONDITION",
             "INVALID_ARGUMENT",
         )
@@ -525,9 +531,14 @@ def decoding_request(
 ) -> tuple[str, dict[str, np.ndarray]]:
     """The signature to call and the decoding inputs to send, as scalar arrays.
 
-    `sample=True` calls `sample`; otherwise a `beam_width` above 1 calls
-    `beam_search` unless the signature was chosen explicitly
-    (`explicit_signature`). Only the arguments given are sent.
+    `sample=True` calls `sample`; otherwise any of `beam_width`, `n_best`,
+    `length_penalty`, `max_output_length` calls `search` (unless a signature
+    other than `serving_default`, `beam_search` and `search` was chosen
+    explicitly, `explicit_signature`). Without them the request goes to
+    `signature_name`, `text` only, as before exports took decoding inputs
+    (`serving_default` and `beam_search` take no other input, so every REST
+    caller and a batching server keep working). Only the arguments given are
+    sent.
 
     Raises:
         TypeError: a value of the wrong type.
@@ -559,10 +570,13 @@ def decoding_request(
         given_sampling = [k for k, v in sampling.items() if v is not None]
         if given_sampling:
             raise ValueError(f"{', '.join(given_sampling)} only go with sample=True")
-        if not explicit_signature and beam_width is not None and beam_width > 1:
-            signature_name = BEAM_SEARCH
+        given_search = any(v is not None for v in search.values())
+        if given_search and (
+            not explicit_signature or signature_name in (DEFAULT_SIGNATURE, BEAM_SEARCH)
+        ):
+            signature_name = SEARCH
         given = search
-    dtypes = DECODING_INPUTS.get(signature_name, DECODING_INPUTS[DEFAULT_SIGNATURE])
+    dtypes = DECODING_INPUTS.get(signature_name, DECODING_INPUTS[SEARCH])
     inputs = {}
     for alias, value in given.items():
         if value is None:
@@ -584,14 +598,15 @@ def lacking_inputs_error(
     metadata: ModelMetadata, signature_name: str, lacking: Sequence[str], detail: str = ""
 ) -> ServingError:
     """`INVALID_ARGUMENT` for decoding inputs a served version's signature does not take
-    (or for its lacking `sample` signature)."""
+    (or for its lacking `search` or `sample` signature)."""
     if signature_name not in metadata.signatures:
         return ServingError(
             "INVALID_ARGUMENT",
             f"Model {metadata.name!r} version {metadata.version} has no {signature_name!r} "
             f"signature (signatures: {sorted(metadata.signatures)}): it was exported before "
             "exports took decoding inputs. Re-export it with this keras-attention version to "
-            f"sample over the wire.{detail}",
+            "send decoding options, or leave them out (its serving_default and beam_search "
+            f"signatures decode as exported).{detail}",
         )
     signature = metadata.signatures[signature_name]
     return ServingError(

@@ -22,7 +22,7 @@ from keras_attention_client.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MODEL_NA
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
 from keras_attention_client.served_model import ServedModel
-from keras_attention_client.wire.contract import SAMPLE
+from keras_attention_client.wire.contract import SAMPLE, SEARCH
 from keras_attention_client.wire.errors import CODE_FOR_HTTP_STATUS, ServingError
 
 
@@ -156,14 +156,19 @@ class RestTranslationClient(TranslationClientBase):
         signature lacks, so unlike gRPC Predict it applies no defaults and
         would silently drop a decoding input an older export does not take.
         The version's metadata (one `GET .../metadata` per `translate`) gives
-        both: its `defaults`, and a clear error for inputs it lacks.
+        both: its `defaults`, and a clear error for inputs it lacks. A
+        `text`-only request to another signature (`serving_default`,
+        `beam_search`) is sent as is, without asking for the metadata.
         """
         from keras_attention_client.client_base import lacking_inputs_error
+
+        if not inputs and signature_name not in (SEARCH, SAMPLE):
+            return inputs
 
         metadata = self.model_metadata(timeout=timeout)
         signature = metadata.signatures.get(signature_name)
         if signature is None:
-            if signature_name == SAMPLE:
+            if signature_name in (SEARCH, SAMPLE):
                 raise lacking_inputs_error(metadata, signature_name, [])
             return inputs  # the server's own answer names the signature
         lacking = [alias for alias in inputs if alias not in signature.inputs]

@@ -48,10 +48,19 @@ SCORE_OUTPUTS: dict[str, tuple[str, list[int]]] = {
 }
 """Outputs of `score_translation`."""
 
+SEARCH = "search"
+"""Greedy or beam search with per-request decoding inputs (`SEARCH_INPUTS`).
+
+`serving_default` and `beam_search` stay `text`-only: TF Serving's REST API
+does not fill SignatureDef defaults (a `{"instances": [...]}` request fits
+only a one-input signature) and `--enable_batching` refuses scalar inputs, so
+the decoding inputs live on signatures of their own.
+"""
+
 SAMPLE = "sample"
 """The random-sampling signature: one translation drawn per sentence."""
 
-TRANSLATE_SIGNATURES = (DEFAULT_SIGNATURE, BEAM_SEARCH, SAMPLE)
+TRANSLATE_SIGNATURES = (DEFAULT_SIGNATURE, BEAM_SEARCH, SEARCH, SAMPLE)
 """The signatures that translate `text` (and return `TRANSLATION_OUTPUTS`)."""
 
 SEARCH_INPUTS: dict[str, str] = {
@@ -60,14 +69,14 @@ SEARCH_INPUTS: dict[str, str] = {
     "length_penalty": "DT_FLOAT",
     "max_output_length": "DT_INT32",
 }
-"""Optional scalar inputs of `serving_default` and `beam_search`: alias -> DataType name.
+"""Optional scalar inputs of `search`: alias -> DataType name.
 
 Every one has a default in the SignatureDef's `defaults` map, which TF
 Serving's Predict feeds for an input a request leaves out:
 
 - `beam_width`: hypotheses kept per sentence, in `[1, max_beam_width]` (the
-  cap recorded in the export's manifest); 1 is greedy search. Default: 1
-  for `serving_default`, the export's `--beam-width` for `beam_search`.
+  cap recorded in the export's manifest); 1 (the default) is greedy search,
+  the decoding of `serving_default`.
 - `n_best`: translations returned per sentence, in `[1, beam_width]`.
   Default 1: the outputs are `TRANSLATION_OUTPUTS`; above 1 they are
   `N_BEST_OUTPUTS`, best first.
@@ -98,8 +107,7 @@ SAMPLE_INPUTS: dict[str, str] = {
 """
 
 DECODING_INPUTS: dict[str, dict[str, str]] = {
-    DEFAULT_SIGNATURE: SEARCH_INPUTS,
-    BEAM_SEARCH: SEARCH_INPUTS,
+    SEARCH: SEARCH_INPUTS,
     SAMPLE: SAMPLE_INPUTS,
 }
 """The optional decoding inputs of each translating signature (besides `text`)."""
