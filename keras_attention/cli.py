@@ -95,6 +95,7 @@ def run_train(args: argparse.Namespace) -> int:
     from keras_attention.precision import resolve_run_precision
     from keras_attention.training import run_state
     from keras_attention.training.interrupt_on_signal import TrainingInterrupted
+    from keras_attention.training.run_directory import RunDirectory
     from keras_attention.training.trainer import train
 
     if not run_state.is_completed(RunDirectory(config.out)):  # else: nothing to train
