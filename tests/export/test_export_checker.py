@@ -30,6 +30,7 @@ def test_good_export_passes(good_report, exported):
     assert set(good_report.signatures) == {
         "serving_default",
         "beam_search",
+        "search",
         "sample",
         "score_translation",
     }
@@ -38,10 +39,12 @@ def test_good_export_passes(good_report, exported):
     assert good_report.ops["NormalizeUTF8"] == "tf-text"
     assert good_report.ops["While"] == "core"
     assert "NOT ALLOWED" not in good_report.ops.values()
-    assert len(good_report.warmup) == 11  # 3 per translating signature, 2 for scoring
+    # 2 each for serving_default, beam_search and scoring, 3 each for search and sample.
+    assert len(good_report.warmup) == 12
     assert {entry["signature"] for entry in good_report.warmup} == {
         "serving_default",
         "beam_search",
+        "search",
         "sample",
         "score_translation",
     }
@@ -56,7 +59,7 @@ def test_report_lists_signatures_ops_and_warmup(good_report):
         "text            DT_STRING  [-1]",
         "attention       DT_FLOAT   [-1, -1, -1]",
         "tf-text (1): NormalizeUTF8",
-        "Warmup: 11 requests replayed",
+        "Warmup: 12 requests replayed",
         "Result: OK",
     ):
         assert expected in text
@@ -140,22 +143,36 @@ def test_input_not_named_text(export_copy):
     edit_saved_model(export_copy, edit)
     report = ExportChecker(replay_warmup=False).check(export_copy)
     assert any(
-        "'serving_default' must take the input(s) ['text', 'beam_width', 'n_best', "
-        "'length_penalty', 'max_output_length']. Received: ['beam_width', 'inputs', "
-        "'length_penalty', 'max_output_length', 'n_best']" in e
+        "'serving_default' must take the input(s) ['text']. Received: ['inputs']" in e
+        for e in report.errors
+    )
+
+
+def test_text_only_signature_with_a_decoding_input(export_copy):
+    """serving_default must stay text-only (REST row requests, batching)."""
+
+    def edit(saved_model):
+        signatures = saved_model.meta_graphs[0].signature_def
+        signatures["serving_default"].inputs["n_best"].CopyFrom(
+            signatures["search"].inputs["n_best"]
+        )
+
+    edit_saved_model(export_copy, edit)
+    report = ExportChecker(replay_warmup=False).check(export_copy)
+    assert any(
+        "'serving_default' must take the input(s) ['text']. Received: ['n_best', 'text']" in e
         for e in report.errors
     )
 
 
 def test_decoding_input_without_a_default(export_copy):
     def edit(saved_model):
-        del saved_model.meta_graphs[0].signature_def["beam_search"].defaults["n_best"]
+        del saved_model.meta_graphs[0].signature_def["search"].defaults["n_best"]
 
     edit_saved_model(export_copy, edit)
     report = ExportChecker(replay_warmup=False).check(export_copy)
     assert any(
-        "Input 'n_best' of 'beam_search' has no default in the SignatureDef" in e
-        for e in report.errors
+        "Input 'n_best' of 'search' has no default in the SignatureDef" in e for e in report.errors
     )
 
 

@@ -30,6 +30,8 @@ def test_an_export_matches_the_contract_and_the_client_parses_it(serving_session
     for name, outputs in [
         (contract.DEFAULT_SIGNATURE, contract.TRANSLATION_OUTPUTS),
         (contract.BEAM_SEARCH, contract.TRANSLATION_OUTPUTS),
+        (contract.SEARCH, contract.TRANSLATION_OUTPUTS),
+        (contract.SAMPLE, contract.TRANSLATION_OUTPUTS),
         (contract.SCORE_TRANSLATION, contract.SCORE_OUTPUTS),
     ]:
         signature = serving_session.signature_defs[name]
@@ -49,13 +51,19 @@ def test_an_export_matches_the_contract_and_the_client_parses_it(serving_session
     texts = np.array([b"you like the cat .", b""], dtype=object)
     for name, inputs, outputs in [
         (contract.BEAM_SEARCH, {}, contract.TRANSLATION_OUTPUTS),
-        (contract.BEAM_SEARCH, {"n_best": np.int32(2)}, contract.N_BEST_OUTPUTS),
+        (contract.SEARCH, {}, contract.TRANSLATION_OUTPUTS),
+        (
+            contract.SEARCH,
+            {"beam_width": np.int32(2), "n_best": np.int32(2)},
+            contract.N_BEST_OUTPUTS,
+        ),
         (contract.SAMPLE, {"seed": np.int32(1)}, contract.TRANSLATION_OUTPUTS),
     ]:
         got = serving_session.run(name, {contract.TEXT_INPUT: texts, **inputs})
         assert {a: v.ndim for a, v in got.items()} == {a: len(s) for a, (_, s) in outputs.items()}
     n_best = serving_session.run(
-        contract.BEAM_SEARCH, {contract.TEXT_INPUT: texts, "n_best": np.int32(3)}
+        contract.SEARCH,
+        {contract.TEXT_INPUT: texts, "beam_width": np.int32(3), "n_best": np.int32(3)},
     )
     listed = Translation.from_n_best_outputs(n_best)
     assert [len(row) for row in listed] == [3, 3]

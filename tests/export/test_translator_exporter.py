@@ -103,12 +103,12 @@ def test_session_and_tf2_loading_match_in_process_decoding(
 
 
 def tf2_signature(loaded, exporter, name: str):
-    """`loaded.signatures[name]` with the decoding inputs' defaults: unlike TF Serving's
-    Predict, a signature of `tf.saved_model.load` needs every input."""
+    """`loaded.signatures[name]` with the decoding inputs' defaults (for `search`): unlike TF
+    Serving's Predict, a signature of `tf.saved_model.load` needs every input."""
     function = loaded.signatures[name]
     specs = function.structured_input_signature[1]
     defaults = {
-        "beam_width": 1 if name == "serving_default" else 3,
+        "beam_width": 1,
         "n_best": 1,
         "length_penalty": 0.6,
         "max_output_length": 10,
@@ -248,13 +248,21 @@ def test_signature_defs_take_text_and_return_dense_outputs(serving_session):
         "attention": (float32, 3),
     }
     signature_defs = serving_session.signature_defs
-    assert set(signature_defs) == {"serving_default", "beam_search", "sample", "score_translation"}
-    for name in (*SIGNATURES, "sample"):
+    assert set(signature_defs) == {
+        "serving_default",
+        "beam_search",
+        "search",
+        "sample",
+        "score_translation",
+    }
+    for name in (*SIGNATURES, "search", "sample"):
         signature = signature_defs[name]
-        assert sorted(signature.inputs) == sorted(["text", *DECODING_INPUTS[name]])
+        assert sorted(signature.inputs) == sorted(["text", *DECODING_INPUTS.get(name, {})])
+        if name in SIGNATURES:  # text only, as before decoding inputs: REST and batching
+            assert not signature.defaults
         text = signature.inputs["text"]
         assert text.dtype == string and [d.size for d in text.tensor_shape.dim] == [-1]
-        for alias, dtype in DECODING_INPUTS[name].items():
+        for alias, dtype in DECODING_INPUTS.get(name, {}).items():
             info = signature.inputs[alias]
             assert (
                 tf.dtypes.as_dtype(info.dtype).name
@@ -263,8 +271,8 @@ def test_signature_defs_take_text_and_return_dense_outputs(serving_session):
             assert info.tensor_shape.dim == [] and not info.tensor_shape.unknown_rank  # scalar
             assert alias in signature.defaults
         assert signature.method_name == "tensorflow/serving/predict"
-        # n_best decides the rank of the search signatures' outputs: unknown in the SignatureDef.
-        ranked = name == "sample"
+        # n_best decides the rank of search's outputs: unknown in the SignatureDef.
+        ranked = name != "search"
         actual = {
             alias: (
                 info.dtype,
@@ -321,11 +329,14 @@ def test_manifest_describes_the_export(exporter, exported, run_dir):
     assert manifest.decoding["beam_search"]["length_penalty"] == 0.6
     assert manifest.decoding["serving_default"]["search"] == "greedy"
     assert manifest.signatures["serving_default"]["inputs"]["text"]["dtype"] == "DT_STRING"
-    # The rank of the search signatures' outputs depends on n_best: unknown.
-    assert manifest.signatures["beam_search"]["outputs"]["attention"]["shape"] is None
+    # The rank of search's outputs depends on n_best: unknown.
+    assert manifest.signatures["search"]["outputs"]["attention"]["shape"] is None
+    assert manifest.signatures["beam_search"]["outputs"]["attention"]["shape"] == [-1, -1, -1]
     assert manifest.signatures["sample"]["outputs"]["attention"]["shape"] == [-1, -1, -1]
-    assert manifest.decoding["beam_search"]["inputs"] == {
-        "beam_width": {"default": 3, "range": "[1, 16]"},
+    assert "inputs" not in manifest.decoding["beam_search"]
+    assert manifest.decoding["search"]["max_beam_width"] == 16
+    assert manifest.decoding["search"]["inputs"] == {
+        "beam_width": {"default": 1, "range": "[1, 16]"},
         "n_best": {"default": 1, "range": "[1, beam_width]"},
         "length_penalty": {"default": 0.6, "range": ">= 0, finite"},
         "max_output_length": {"default": 10, "range": "[1, 10]"},
@@ -346,16 +357,13 @@ def test_warmup_covers_every_signature_with_test_split_sentences(exported, run_d
     assert {r.model_spec.signature_name for r in requests} == {
         "serving_default",
         "beam_search",
+        "search",
         "sample",
         "score_translation",
     }
-    # Each translating signature once with every decoding input given.
+    # search and sample once each with every decoding input given.
     every = [r for r in requests if len(r.inputs) > 2]
-    assert sorted(r.model_spec.signature_name for r in every) == [
-        "beam_search",
-        "sample",
-        "serving_default",
-    ]
+    assert sorted(r.model_spec.signature_name for r in every) == ["sample", "search"]
     for request in every:
         assert set(request.inputs) == {"text", *DECODING_INPUTS[request.model_spec.signature_name]}
     test_sources = [line.split("\t")[0] for line in (run_dir / "splits" / "test.tsv").open()]
@@ -469,7 +477,7 @@ def test_every_model_variant_exports_and_matches(variant, tmp_path):
     texts = ["I see the cat .", "", "dog " * 20, "the the cat"]
     bfloat16 = variant.get("dtype") == "mixed_bfloat16"
     with ServingSession(exported.path) as session:
-        assert set(session.signature_defs) == {"serving_default", "beam_search", "sample"}
+        assert set(session.signature_defs) == {"serving_default", "beam_search", "search", "sample"}
         for signature in SIGNATURES:
             outputs = session.run(signature, {"text": as_bytes(texts)})
             expected = eager_outputs(exporter, signature, texts)
