@@ -179,13 +179,14 @@ def test_wiring_into_a_parser_that_has_its_own_batch_size_and_beam(server):
             "1",
         ]
     )
-    # --beam 4 is sent as the beam_search signature's beam_width input, which the stand-in
-    # export (text only, like exports made before decoding inputs) lacks: a clear error.
-    with pytest.raises(ServingError, match="'translator' version 1 has no decoding input"):
-        client_cli.remote_translations(args, ["a b"])
-    args.beam, args.signature_name = 1, "beam_search"
+    # --beam 4 alone calls beam_search, text only, as before exports took decoding inputs.
     (translation,) = client_cli.remote_translations(args, ["a b"])
     assert translation.score == -1.375  # beam_search: 0.125 below the greedy score
+    # A decoding option calls search, which the stand-in export (text only, like exports
+    # made before decoding inputs) lacks: a clear error naming its version.
+    args.n_best = 2
+    with pytest.raises(ServingError, match="'translator' version 1 has no 'search' signature"):
+        client_cli.remote_translations(args, ["a b"])
     err = io.StringIO()
     no_server = parser.parse_args(["--model-name", "translator"])
     assert client_cli.run_remote_translate(no_server, ["a"], stderr=err) == 2
