@@ -190,16 +190,19 @@ def test_n_best_and_sampling_with_a_trained_export(page, trained_models):
         page.check('input[name="strategy"][value="beam"]')
         if not page.is_visible("#n-best"):
             note = page.locator("#decoding-info").inner_text()
-            pytest.skip(f"the export's beam_search takes no n_best input: {note}")
+            pytest.skip(f"the export has no search signature with n_best: {note}")
         page.fill("#n-best", "3")
         sentences = ["I see the cat .", "we like a big red apple ."]
         request = _translate(page, "\n".join(sentences), "beam")
         body = json.loads(request.post_data)
-        assert body["signature_name"] == "beam_search"
+        # Beam search with options goes to search; beam_search stays text-only.
+        assert body["signature_name"] == "search"
         assert body["inputs"]["text"] == sentences and body["inputs"]["n_best"] == 3
-        # The fields left empty are sent with the SignatureDef's defaults.
-        assert body["inputs"]["beam_width"] == 3
+        # The fields left empty are sent with the SignatureDef's defaults (REST fills none),
+        # the beam width with the page's 4 (search's own default, 1, is greedy).
+        assert body["inputs"]["beam_width"] == 4
         assert body["inputs"]["length_penalty"] == pytest.approx(0.6)
+        assert body["inputs"]["max_output_length"] == 10
         answer = post_json(request.url, body)["outputs"]
         assert page.locator("#error").inner_text() == ""
         for i in range(len(sentences)):
@@ -217,6 +220,15 @@ def test_n_best_and_sampling_with_a_trained_export(page, trained_models):
             assert shown["cells"] == length * len(source)
             expected = np.array(answer["attention"][i][2])[:length, : len(source)]
             np.testing.assert_allclose(shown["weights"], expected, atol=1e-6, rtol=0)
+
+        # Greedy through search: beam width 1 (the hidden fields send the defaults), the
+        # translations of the text-only serving_default.
+        request = _translate(page, "\n".join(sentences), "greedy")
+        body = json.loads(request.post_data)
+        assert body["signature_name"] == "search"
+        assert (body["inputs"]["beam_width"], body["inputs"]["n_best"]) == (1, 1)
+        greedy = post_json(request.url, {"inputs": {"text": sentences}})["outputs"]
+        assert page.locator(".translation").all_inner_texts() == greedy["translation"]
 
         page.check('input[name="strategy"][value="sampling"]')
         page.fill("#seed", "7")

@@ -12,6 +12,13 @@
 (function () {
   const DEFAULT_SIGNATURE = "serving_default";
   const BEAM_SIGNATURE = "beam_search";
+  // Greedy and beam search with per-request inputs. serving_default and beam_search stay
+  // text-only (TF Serving's REST API fills no defaults, batching refuses scalar inputs), so
+  // the page calls search when the model has it, else those two without controls.
+  const SEARCH_SIGNATURE = "search";
+  // The beam width sent when the field is empty (search's own default, 1, is greedy): the
+  // export command's default --beam-width.
+  const PAGE_BEAM_WIDTH = 4;
   const SAMPLING_SIGNATURES = ["sampling", "sample", "random_sampling"];
   const ATTENTION_OUTPUTS = ["tokens", "source_tokens", "attention"];
   // Signature input alias -> the id of its control. An input is sent when its control is
@@ -227,9 +234,14 @@
   // The signature the chosen strategy calls (null: this model has none for it).
   function chosenSignature() {
     const choice = strategy();
-    if (choice === "beam") return has(BEAM_SIGNATURE) ? BEAM_SIGNATURE : null;
     if (choice === "sampling") return samplingSignature();
+    if (hasSearch()) return SEARCH_SIGNATURE;
+    if (choice === "beam") return has(BEAM_SIGNATURE) ? BEAM_SIGNATURE : null;
     return DEFAULT_SIGNATURE;
+  }
+
+  function hasSearch() {
+    return Boolean(state.signatures && state.signatures[SEARCH_SIGNATURE]);
   }
 
   function has(signature) {
@@ -256,8 +268,17 @@
     return null;
   }
 
+  // What an empty (or hidden) field sends: the export's default, but a beam width above 1
+  // for beam search through search.
+  function fallbackValue(signature, alias) {
+    if (signature === SEARCH_SIGNATURE && alias === "beam_width" && strategy() === "beam") {
+      return PAGE_BEAM_WIDTH;
+    }
+    return defaultValue(signature, alias);
+  }
+
   function defaultText(signature, alias) {
-    const value = defaultValue(signature, alias);
+    const value = fallbackValue(signature, alias);
     if (value === null) return "default";
     return alias === "seed" && value === -1 ? "-1 (random)" : String(value);
   }
@@ -265,8 +286,8 @@
   function updateDecoding() {
     const sampling = samplingSignature();
     const available = {
-      greedy: has(DEFAULT_SIGNATURE),
-      beam: has(BEAM_SIGNATURE),
+      greedy: has(DEFAULT_SIGNATURE) || hasSearch(),
+      beam: has(BEAM_SIGNATURE) || hasSearch(),
       sampling: state.signatures === null ? false : sampling !== null,
     };
     for (const radio of form.querySelectorAll('input[name="strategy"]')) {
@@ -283,7 +304,7 @@
     const signature = chosenSignature();
     const inputs = signatureInputs(signature);
     // A control shows when the signature has its input and it belongs to the strategy
-    // (serving_default also takes beam_width and n_best: beam width 1 is greedy search).
+    // (search also takes beam_width and n_best: beam width 1 is greedy search).
     for (const label of document.querySelectorAll("#options [data-input]")) {
       const alias = label.dataset.input;
       const mine = label.dataset.strategy === choice || label.dataset.strategy === "any";
@@ -311,11 +332,12 @@
     const inputs = {};
     for (const [alias, spec] of Object.entries(signatureInputs(signature))) {
       const id = DECODING_INPUTS[alias];
-      if (!id || $(id).parentElement.hidden) continue;
+      if (!id) continue;
       const control = $(id);
-      const raw = control.value.trim();
-      // An empty field sends the export's default (TF Serving would feed it too).
-      const fallback = defaultValue(signature, alias);
+      // An empty or hidden field sends the export's default: TF Serving's REST API wants
+      // every input of the signature and fills none itself.
+      const raw = control.parentElement.hidden ? "" : control.value.trim();
+      const fallback = fallbackValue(signature, alias);
       if (raw === "" && fallback === null) continue;
       const number = raw === "" ? fallback : Number(raw);
       const integer = INTEGER_TYPES.has(spec.dtype);
