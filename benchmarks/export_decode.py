@@ -18,11 +18,11 @@ Both decode greedily with the same model, so they emit the same tokens; the
 script checks that and prints the share of identical translations.
 
 Then (unless `--no-design`) the export's decoding inputs against the design
-before them, beam width 4, on the Session path: the `beam_search` signature
-of an export with decoding inputs (one graph for every beam width, the width
-and n-best fed as tensors; requests without them) against the one of an
-export written with `decoding_inputs=False` (text only, beam width 4 fixed
-in the graph), both of the same model. It prints their sentences/second and
+before them, beam width 4, on the Session path: the `search` signature of an
+export with decoding inputs (one graph for every beam width, the width and
+n-best fed as tensors, `beam_width` 4 given) against the `beam_search` one
+of an export written with `decoding_inputs=False` (text only, beam width 4
+fixed in the graph), both of the same model. It prints their sentences/second and
 the ratio new / before (target >= 0.9x) at each batch size, checks that both
 give the same translations, and the cost of `n_best` 4 against `n_best` 1
 on the new export (seconds per sentence, target <= 1.2x).
@@ -126,10 +126,12 @@ def throughput(
     return len(sentences) / min(harness.time_calls(one_pass, repeats, warmup=0)), outputs
 
 
-def beam_outputs(session: ServingSession, texts: list[str], **inputs) -> list:
+def beam_outputs(
+    session: ServingSession, texts: list[str], signature: str = "beam_search", **inputs
+) -> list:
     batch = np.array([t.encode("utf-8") for t in texts], dtype=object)
     feeds = {"text": batch, **{k: np.int32(v) for k, v in inputs.items()}}
-    return session.run("beam_search", feeds, ["translation"])["translation"].tolist()
+    return session.run(signature, feeds, ["translation"])["translation"].tolist()
 
 
 def compare_designs(
@@ -145,13 +147,13 @@ def compare_designs(
     old, new = sessions["before"], sessions["inputs"]
     figures: dict[str, dict[int, float]] = {"before": {}, "inputs": {}, "ratio": {}}
     n_best: dict[str, dict[int, float]] = {"n_best 1": {}, "n_best 4": {}, "ratio": {}}
-    print("\nbeam_search, beam width 4: decoding inputs vs the design before them (Session path)")
+    print("\nbeam width 4: search (decoding inputs) vs beam_search before them (Session path)")
     for batch_size in batch_sizes:
         runs = {
             "before": lambda texts: beam_outputs(old, texts),
-            "inputs": lambda texts: beam_outputs(new, texts),
-            "n_best 1": lambda texts: beam_outputs(new, texts, n_best=1),
-            "n_best 4": lambda texts: beam_outputs(new, texts, n_best=4),
+            "inputs": lambda texts: beam_outputs(new, texts, "search", beam_width=4),
+            "n_best 1": lambda texts: beam_outputs(new, texts, "search", beam_width=4, n_best=1),
+            "n_best 4": lambda texts: beam_outputs(new, texts, "search", beam_width=4, n_best=4),
         }
         speeds, outputs = {}, {}
         # Alternate the designs over the repeats, so drift on a shared machine hits both.
