@@ -38,7 +38,6 @@ def _modules(package_name: str) -> list[str]:
 MODULES = sorted(name for package_name in PACKAGES for name in _modules(package_name))
 
 
-
 def test_every_package_is_walked():
     assert "keras_attention.export.translator_exporter" in MODULES
     assert "keras_attention.serving.server.serving_session" in MODULES

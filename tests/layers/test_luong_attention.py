@@ -142,7 +142,9 @@ def test_no_score_learns_a_scale_unless_asked():
         layer.build((None, 4), (None, None, 4))
         assert {w.name: tuple(w.shape) for w in layer.weights} == weights
         assert layer.get_config()["scale"] is scale
-    saved = LuongAttention.from_config({**LuongAttention(score="cosine").get_config(), "scale": True})
+    saved = LuongAttention.from_config(
+        {**LuongAttention(score="cosine").get_config(), "scale": True}
+    )
     assert saved.scale is True
 
 

@@ -276,8 +276,6 @@ def test_bad_inputs_raise_value_error():
         model(source)
 
 
-
-
 @pytest.mark.parametrize("path", sorted(SAVED_0_1.glob("*.keras")), ids=lambda p: p.stem)
 def test_models_saved_by_0_1_reload_with_the_outputs_they_had(path):
     """`.keras` files of the 0.1.0 format (attention settings as flat arguments, see
