@@ -134,6 +134,59 @@ def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 1) -> list[
     return seconds
 
 
+def closed_loop_load(
+    make_call: Callable[[int], Callable[[], object]],
+    concurrency: int,
+    duration: float,
+    warmup: int = 2,
+) -> dict:
+    """`concurrency` threads each call `make_call(i)()` back to back for `duration` s (after
+    `warmup` untimed calls each, all starting together); returns the number of requests,
+    requests/s and the p50/p99 latency in ms. A call that raises fails the run."""
+    import threading
+
+    import numpy as np
+
+    latencies: list[list[float]] = [[] for _ in range(concurrency)]
+    errors: list[BaseException] = []
+    start_barrier = threading.Barrier(concurrency + 1)
+    stop = threading.Event()
+
+    def worker(index: int) -> None:
+        call = make_call(index)
+        for _ in range(warmup):  # warm the path (callables, connections)
+            call()
+        start_barrier.wait()
+        while not stop.is_set():
+            begin = time.perf_counter()
+            try:
+                call()
+            except BaseException as error:  # noqa: BLE001 - counted and reported
+                errors.append(error)
+                return
+            latencies[index].append(time.perf_counter() - begin)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    start_barrier.wait()
+    began = time.perf_counter()
+    time.sleep(duration)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    if errors:
+        raise RuntimeError(f"{len(errors)} requests failed; first: {errors[0]!r}")
+    flat = np.array([x for per_thread in latencies for x in per_thread])
+    return {
+        "requests": int(flat.size),
+        "requests_per_s": flat.size / elapsed,
+        "p50_ms": float(np.percentile(flat, 50) * 1e3),
+        "p99_ms": float(np.percentile(flat, 99) * 1e3),
+    }
+
+
 def fit_step_seconds(model, data, steps: int) -> list[float]:
     """Wall-clock seconds of each of `steps` batches of one `model.fit` epoch on `data`
     (from the callback at the batch's start to the one at its end)."""

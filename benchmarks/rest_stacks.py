@@ -161,41 +161,17 @@ def _post(connection: http.client.HTTPConnection, path: str, body: bytes | None)
 
 
 def _load(port: int, path: str, body: bytes | None, concurrency: int, duration: float) -> dict:
-    latencies: list[list[float]] = [[] for _ in range(concurrency)]
-    failures: list[str] = []
-    barrier = threading.Barrier(concurrency + 1)
-    stop = threading.Event()
-
-    def worker(index: int) -> None:
+    def make_call(index: int):
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        _post(connection, path, body)  # warm the connection
-        barrier.wait()
-        while not stop.is_set():
-            began = time.perf_counter()
+
+        def call() -> None:
             status = _post(connection, path, body)
             if status != 200:
-                failures.append(str(status))
-                return
-            latencies[index].append(time.perf_counter() - began)
-        connection.close()
+                raise RuntimeError(f"HTTP {status}")
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
-    for thread in threads:
-        thread.start()
-    barrier.wait()
-    began = time.perf_counter()
-    time.sleep(duration)
-    stop.set()
-    for thread in threads:
-        thread.join()
-    if failures:
-        raise RuntimeError(f"{len(failures)} requests failed: {failures[:3]}")
-    flat = np.array([x for per_thread in latencies for x in per_thread])
-    return {
-        "requests_per_s": flat.size / (time.perf_counter() - began),
-        "p50_ms": float(np.percentile(flat, 50) * 1e3),
-        "p99_ms": float(np.percentile(flat, 99) * 1e3),
-    }
+        return call
+
+    return harness.closed_loop_load(make_call, concurrency, duration, warmup=1)
 
 
 def _signature_defaults(base: Path) -> dict:

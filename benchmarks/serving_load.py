@@ -35,8 +35,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import harness
@@ -82,48 +80,6 @@ def _build_export(scratch: Path, steps: int) -> Path:
 
     run = train_small_run(scratch, steps, size="default")
     return TranslatorExporter.from_run(run).export(scratch / "export").path
-
-
-def _run_threads(make_call, concurrency: int, duration: float) -> dict:
-    """Runs `make_call(i)()` from threads i < `concurrency` for `duration` s; returns stats."""
-    latencies: list[list[float]] = [[] for _ in range(concurrency)]
-    errors: list[BaseException] = []
-    start_barrier = threading.Barrier(concurrency + 1)
-    stop = threading.Event()
-
-    def worker(index: int) -> None:
-        call = make_call(index)
-        for _ in range(2):  # warm the path (callables, connections)
-            call()
-        start_barrier.wait()
-        while not stop.is_set():
-            begin = time.perf_counter()
-            try:
-                call()
-            except BaseException as error:  # noqa: BLE001 - counted and reported
-                errors.append(error)
-                return
-            latencies[index].append(time.perf_counter() - begin)
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
-    for thread in threads:
-        thread.start()
-    start_barrier.wait()
-    began = time.perf_counter()
-    time.sleep(duration)
-    stop.set()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - began
-    if errors:
-        raise RuntimeError(f"{len(errors)} requests failed; first: {errors[0]!r}")
-    flat = np.array([x for per_thread in latencies for x in per_thread])
-    return {
-        "requests": int(flat.size),
-        "requests_per_s": flat.size / elapsed,
-        "p50_ms": float(np.percentile(flat, 50) * 1e3),
-        "p99_ms": float(np.percentile(flat, 99) * 1e3),
-    }
 
 
 def _median(rounds: list[dict]) -> dict:
@@ -259,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
                 # change on a shared machine hits all of them alike.
                 for _ in range(args.repeats):
                     for path in PATHS:
-                        rounds[path].append(_run_threads(makers[path], concurrency, args.duration))
+                        rounds[path].append(
+                            harness.closed_loop_load(makers[path], concurrency, args.duration)
+                        )
                 for path_clients in clients.values():
                     for client in path_clients:
                         client.close()
