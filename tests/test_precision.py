@@ -176,15 +176,28 @@ def train_argv(config: TrainConfig) -> list[str]:
     return argv
 
 
-def test_train_prints_the_resolved_precision_at_start(
-    trained_digits_run, digits_corpus, make_train_config, capsys
+def test_train_prints_the_resolved_precision_when_it_trains(
+    trained_digits_run, digits_corpus, make_train_config, tmp_path, capsys
 ):
     from keras_attention.cli import main
+    from keras_attention.precision import resolve_run_precision
 
+    # A new run prints the precision it resolved before anything else (the empty
+    # corpus then stops it, so nothing trains here).
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    fresh = make_train_config(empty, tmp_path / "fresh", precision="auto")
+    assert main(train_argv(fresh)) == 2
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0] == f"Precision: {resolve_run_precision(fresh).describe()}"
+    assert captured.out.startswith("Precision: float32 (auto: ") or captured.out.startswith(
+        "Precision: mixed_bfloat16 (auto: "
+    )
+    assert "is empty" in captured.err
+
+    # A completed run has nothing to train, so it prints no precision.
     config = make_train_config(digits_corpus, trained_digits_run, precision="auto")
     assert main(train_argv(config)) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == (
-        f"Precision: float32 (auto: the run's saved precision ({trained_digits_run}/config.json))"
-    )
-    assert "already completed" in lines[1]
+    assert not any(line.startswith("Precision:") for line in lines), lines
+    assert "already completed" in lines[0]

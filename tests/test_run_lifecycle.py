@@ -185,7 +185,7 @@ def test_help_shows_choices_and_each_default_once(capsys):
     text = capsys.readouterr().out
     for choices in ("{luong,bahdanau,none}", "{gru,lstm}", "{subwords,words}",
                     "{dot,general,concat,scaled_dot,cosine,location}",
-                    "{float32,mixed_bfloat16,mixed_float16}"):  # fmt: skip
+                    "{auto,float32,mixed_bfloat16,mixed_float16}"):  # fmt: skip
         assert choices in text
     options = re.split(r"\n  (?=-)", text)
     assert len(options) > 25
