@@ -70,7 +70,10 @@ def run_serve(args: argparse.Namespace) -> int:
     `--shutdown_grace_seconds` to finish, the models are unloaded, and the
     function returns 0. A configuration or bind error returns 1.
     """
-    _configure_logging(getattr(args, "log_level", "INFO"))
+    if not logging.getLogger().handlers:
+        layout = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+        logging.basicConfig(level=args.log_level, format=layout)
+    logging.getLogger("keras_attention.serving").setLevel(args.log_level)
     try:
         from keras_attention.serving.server.model_server import ModelServer
 
@@ -79,13 +82,11 @@ def run_serve(args: argparse.Namespace) -> int:
     except Exception as error:  # noqa: BLE001 - report any start-up failure as exit status
         logger.error("Could not start the model server: %s", error)
         return 1
-    stop = threading.Event()
-    previous = {}
+    stop, previous = threading.Event(), {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, lambda signum, frame: stop.set())
-    command = getattr(args, "serve_command", None) or "python -m keras_attention.serving"
-    line = serving_line(server, command)
+    line = serving_line(server, args.serve_command)
     if line is None:
         waiting = [name for name, versions in server.available_versions().items() if not versions]
         logger.warning("Serving no version of %s yet; waiting for one", ", ".join(waiting))
@@ -93,11 +94,9 @@ def run_serve(args: argparse.Namespace) -> int:
         while True:
             if line:  # once, on stdout: the line scripts wait for
                 print(line, flush=True)
-                line = ""
             if stop.wait(0.5) or server.wait(0):
                 break
-            if line is None:
-                line = serving_line(server, command)
+            line = serving_line(server, args.serve_command) if line is None else ""
     finally:
         server.stop()
         for sig, handler in previous.items():
@@ -143,10 +142,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`python -m keras_attention.serving [flags]`."""
     args = build_parser().parse_args(argv)
     return run_serve(args)
-
-
-def _configure_logging(level: str) -> None:
-    root = logging.getLogger()
-    if not root.handlers:
-        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("keras_attention.serving").setLevel(level)

@@ -183,18 +183,14 @@ def check_metadata_fields(metadata_field: Sequence[str]) -> None:
 
 
 def get_model_metadata(session: ServingSession) -> get_model_metadata_pb2.GetModelMetadataResponse:
-    """The `signature_def` metadata of a loaded version (every SignatureDef, as TF Serving)."""
+    """Every SignatureDef of a loaded version (with `__saved_model_init_op`, as TF Serving)."""
     response = get_model_metadata_pb2.GetModelMetadataResponse()
     make_model_spec(session.name, None, session.version, response.model_spec)
-    response.metadata[SIGNATURE_DEF_FIELD].Pack(signature_def_map(session))
-    return response
-
-
-def signature_def_map(session: ServingSession) -> get_model_metadata_pb2.SignatureDefMap:
-    """Every SignatureDef of a loaded version (with `__saved_model_init_op`, as TF Serving)."""
-    return get_model_metadata_pb2.SignatureDefMap(
+    signature_defs = get_model_metadata_pb2.SignatureDefMap(
         signature_def=session.meta_graph_def.signature_def
     )
+    response.metadata[SIGNATURE_DEF_FIELD].Pack(signature_defs)
+    return response
 
 
 def make_model_spec(

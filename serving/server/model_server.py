@@ -53,10 +53,11 @@ class ModelServer:
     def __init__(self, options: ServerOptions):
         self.options = options
         if options.model_config_file:
-            self._config_text, self.config = self._read_config_file()
-        else:
-            self.config = config_files.single_model_config(
-                options.model_name, options.model_base_path
+            self.config = config_files.read_model_server_config(options.model_config_file)
+        else:  # the one model --model_name / --model_base_path stand for
+            self.config = model_server_config_pb2.ModelServerConfig()
+            self.config.model_config_list.config.add(
+                name=options.model_name, base_path=options.model_base_path
             )
         parameters = None
         if options.batching_parameters_file:
@@ -113,6 +114,7 @@ class ModelServer:
     def start(self) -> None:
         """Loads the models, then starts serving (gRPC, REST, pollers)."""
         options = self.options
+        host = f"[{options.host}]" if ":" in options.host else options.host
         try:
             self.manager.start()
             if self._batching is not None:
@@ -120,7 +122,7 @@ class ModelServer:
                 logger.info("Batching requests: %s", self._batching)
             runner = None if self.batcher is None else self.batcher.run
             # --grpc_channel_arguments override the defaults (gRPC keeps the first of duplicates).
-            server_options = {
+            arguments = {
                 "grpc.max_receive_message_length": options.max_request_bytes,
                 "grpc.max_send_message_length": -1,
                 "grpc.so_reuseport": 0,
@@ -128,16 +130,14 @@ class ModelServer:
             }
             server = self._grpc_server = grpc.server(
                 futures.ThreadPoolExecutor(options.grpc_max_threads, "serving-grpc"),
-                options=list(server_options.items()),
+                options=list(arguments.items()),
             )
-            prediction_service = PredictionService(self.manager, runner=runner)
             prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
-                prediction_service, server
+                PredictionService(self.manager, runner=runner), server
             )
             model_service = ModelService(self.manager)
             model_service_pb2_grpc.add_ModelServiceServicer_to_server(model_service, server)
             model_listing_pb2_grpc.add_ModelListingServicer_to_server(model_service, server)
-            host = f"[{options.host}]" if ":" in options.host else options.host
             try:
                 self._port = server.add_insecure_port(f"{host}:{options.port}")
                 if options.grpc_socket_path:
@@ -204,21 +204,14 @@ class ModelServer:
     def __exit__(self, *exc_info) -> None:
         self.stop()
 
-    def _read_config_file(self) -> tuple[str, model_server_config_pb2.ModelServerConfig]:
-        path = self.options.model_config_file
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
-        config = model_server_config_pb2.ModelServerConfig()
-        return text, config_files.parse_text_proto(text, config, source=path)
-
     def _poll_config_file(self) -> None:
         path = self.options.model_config_file
         while not self._stopped.wait(self.options.model_config_file_poll_wait_seconds):
             try:
-                text, config = self._read_config_file()
-                if text != self._config_text:
+                config = config_files.read_model_server_config(path)
+                if config != self.config:
                     self.manager.reload_config(config)
-                    self.config, self._config_text = config, text
+                    self.config = config
                     logger.info("Reloaded model config from %s", path)
             except (OSError, ValueError, ServingError) as error:
                 logger.error("Could not reload %s: %s", path, error)

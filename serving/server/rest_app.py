@@ -41,11 +41,12 @@ from keras_attention_client.wire.errors import HTTP_STATUS_FOR_CODE, ServingErro
 
 logger = logging.getLogger(__name__)
 
-# tensorflow_serving/model_servers/http_rest_api_util.cc
-_MODEL = r"(?i)/v1/models/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+))?"
-_PREDICTION_API = re.compile(_MODEL + r":(classify|regress|predict)")
-_MODEL_STATUS_API = re.compile(_MODEL + r"(?:/(metadata))?")
-_MODEL_LIST_API = re.compile(r"(?i)/v1/models/?")
+# tensorflow_serving/model_servers/http_rest_api_util.cc, with `/v1/models[/]` (our listing):
+# groups model name, version, label, prediction action, "metadata".
+_ROUTE = re.compile(
+    r"(?i)/v1/models(?:/?|/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+))?"
+    r"(?::(classify|regress|predict)|/(metadata))?)"
+)
 OPENAPI_PATH = "/v1/openapi.json"
 _READ_ONLY, _POST_ONLY = "GET, HEAD, OPTIONS", "OPTIONS, POST"
 _PRINT = {"preserving_proto_field_name": True, "always_print_fields_with_no_presence": True}
@@ -70,9 +71,9 @@ class RestApi:
 
     Paths match case-insensitively, model names are URL-decoded. Errors answer
     `{"error": message}` with TF Serving's HTTP status for the code; other paths
-    under `/v1/` are 400 "Malformed request", others 404, a wrong method 405.
-    `timeout_in_ms` (<= 0: none) bounds each Session run; `runner` runs it (the
-    server's `Batcher.run` with `--enable_batching`).
+    under `/v1/` are 400 "Malformed request", others 404; OPTIONS answers 204
+    with `Allow`, a wrong method 405. `timeout_in_ms` (<= 0: none) bounds each
+    Session run; `runner` runs it (the server's `Batcher.run` with `--enable_batching`).
     """
 
     def __init__(self, manager: ServableManager, *, timeout_in_ms=30000, runner=None):
@@ -82,26 +83,29 @@ class RestApi:
 
     def allowed_methods(self, path: str) -> str | None:
         """The `Allow` header of `path`'s route (`None`: not a route)."""
-        if _PREDICTION_API.fullmatch(path):
-            return _POST_ONLY
-        if path == OPENAPI_PATH or _MODEL_LIST_API.fullmatch(path):
-            return _READ_ONLY
-        return _READ_ONLY if _MODEL_STATUS_API.fullmatch(path) else None
+        match = _ROUTE.fullmatch(path)
+        if match is None:
+            return _READ_ONLY if path == OPENAPI_PATH else None
+        return _POST_ONLY if match[4] else _READ_ONLY
 
     def process(self, method: str, path: str, body: bytes = b"") -> RestResponse:
         """Answers one request (`path`: the raw, still percent-encoded path, no query)."""
         method = "GET" if method == "HEAD" else method  # the server sends the headers only
         allowed = self.allowed_methods(path)
         try:
+            if allowed is None and (method == "OPTIONS" or not path.lower().startswith("/v1/")):
+                return error_response(404, f"Not found: {path}")
+            if method == "OPTIONS":
+                return RestResponse(204, b"", headers={"Allow": allowed})
             if allowed is not None and method not in allowed.split(", "):
                 message = f"Method {method} is not allowed for {path}; allowed: {allowed}"
                 return error_response(405, message, Allow=allowed)
             if path == OPENAPI_PATH:
                 openapi = resources.files("keras_attention.serving").joinpath("openapi.json")
                 return RestResponse(200, openapi.read_bytes())
-            if not path.lower().startswith("/v1/"):
-                return error_response(404, f"Not found: {path}")
-            return RestResponse(200, self._answer(method, path, body).encode())
+            if allowed is None:
+                raise ServingError("INVALID_ARGUMENT", f"Malformed request: {method} {path}")
+            return RestResponse(200, self._answer(*_ROUTE.fullmatch(path).groups(), body).encode())
         except ServingError as failure:
             logger.debug("REST %s %s failed: %s", method, path, failure)
             return error_response(HTTP_STATUS_FOR_CODE.get(failure.code, 500), failure.message)
@@ -109,16 +113,10 @@ class RestApi:
             logger.exception("REST %s %s failed unexpectedly", method, path)
             return error_response(500, "Internal error; the server's log has the details")
 
-    def _answer(self, method: str, path: str, body: bytes) -> str:
-        if method == "GET" and _MODEL_LIST_API.fullmatch(path):
-            return json.dumps(
-                json_format.MessageToDict(self.manager.list_models(), **_PRINT), indent=1
-            )
-        match = _PREDICTION_API.fullmatch(path) or _MODEL_STATUS_API.fullmatch(path)
-        if match is None:
-            raise ServingError("INVALID_ARGUMENT", f"Malformed request: {method} {path}")
-        name, version, label, action = match.groups()
-        spec = model_pb2.ModelSpec(name=urllib.parse.unquote(name))
+    def _answer(self, model, version, label, action, metadata, body: bytes) -> str:
+        if model is None:
+            return _json(self.manager.list_models())
+        spec = model_pb2.ModelSpec(name=urllib.parse.unquote(model))
         if version and int(version) >= 2**63:
             message = f"Failed to convert version: {version} to numeric."
             raise ServingError("INVALID_ARGUMENT", message)
@@ -126,42 +124,33 @@ class RestApi:
             spec.version.value = int(version)
         elif label:
             spec.version_label = urllib.parse.unquote(label)
-        if method == "GET" and not action:
-            status = self.manager.model_status(spec)
-            return json_format.MessageToJson(status, indent=1, **_PRINT)
-        if method == "GET":
+        if metadata:
             with self.manager.servable(spec) as session:
-                metadata = inference.get_model_metadata(session)
-                signature_defs = inference.signature_def_map(session)
-            return json.dumps(
-                {
-                    "model_spec": json_format.MessageToDict(metadata.model_spec, **_PRINT),
-                    "metadata": {
-                        "signature_def": json_format.MessageToDict(signature_defs, **_PRINT)
-                    },
-                },
-                indent=1,
-            )
+                answer = inference.get_model_metadata(session)
+            document = json_format.MessageToDict(answer, **_PRINT)
+            del document["metadata"]["signature_def"]["@type"]  # TF Serving prints the map only
+            return json.dumps(document, indent=1)
+        if not action:
+            return _json(self.manager.model_status(spec))
         document = json_tensor.parse_json(body)
         signature_name = json_tensor.signature_name_of(document)
+        name = signature_name or inference.DEFAULT_SIGNATURE
         with self.manager.servable(spec) as session:
             if action.lower() != "predict":
                 refused = {"classify": inference.CLASSIFY, "regress": inference.REGRESS}
                 inference.refuse(session, refused[action.lower()], signature_name)
-            name = signature_name or inference.DEFAULT_SIGNATURE
             if name not in session.signature_defs:
                 message = f'Serving signature name: "{name}" not found in signature def'
                 raise ServingError("INVALID_ARGUMENT", message)
             signature = session.signature_defs[name]
             inputs, fmt = json_tensor.predict_inputs(document, signature_name, signature.inputs)
-            outputs = inference.predict(
-                session,
-                signature_name,
-                inputs,
-                timeout_in_ms=self.timeout_in_ms,
-                runner=self.runner,
-            )
+            run = {"timeout_in_ms": self.timeout_in_ms, "runner": self.runner}
+            outputs = inference.predict(session, signature_name, inputs, **run)
         return json_tensor.make_json_from_tensors(outputs, fmt)
+
+
+def _json(message) -> str:
+    return json_format.MessageToJson(message, indent=1, **_PRINT)
 
 
 def rest_app(
@@ -178,11 +167,6 @@ def rest_app(
     async def handle(request: Request) -> RestResponse:
         scope = request.scope
         path = scope.get("raw_path", b"").decode("latin-1") or urllib.parse.quote(scope["path"])
-        if request.method == "OPTIONS":
-            allowed = api.allowed_methods(path)
-            if allowed is None:
-                return error_response(404, f"Not found: {path}")
-            return RestResponse(204, b"", headers={"Allow": allowed})
         body = b""
         if request.method == "POST":
             body = await _read_body(request, max_request_bytes, read_timeout)

@@ -22,14 +22,10 @@ from keras_attention_client.wire.protos import model_listing_pb2
 
 logger = logging.getLogger(__name__)
 
-# ModelVersionStatus.State names and numbers.
-START, LOADING, AVAILABLE, UNLOADING, END = "START", "LOADING", "AVAILABLE", "UNLOADING", "END"
-_STATE_NUMBERS = {START: 10, LOADING: 20, AVAILABLE: 30, UNLOADING: 40, END: 50}
 
-
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class VersionState:
-    """The manager's view of one version: state plus the last error, if any."""
+    """One version's `ModelVersionStatus.State` name (`"AVAILABLE"`, ...) and its last error."""
 
     state: str
     error_code: str = "OK"
@@ -38,7 +34,7 @@ class VersionState:
     def fill(self, version: int, status: Any) -> None:
         """Fills a `tensorflow.serving.ModelVersionStatus` (of any descriptor pool)."""
         status.version = version
-        status.state = _STATE_NUMBERS[self.state]
+        status.state = get_model_status_pb2.ModelVersionStatus.State.Value(self.state)
         status.status.error_code = STATUS_CODES[self.error_code]
         status.status.error_message = self.error_message
 
@@ -61,12 +57,12 @@ class ServableManager:
 
     Args:
         config: a `ModelServerConfig` with a `model_config_list`.
-        allow_version_labels_for_unavailable_models: else a label on a version
-            that is not AVAILABLE is refused (FAILED_PRECONDITION).
         file_system_poll_wait_seconds: polling period; 0: only at start-up.
         enable_model_warmup: replay `assets.extra/tf_serving_warmup_requests`.
         max_num_load_retries: retries of a failed load.
         load_retry_interval: seconds between retries of a failed load.
+        allow_version_labels_for_unavailable_models: else a label on a version
+            that is not AVAILABLE is refused (FAILED_PRECONDITION).
         session_config: `tf.compat.v1.ConfigProto` of every Session.
 
     Example:
@@ -91,27 +87,21 @@ class ServableManager:
         allow_version_labels_for_unavailable_models: bool = False,
         session_config: Any | None = None,
     ):
-        if file_system_poll_wait_seconds < 0:
-            raise ValueError(
-                "file_system_poll_wait_seconds must be >= 0. "
-                f"Received: {file_system_poll_wait_seconds}"
-            )
+        _validate_config(config)
+        self._config = config
         self.file_system_poll_wait_seconds = file_system_poll_wait_seconds
         self.enable_model_warmup = enable_model_warmup
         self.max_num_load_retries = max_num_load_retries
         self.load_retry_interval = load_retry_interval
         self.allow_labels = allow_version_labels_for_unavailable_models
         self.session_config = session_config
-        _validate_config(config)
-        self._config = config
         self._labels: dict[str, dict[str, int]] = {}
         # Routing table, replaced (never mutated) under _state_lock: name -> version -> session.
         self._serving: dict[str, dict[int, ServingSession]] = {}
         self._states: dict[str, dict[int, VersionState]] = {}
         # (name, version) -> (attempts, time of the last, fingerprint of the files) of failed loads.
         self._failures: dict[tuple[str, int], tuple[int, float, tuple]] = {}
-        self._state_lock = threading.Lock()
-        self._poll_lock = threading.Lock()
+        self._state_lock, self._poll_lock = threading.Lock(), threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll_loop, daemon=True)
 
@@ -131,7 +121,7 @@ class ServableManager:
             serving, self._serving = self._serving, {}
             for name, versions in serving.items():
                 for version, session in versions.items():
-                    self._states[name][version] = VersionState(END)
+                    self._states[name][version] = VersionState("END")
                     session.retire()
 
     def _poll_loop(self) -> None:
@@ -168,8 +158,7 @@ class ServableManager:
         labels: dict[str, dict[str, int]] = {}
         for model in config.model_config_list.config:
             for label, version in model.version_labels.items():
-                state = self._states.get(model.name, {}).get(version, VersionState(START))
-                if not self.allow_labels and state.state != AVAILABLE:
+                if not self.allow_labels and version not in self._serving.get(model.name, {}):
                     raise ServingError(
                         "FAILED_PRECONDITION",
                         f"Request to assign label to version {version} of model {model.name}, "
@@ -182,18 +171,19 @@ class ServableManager:
         """One pass of steps 1-3 for every configured model (and removed ones)."""
         with self._poll_lock:
             configured = {model.name: model for model in self._config.model_config_list.config}
-            for model in configured.values():
+            for name, model in configured.items():
                 versions = None if self._stop.is_set() else self._list_versions(model)
                 if versions is None:
                     continue
                 aspired = _aspired_versions(model, versions)
                 for version in sorted(aspired, reverse=True):
-                    session = self._serving.get(model.name, {}).get(version)
-                    if (session is None or session.path != versions[version]) and (
-                        self._should_attempt(model.name, version, versions[version])
+                    session = self._serving.get(name, {}).get(version)
+                    path = versions[version]
+                    if (session is None or session.path != path) and self._should_load(
+                        name, version, path
                     ):
-                        self._load(model.name, version, versions[version])
-                self._unload_unaspired(model.name, set(aspired))
+                        self._load(name, version, path)
+                self._unload_unaspired(name, set(aspired))
             for name in set(self._serving) - set(configured):
                 self._unload_unaspired(name, aspired=set())
 
@@ -213,7 +203,7 @@ class ServableManager:
             logger.warning("No versions of servable %s found under base path %s", model.name, base)
         return versions
 
-    def _should_attempt(self, name: str, version: int, path: str) -> bool:
+    def _should_load(self, name: str, version: int, path: str) -> bool:
         attempts, last, fingerprint = self._failures.get((name, version), (0, 0.0, None))
         return (
             fingerprint is None
@@ -223,7 +213,7 @@ class ServableManager:
         )
 
     def _load(self, name: str, version: int, path: str) -> None:
-        self._set_state(name, version, VersionState(LOADING))
+        self._set_state(name, version, VersionState("LOADING"))
         logger.info("Loading servable {name: %s version: %d} from %s", name, version, path)
         fingerprint, start, session = _fingerprint(path), time.perf_counter(), None
         try:
@@ -240,19 +230,13 @@ class ServableManager:
             attempts, _, previous = self._failures.get((name, version), (0, 0.0, None))
             attempts = attempts + 1 if previous == fingerprint else 1
             self._failures[(name, version)] = (attempts, time.monotonic(), fingerprint)
-            self._set_state(name, version, VersionState(END, code, message))
+            self._set_state(name, version, VersionState("END", code, message))
             logger.error(
                 "Loading servable {name: %s version: %d} failed: %s", name, version, message
             )
             return
         self._failures.pop((name, version), None)
-        with self._state_lock:
-            previous = self._serving.get(name, {}).get(version)
-            self._serving = {
-                **self._serving,
-                name: {**self._serving.get(name, {}), version: session},
-            }
-            self._states.setdefault(name, {})[version] = VersionState(AVAILABLE)
+        previous = self._set_state(name, version, VersionState("AVAILABLE"), True, session)
         if previous is not None:
             previous.retire()
         seconds = time.perf_counter() - start
@@ -266,17 +250,28 @@ class ServableManager:
             if not unaspired or (aspired and not aspired & set(loaded) and len(unaspired) == 1):
                 return
             version = unaspired[0]
-            with self._state_lock:
-                versions = {v: s for v, s in loaded.items() if v != version}
-                self._serving = {k: v for k, v in {**self._serving, name: versions}.items() if v}
-                self._states.setdefault(name, {})[version] = VersionState(UNLOADING)
+            self._set_state(name, version, VersionState("UNLOADING"), route=True)
             logger.info("Unloading servable {name: %s version: %d}", name, version)
             loaded[version].retire()
-            self._set_state(name, version, VersionState(END))
+            self._set_state(name, version, VersionState("END"))
 
-    def _set_state(self, name: str, version: int, state: VersionState) -> None:
+    def _set_state(
+        self, name: str, version: int, state: VersionState, route: bool = False, session=None
+    ) -> ServingSession | None:
+        """Records a version's state; with `route`, sends its requests to `session` (None: none).
+
+        Returns the session that served the version before (with `route`).
+        """
         with self._state_lock:
             self._states.setdefault(name, {})[version] = state
+            if not route:
+                return None
+            versions = dict(self._serving.get(name, {}))
+            previous = versions.pop(version, None)
+            if session is not None:
+                versions[version] = session
+            self._serving = {k: v for k, v in {**self._serving, name: versions}.items() if v}
+            return previous
 
     @contextlib.contextmanager
     def servable(self, model_spec: model_pb2.ModelSpec) -> Iterator[ServingSession]:
@@ -311,10 +306,13 @@ class ServableManager:
             session.release()
 
     def version_states(self, name: str) -> dict[int, VersionState]:
-        """Every version of `name` the manager has seen, with its state (a copy)."""
+        """Every version of `name` the manager has seen, with its state, by version."""
         with self._state_lock:
-            states = sorted(self._states.get(name, {}).items())
-        return {version: dataclasses.replace(state) for version, state in states}
+            return dict(sorted(self._states.get(name, {}).items()))
+
+    def available_versions(self, name: str) -> list[int]:
+        """The versions of `name` currently serving, ascending."""
+        return sorted(self._serving.get(name, {}))
 
     def model_status(self, model_spec: model_pb2.ModelSpec) -> Any:
         """TF Serving's GetModelStatus: every version's state, or the one `model_spec` names.
@@ -333,10 +331,6 @@ class ServableManager:
         for version, state in states.items():
             state.fill(version, response.model_version_status.add())
         return response
-
-    def available_versions(self, name: str) -> list[int]:
-        """The versions of `name` currently serving, ascending."""
-        return sorted(self._serving.get(name, {}))
 
     def list_models(self) -> Any:
         """Every configured model by name, as `keras_attention.ListModelsResponse`.
@@ -361,20 +355,18 @@ def _validate_config(config: model_server_config_pb2.ModelServerConfig) -> None:
         raise ServingError("INVALID_ARGUMENT", message)
     names = [model.name for model in config.model_config_list.config]
     for model in config.model_config_list.config:
-        problem = (
-            (not model.name and "A model config has an empty name.")
-            or (
-                names.count(model.name) > 1
-                and f"Illegal to list model {model.name} multiple times in config list"
-            )
-            or (not model.base_path and f"Model {model.name} has an empty base_path.")
-            or (
-                model.model_platform not in ("", "tensorflow")
-                and f"Model {model.name} requests unsupported platform {model.model_platform}"
-            )
-        )
-        if problem:
-            raise ServingError("INVALID_ARGUMENT", problem)
+        name, platform = model.name, model.model_platform
+        for problem, message in [
+            (not name, "A model config has an empty name."),
+            (names.count(name) > 1, f"Illegal to list model {name} multiple times in config list"),
+            (not model.base_path, f"Model {name} has an empty base_path."),
+            (
+                platform not in ("", "tensorflow"),
+                f"Model {name} requests unsupported platform {platform}",
+            ),
+        ]:
+            if problem:
+                raise ServingError("INVALID_ARGUMENT", message)
 
 
 def _aspired_versions(model: Any, versions: dict[int, str]) -> list[int]:
