@@ -70,7 +70,14 @@ def main(argv=None):
     from keras_attention.training import TrainConfig
     from keras_attention.training.trainer import build_model
 
-    config = TrainConfig(precision=args.precision)
+    # The default run's sizes: `auto` picks subwords for the bundled corpus at the default
+    # budget (None = their fixed sizes, 8,000 pieces a side).
+    config = TrainConfig(
+        precision=args.precision,
+        tokenizer="subwords",
+        source_vocabulary_size=None,
+        target_vocabulary_size=None,
+    )
     vocabulary = config.target_vocabulary_size
     batches = varied_batches(args.batch_size, vocabulary)
 

@@ -77,7 +77,12 @@ def run_config(direction: str, size: str, steps: int, option: str, args):
     """The `TrainConfig` of one cell of the table."""
     from keras_attention.training.train_config import TrainConfig
 
-    tokenizer = {"tokenizer": "words"}
+    # None: the word tokenizer's fixed sizes (VOCABULARY_SIZES), not `auto`'s.
+    tokenizer = {
+        "tokenizer": "words",
+        "source_vocabulary_size": None,
+        "target_vocabulary_size": None,
+    }
     if option != "words":
         pieces = int(option.split("-", 1)[1])
         tokenizer = {
@@ -100,27 +105,14 @@ def run_config(direction: str, size: str, steps: int, option: str, args):
 
 
 def corpus_statistics(config) -> dict:
-    """What the training split shows before any tokenizer is trained."""
-    from keras_attention.data import load_corpus, split_corpus
+    """What the training split shows before any tokenizer is trained: the inputs of
+    `--tokenizer auto` (`keras_attention.training.tokenizer_choice.corpus_statistics`)."""
+    import dataclasses
 
-    pairs = load_corpus(config.data).pairs
-    if config.reverse:
-        pairs = [(target, source) for source, target in pairs]
-    train = split_corpus(
-        pairs,
-        validation_fraction=config.validation_fraction,
-        test_fraction=config.test_fraction,
-        seed=config.seed,
-        max_pairs=config.max_pairs,
-    ).train
-    statistics = {"train_pairs": len(train)}
-    for side, texts in (("source", [p[0] for p in train]), ("target", [p[1] for p in train])):
-        words = {word for text in texts for word in text.lower().split()}
-        statistics[f"{side}_distinct_words"] = len(words)
-        statistics[f"{side}_characters_per_sentence"] = round(
-            sum(len(text) for text in texts) / max(1, len(texts)), 2
-        )
-    return statistics
+    from keras_attention.training import tokenizer_choice
+    from keras_attention.training.trainer import read_splits
+
+    return dataclasses.asdict(tokenizer_choice.corpus_statistics(read_splits(config).train))
 
 
 def train_and_evaluate(config, max_sentences: int | None) -> dict:

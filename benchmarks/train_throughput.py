@@ -364,7 +364,11 @@ def main(argv=None):
     parser.add_argument("--target-length", type=int, default=12)
     args = parser.parse_args(argv)
     harness.print_machine_header()
-    default = TrainConfig()
+    # The default run's tokenizer: what `auto` picks for the bundled corpus at the
+    # default budget (subwords; None = its fixed sizes, 8,000 pieces a side).
+    default = TrainConfig(
+        tokenizer="subwords", source_vocabulary_size=None, target_vocabulary_size=None
+    )
     sizes = dict(
         embedding_dim=default.embedding_dim,
         encoder_units=default.encoder_units,

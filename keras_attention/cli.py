@@ -16,7 +16,7 @@ import typing
 
 from keras_attention import tensorflow_logging
 from keras_attention.training import distribution
-from keras_attention.training.train_config import CHOICES, FIELD_HELP, TrainConfig
+from keras_attention.training.train_config import AUTO, CHOICES, FIELD_HELP, TrainConfig
 
 VERBOSE_HELP = (
     "log progress details and keep TensorFlow's own logs and warnings "
@@ -47,6 +47,18 @@ def _optional(parse):
     return parse_optional
 
 
+def _int_or_auto(text: str) -> int | str:
+    """`auto`, or an int (`none` is `_optional`'s)."""
+    if text.lower() == AUTO:
+        return AUTO
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an int, 'auto' or 'none'; got {text!r}"
+        ) from None
+
+
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per `TrainConfig` field, e.g. `--batch-size`, `--no-tie-embeddings`.
 
@@ -70,6 +82,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         args = typing.get_args(hint)
         base = next((a for a in args if a is not type(None)), hint)
+        if set(args) >= {int, str}:  # an int or `auto` (the vocabulary sizes)
+            base = _int_or_auto
         parse = _optional(base) if type(None) in args else base
         parser.add_argument(
             flag, type=parse, default=field.default, choices=CHOICES.get(field.name), help=help_text
@@ -96,10 +110,12 @@ def run_train(args: argparse.Namespace) -> int:
     from keras_attention.training import run_state
     from keras_attention.training.interrupt_on_signal import TrainingInterrupted
     from keras_attention.training.run_directory import RunDirectory
+    from keras_attention.training.tokenizer_choice import resolve_run_tokenizer
     from keras_attention.training.trainer import train
 
     if not run_state.is_completed(RunDirectory(config.out)):  # else: nothing to train
         print(f"Precision: {resolve_run_precision(config).describe()}", flush=True)
+        print(f"Tokenizer: {resolve_run_tokenizer(config).describe()}", flush=True)
     try:
         summary = train(config, distribute=strategy)
     except TrainingInterrupted as interrupted:

@@ -183,7 +183,7 @@ def test_help_shows_choices_and_each_default_once(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     text = capsys.readouterr().out
-    for choices in ("{luong,bahdanau,none}", "{gru,lstm}", "{subwords,words}",
+    for choices in ("{luong,bahdanau,none}", "{gru,lstm}", "{auto,subwords,words}",
                     "{dot,general,concat,scaled_dot,cosine,location}",
                     "{auto,float32,mixed_bfloat16,mixed_float16}"):  # fmt: skip
         assert choices in text

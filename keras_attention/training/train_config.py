@@ -14,7 +14,7 @@ CHOICES = {
     "score": ("dot", "general", "concat", "scaled_dot", "cosine", "location"),
     "cell": ("gru", "lstm"),
     "precision": ("auto", "float32", "mixed_bfloat16", "mixed_float16"),
-    "tokenizer": ("subwords", "words"),
+    "tokenizer": ("auto", "subwords", "words"),
     "learning_rate_schedule": ("cosine", "constant"),
 }
 """The allowed values of the fields that take one of a few names.
@@ -24,10 +24,19 @@ them against the models' own lists (`ATTENTION_TYPES`, `SCORES`, `RNN_CELLS`).
 """
 
 
+AUTO = "auto"
+"""The value of `tokenizer`, `source_vocabulary_size` and `target_vocabulary_size`
+that a new run resolves from its training split and budget
+(`keras_attention.training.tokenizer_choice`)."""
+
 VOCABULARY_SIZES = {"subwords": (8000, 8000), "words": (12000, 16000)}
-"""Default (source, target) vocabulary sizes per tokenizer. Word vocabularies
+"""Fixed (source, target) vocabulary sizes per tokenizer: what a size of `None`
+means, and the most entries an `auto` word vocabulary has. Word vocabularies
 need more entries to cover a corpus; subword pieces spell every word.
 Measurements: docs/results.md and docs/research/model-notes.md."""
+
+MIN_VOCABULARY_SIZE = 5
+"""The smallest vocabulary size: the 4 reserved tokens and one more."""
 
 
 FIELD_HELP = {
@@ -55,15 +64,19 @@ FIELD_HELP = {
     "tie_embeddings": "tie the output projection to the target embeddings",
     "dropout": "dropout rate",
     "tokenizer": "subwords: SentencePiece models learned from the training split, any "
-    "language, no [UNK] (measured best); words: rule-based word tokens (tuned for English "
-    "and French) and word vocabularies",
+    "language, no [UNK]; words: rule-based word tokens (tuned for English and French) and "
+    "word vocabularies; auto = subwords when the training split has at least 100,000 pairs "
+    "and the run plans at least 192,000 (epochs x steps x batch), else words (measured: "
+    "docs/training.md); resolved once for a new run and saved in config.json (default: auto)",
     "source_vocabulary_size": "source vocabulary size (words or subword pieces), reserved "
-    "tokens included (default: 8000 with subwords, 12000 with words)",
+    "tokens included; auto = 8000 pieces, or every word of the training split (at most "
+    "12000); none = 8000 with subwords, 12000 with words (default: auto)",
     "target_vocabulary_size": "target vocabulary size (words or subword pieces), reserved "
-    "tokens included (default: 8000 with subwords, 16000 with words)",
+    "tokens included; auto = 8000 pieces, or every word of the training split (at most "
+    "16000); none = 8000 with subwords, 16000 with words (default: auto)",
     "french_spacing": "override the target spacing measured on the training targets: French "
-    "(space before ! ? : ;, inside « ») or, with --no-french-spacing, none; --tokenizer words "
-    "only (default: measured)",
+    "(space before ! ? : ;, inside « ») or, with --no-french-spacing, none; needs --tokenizer "
+    "words (default: measured)",
     "max_length": "tokens per side; longer training pairs are dropped, longer inputs truncated",
     "max_output_length": "most tokens a translation may have",
     "batch_size": "sentence pairs per batch",
@@ -131,10 +144,13 @@ class TrainConfig:
     conditional: bool | None = None
     tie_embeddings: bool = True
     dropout: float = 0.1
-    tokenizer: str = "subwords"  # subwords (SentencePiece) | words (rule-based, word vocabulary)
-    # None: the tokenizer's default size (VOCABULARY_SIZES), written into config.json.
-    source_vocabulary_size: int | None = None
-    target_vocabulary_size: int | None = None
+    # auto | subwords (SentencePiece) | words (rule-based, word vocabulary); auto and auto
+    # sizes are resolved when a new run starts (keras_attention.training.tokenizer_choice)
+    # and saved resolved, in config.json.
+    tokenizer: str = AUTO
+    # None: the tokenizer's fixed size (VOCABULARY_SIZES), written into config.json.
+    source_vocabulary_size: int | str | None = AUTO
+    target_vocabulary_size: int | str | None = AUTO
     # None: the target side's spacing (e.g. "Va !" or "Go!") is measured on the training
     # targets; True/False forces French/plain spacing (--tokenizer words only).
     french_spacing: bool | None = None
@@ -162,11 +178,17 @@ class TrainConfig:
             value = getattr(self, name)
             if value not in choices:
                 raise ValueError(f"`{name}` must be one of {choices}. Received: {name}={value!r}")
-        default_sizes = VOCABULARY_SIZES[self.tokenizer]
-        if self.source_vocabulary_size is None:
-            self.source_vocabulary_size = default_sizes[0]
-        if self.target_vocabulary_size is None:
-            self.target_vocabulary_size = default_sizes[1]
+        for index, name in enumerate(("source_vocabulary_size", "target_vocabulary_size")):
+            value = getattr(self, name)
+            if value is None and self.tokenizer != AUTO:  # else: once the tokenizer is chosen
+                setattr(self, name, VOCABULARY_SIZES[self.tokenizer][index])
+            elif value not in (AUTO, None) and (
+                isinstance(value, bool) or not isinstance(value, int) or value < MIN_VOCABULARY_SIZE
+            ):
+                raise ValueError(
+                    f"`{name}` must be 'auto', None or an int >= {MIN_VOCABULARY_SIZE} (the 4 "
+                    f"reserved tokens and at least one more). Received: {name}={value!r}"
+                )
         for name, scores in RECIPE_SCALES.items():
             value = getattr(self, name)
             if value is not None and not isinstance(value, bool):
@@ -178,8 +200,8 @@ class TrainConfig:
                 f"`conditional` must be a boolean or None. Received: conditional={self.conditional!r}"
             )
         if self.conditional is None:  # saved resolved, in config.json
-            self.conditional = RECIPE_CONDITIONAL and self.attention == "bahdanau" and (
-                self.cell == "gru"
+            self.conditional = (
+                RECIPE_CONDITIONAL and self.attention == "bahdanau" and (self.cell == "gru")
             )
         if self.conditional and (self.attention != "bahdanau" or self.cell != "gru"):
             raise ValueError(
@@ -187,9 +209,10 @@ class TrainConfig:
                 "decoder with GRU cells. Received: conditional=True, "
                 f"attention={self.attention!r}, cell={self.cell!r}"
             )
-        if self.attention == "luong" and self.scale_by_dimension and self.score not in (
-            "dot",
-            "general",
+        if (
+            self.attention == "luong"
+            and self.scale_by_dimension
+            and self.score not in ("dot", "general")
         ):
             raise ValueError(
                 "`scale_by_dimension` divides the 'dot' and 'general' scores by sqrt(d). "
@@ -210,11 +233,11 @@ class TrainConfig:
                 f"`encoder_units`. Received: encoder_units={self.encoder_units}, "
                 f"decoder_units={self.decoder_units} (or use --score general)"
             )
-        if self.tokenizer == "subwords" and self.french_spacing is not None:
+        if self.tokenizer != "words" and self.french_spacing is not None:
             raise ValueError(
-                "`french_spacing` applies to tokenizer='words'; subword pieces keep the "
-                "spacing of the training text. Received: "
-                f"french_spacing={self.french_spacing!r}, tokenizer='subwords'"
+                "`french_spacing` applies to tokenizer='words' (give it explicitly); subword "
+                "pieces keep the spacing of the training text. Received: "
+                f"french_spacing={self.french_spacing!r}, tokenizer={self.tokenizer!r}"
             )
         if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
             raise ValueError(

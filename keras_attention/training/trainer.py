@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import logging
 import signal
 import time
@@ -31,6 +32,7 @@ from keras_attention.training.run_vectorizers import (
     write_vocabularies,
 )
 from keras_attention.training.shared_backup import SharedBackupAndRestore, backed_up_epoch
+from keras_attention.training.tokenizer_choice import resolve_run_tokenizer
 from keras_attention.training.train_config import TrainConfig
 from keras_attention.translator import Translator
 
@@ -200,7 +202,11 @@ def train(
     re-raised. Either way, re-running resumes.
 
     `config.precision` `"auto"` is resolved in place first
-    (`keras_attention.precision.resolve_run_precision`).
+    (`keras_attention.precision.resolve_run_precision`), then an `"auto"`
+    tokenizer and vocabulary sizes
+    (`keras_attention.training.tokenizer_choice.resolve_run_tokenizer`: a
+    new run decides from its training split and budget, a resumed or
+    completed one keeps its saved choice).
 
     Returns the training summary that is also written to metrics.json:
     `epochs_run` counts all epochs of the run, over resumes;
@@ -219,6 +225,9 @@ def train(
     """
     choice = resolve_run_precision(config)  # `auto` -> a policy, saved so in config.json
     logger.info("precision: %s", choice.describe())
+    # The corpus is read once, here if the tokenizer choice needs it, else below.
+    read = functools.cache(functools.partial(read_splits, config))
+    resolve_run_tokenizer(config, read)  # `auto` -> words or subwords, saved so in config.json
     finished = RunDirectory(config.out)
     if run_state.completed_with(finished, config):
         recorded = finished.read_metrics().get("training", {})
@@ -236,7 +245,7 @@ def train(
             # A signal before fit stops at once; the directory then holds no
             # epoch, which never blocks a retry. Until the claim succeeds the
             # directory is not ours, so nothing is recorded in it.
-            splits = read_splits(config)
+            splits = read()
             if distribution.is_chief:
                 run = claim_run(config)
                 write_run_files(run, config, splits)

@@ -1,0 +1,340 @@
+"""`--tokenizer auto`: words or subwords, and the vocabulary sizes, from the corpus and budget.
+
+A new run resolves `auto` once, before its vocabularies are learned, from
+what its training split shows (`CorpusStatistics`) and the training it plans
+(`TrainingBudget`). The rule (`choose_tokenizer`):
+
+1. Subwords, SentencePiece with `SUBWORD_PIECES` pieces per side, when the
+   run plans at least `SUBWORDS_MIN_BUDGET_PAIRS` sentence pairs of training
+   (epochs x steps per epoch x batch size) on a training split of at least
+   `SUBWORDS_MIN_TRAINING_PAIRS` pairs.
+2. Words otherwise, each side's vocabulary holding every word (token of
+   `keras_attention.text.tokenize`) of the training split, at most
+   `VOCABULARY_SIZES["words"]` entries (reserved tokens included; the most
+   frequent words are kept).
+
+Why: on the bundled English→French corpus, words scored the best beam BLEU
+at 1,500 steps of 64 pairs with 28,806, 57,659 and 160,498 training pairs,
+and 8,000 pieces beat words by 4.2 beam BLEU at 3,000 steps with 160,498.
+Leaving out the words seen once cost 3.4 beam BLEU with 28,806 pairs. The
+table: docs/training.md ("Choosing the tokenizer") and
+benchmarks/results/tokenizer_choice.json.
+
+An explicit `tokenizer` or vocabulary size is kept; a size of `None` is the
+chosen tokenizer's fixed default (`VOCABULARY_SIZES`). A run that resumes, or
+is found completed, keeps the choice saved in its config.json
+(`resolve_run_tokenizer`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from keras_attention.training.train_config import AUTO, VOCABULARY_SIZES, TrainConfig
+
+logger = logging.getLogger(__name__)
+
+# The thresholds of the rule. Measured cells: docs/training.md ("Choosing the
+# tokenizer") and benchmarks/results/tokenizer_choice.json; any value between the
+# largest budget (corpus) where words won and the smallest where subwords won fits
+# them all.
+SUBWORDS_MIN_BUDGET_PAIRS = 192_000
+"""Planned sentence pairs of training (3,000 steps of 64) from which subwords are
+chosen: words won at 96,000 (1,500 steps of 64) at every corpus size measured,
+subwords (8,000 pieces) at 192,000 on the full corpus."""
+
+SUBWORDS_MIN_TRAINING_PAIRS = 100_000
+"""Training pairs from which subwords are chosen: subwords won only on the full
+corpus (160,498 pairs); words at 1,500 steps on 28,806 and 57,659 pairs, whose
+longer budgets are not measured yet."""
+
+SUBWORD_PIECES = 8000
+"""Pieces per side of an `auto` subword vocabulary: the best of 2,000 to 16,000 at
+1,500 steps with 28,806 and 57,659 training pairs."""
+
+RESERVED_TOKENS = 4
+"""Entries every vocabulary reserves (padding, `[UNK]`, `[START]`, `[END]`:
+`keras_attention.text.RESERVED_TOKENS`, which needs TensorFlow to import)."""
+
+SIZE_FIELDS = ("source_vocabulary_size", "target_vocabulary_size")
+CHOICE_FIELDS = ("tokenizer", *SIZE_FIELDS)
+
+CHOICE_INPUTS = (
+    "data",
+    "reverse",
+    "max_pairs",
+    "validation_fraction",
+    "test_fraction",
+    "seed",
+    "epochs",
+    "steps_per_epoch",
+    "batch_size",
+)
+"""The `TrainConfig` fields the choice depends on: the training split and the budget."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusStatistics:
+    """What a training split shows before any tokenizer is learned.
+
+    Attributes:
+        train_pairs: sentence pairs in the split.
+        source_distinct_words, target_distinct_words: distinct lower-cased,
+            whitespace-separated words of each side.
+        source_characters_per_sentence, target_characters_per_sentence: mean
+            characters per sentence of each side.
+        source_distinct_tokens, target_distinct_tokens: distinct tokens of the
+            word tokenizer (`keras_attention.text.tokenize`: cased, punctuation
+            split off), the entries a complete word vocabulary needs besides the
+            reserved tokens.
+    """
+
+    train_pairs: int
+    source_distinct_words: int
+    target_distinct_words: int
+    source_characters_per_sentence: float
+    target_characters_per_sentence: float
+    source_distinct_tokens: int
+    target_distinct_tokens: int
+
+
+def corpus_statistics(pairs: Sequence[tuple[str, str]]) -> CorpusStatistics:
+    """The `CorpusStatistics` of a training split, `(source, target)` pairs.
+
+    Counting the word tokenizer's tokens runs it once over both sides (a few
+    seconds for 160,000 pairs).
+    """
+    from keras_attention.text import count_tokens
+
+    values: dict = {"train_pairs": len(pairs)}
+    for side, index in (("source", 0), ("target", 1)):
+        texts = [pair[index] for pair in pairs]
+        words = {word for text in texts for word in text.lower().split()}
+        values[f"{side}_distinct_words"] = len(words)
+        values[f"{side}_characters_per_sentence"] = round(
+            sum(len(text) for text in texts) / max(1, len(texts)), 2
+        )
+        values[f"{side}_distinct_tokens"] = len(count_tokens(texts)) if texts else 0
+    return CorpusStatistics(**values)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingBudget:
+    """The training a run plans: `epochs x steps_per_epoch` batches of `batch_size` pairs."""
+
+    epochs: int
+    steps_per_epoch: int
+    batch_size: int
+
+    @classmethod
+    def of(cls, config: TrainConfig, train_pairs: int) -> TrainingBudget:
+        """The budget of `config`; `steps_per_epoch=None` (one pass per epoch) counts
+        `ceil(train_pairs / batch_size)` steps per epoch."""
+        steps = config.steps_per_epoch or max(1, math.ceil(train_pairs / config.batch_size))
+        return cls(config.epochs, steps, config.batch_size)
+
+    @property
+    def pairs(self) -> int:
+        """Sentence pairs of training planned (a pair seen twice counts twice)."""
+        return self.epochs * self.steps_per_epoch * self.batch_size
+
+    def describe(self) -> str:
+        """E.g. `8 x 500 steps x 64 = 256,000 pairs`."""
+        return (
+            f"{self.epochs} x {self.steps_per_epoch:,} steps x {self.batch_size} = "
+            f"{self.pairs:,} pairs"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerChoice:
+    """A resolved tokenizer and vocabulary sizes, and why.
+
+    Attributes:
+        tokenizer: `"subwords"` or `"words"`.
+        source_vocabulary_size, target_vocabulary_size: ints.
+        requested: the `(tokenizer, source_vocabulary_size,
+            target_vocabulary_size)` asked for (`"auto"`, `None` or values).
+        reason: how the `auto` values were resolved, or `"given"`.
+    """
+
+    tokenizer: str
+    source_vocabulary_size: int
+    target_vocabulary_size: int
+    requested: tuple = (AUTO, AUTO, AUTO)
+    reason: str = "given"
+
+    def describe(self) -> str:
+        """One line, e.g. `words 4664/6540 (auto: 28,806 training pairs < 100,000; ...)`."""
+        line = f"{self.tokenizer} {self.source_vocabulary_size}/{self.target_vocabulary_size}"
+        if AUTO not in self.requested:
+            return line
+        return f"{line} (auto: {self.reason})"
+
+    def apply(self, config: TrainConfig) -> None:
+        """Sets `config`'s tokenizer and vocabulary sizes to this choice."""
+        for name in CHOICE_FIELDS:
+            setattr(config, name, getattr(self, name))
+
+
+def word_vocabulary_sizes(statistics: CorpusStatistics) -> tuple[int, int]:
+    """`auto` word vocabulary sizes: each side's distinct tokens plus the reserved
+    tokens, at most `VOCABULARY_SIZES["words"]`."""
+    sizes = (
+        RESERVED_TOKENS + statistics.source_distinct_tokens,
+        RESERVED_TOKENS + statistics.target_distinct_tokens,
+    )
+    return tuple(map(min, sizes, VOCABULARY_SIZES["words"]))
+
+
+def choose_tokenizer(statistics: CorpusStatistics, budget: TrainingBudget) -> TokenizerChoice:
+    """The tokenizer and vocabulary sizes of `auto` (see the module docstring).
+
+    Args:
+        statistics: the training split's `CorpusStatistics`.
+        budget: the run's `TrainingBudget`.
+
+    Returns:
+        A `TokenizerChoice` with `requested=("auto", "auto", "auto")` and a
+        reason naming the inputs and thresholds, e.g. `160,498 training pairs
+        >= 100,000 and 8 x 500 steps x 64 = 256,000 pairs >= 192,000`.
+    """
+    pairs = f"{statistics.train_pairs:,} training pairs"
+    enough_pairs = statistics.train_pairs >= SUBWORDS_MIN_TRAINING_PAIRS
+    enough_budget = budget.pairs >= SUBWORDS_MIN_BUDGET_PAIRS
+    if enough_pairs and enough_budget:
+        return TokenizerChoice(
+            "subwords",
+            SUBWORD_PIECES,
+            SUBWORD_PIECES,
+            reason=f"{pairs} >= {SUBWORDS_MIN_TRAINING_PAIRS:,} and {budget.describe()} "
+            f">= {SUBWORDS_MIN_BUDGET_PAIRS:,}",
+        )
+    short = []
+    if not enough_pairs:
+        short.append(f"{pairs} < {SUBWORDS_MIN_TRAINING_PAIRS:,}")
+    if not enough_budget:
+        short.append(f"{budget.describe()} < {SUBWORDS_MIN_BUDGET_PAIRS:,}")
+    return TokenizerChoice(
+        "words",
+        *word_vocabulary_sizes(statistics),
+        reason=f"{' and '.join(short)}; {_word_sizes_reason(statistics)}",
+    )
+
+
+def _word_sizes_reason(statistics: CorpusStatistics) -> str:
+    return (
+        f"{statistics.source_distinct_tokens:,} / {statistics.target_distinct_tokens:,} "
+        "distinct words"
+    )
+
+
+def is_resolved(config: TrainConfig) -> bool:
+    """Whether `config` names its tokenizer and both vocabulary sizes (no `auto`)."""
+    return all(getattr(config, name) != AUTO for name in CHOICE_FIELDS)
+
+
+def resolve_tokenizer(
+    config: TrainConfig, read_splits: Callable[[], object] | None = None
+) -> TokenizerChoice:
+    """Resolves `config`'s `auto` tokenizer and sizes in place from its training split.
+
+    `tokenizer="auto"` is `choose_tokenizer`'s; an `auto` size is the chosen
+    tokenizer's (`SUBWORD_PIECES`, or `word_vocabulary_sizes`); `None` is its
+    `VOCABULARY_SIZES` entry; explicit values are kept.
+
+    Args:
+        config: a `TrainConfig`.
+        read_splits: returns the run's corpus splits (`.train` is read);
+            called only when the choice needs the data (not for subwords).
+            Default: `keras_attention.training.trainer.read_splits(config)`.
+
+    Returns:
+        The `TokenizerChoice`; `config` then holds its values.
+    """
+    requested = tuple(getattr(config, name) for name in CHOICE_FIELDS)
+    if is_resolved(config):
+        return TokenizerChoice(*requested, requested=requested)
+    if config.tokenizer == "subwords":  # its auto size needs no data
+        choice = TokenizerChoice(
+            "subwords", SUBWORD_PIECES, SUBWORD_PIECES, reason=f"{SUBWORD_PIECES:,} pieces per side"
+        )
+    else:
+        if read_splits is None:
+            from keras_attention.training import trainer
+
+            def read_splits():
+                return trainer.read_splits(config)
+
+        statistics = corpus_statistics(read_splits().train)
+        if config.tokenizer == AUTO:
+            choice = choose_tokenizer(statistics, TrainingBudget.of(config, statistics.train_pairs))
+        else:
+            choice = TokenizerChoice(
+                "words", *word_vocabulary_sizes(statistics), reason=_word_sizes_reason(statistics)
+            )
+    sizes = []
+    for name, default in zip(SIZE_FIELDS, VOCABULARY_SIZES[choice.tokenizer], strict=True):
+        value = getattr(config, name)
+        sizes.append(
+            getattr(choice, name) if value == AUTO else default if value is None else value
+        )
+    resolved = TokenizerChoice(choice.tokenizer, *sizes, requested=requested, reason=choice.reason)
+    resolved.apply(config)
+    return resolved
+
+
+def resolve_run_tokenizer(
+    config: TrainConfig, read_splits: Callable[[], object] | None = None
+) -> TokenizerChoice:
+    """Resolves `config`'s `auto` tokenizer and sizes in place, before its run starts or resumes.
+
+    When the run directory's config.json was saved with the same training
+    split and budget (`CHOICE_INPUTS`) and the same explicit tokenizer
+    values, its saved choice is taken: a run resumes, or is recognised as
+    completed, with the tokenizer it started with, and reads no data for it.
+    Otherwise the choice is made from the training split (`resolve_tokenizer`).
+
+    Returns:
+        The `TokenizerChoice`; `config` then holds its values.
+    """
+    requested = tuple(getattr(config, name) for name in CHOICE_FIELDS)
+    if not is_resolved(config):
+        saved = _saved_choice(config)
+        if saved is not None:
+            path = Path(config.out) / "config.json"
+            choice = TokenizerChoice(
+                *saved, requested=requested, reason=f"the run's saved choice ({path})"
+            )
+            choice.apply(config)
+            return choice
+    choice = resolve_tokenizer(config, read_splits)
+    logger.info("tokenizer: %s", choice.describe())
+    return choice
+
+
+def _saved_choice(config: TrainConfig) -> tuple | None:
+    """The `(tokenizer, source size, target size)` of config.json in `config.out`, if it
+    was saved resolved, with `config`'s choice inputs, and agrees with what `config`
+    asks for (an explicit value, or `None`: the saved tokenizer's default size)."""
+    path = Path(config.out) / "config.json"
+    try:
+        saved = TrainConfig.from_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        return None
+    tokenizer, *sizes = (getattr(saved, name) for name in CHOICE_FIELDS)
+    if tokenizer not in VOCABULARY_SIZES or not all(isinstance(size, int) for size in sizes):
+        return None
+    if config.tokenizer not in (AUTO, tokenizer):
+        return None
+    for name, size, default in zip(SIZE_FIELDS, sizes, VOCABULARY_SIZES[tokenizer], strict=True):
+        given = getattr(config, name)
+        if given != AUTO and (default if given is None else given) != size:
+            return None
+    if any(getattr(saved, name) != getattr(config, name) for name in CHOICE_INPUTS):
+        return None
+    return (tokenizer, *sizes)

@@ -1,0 +1,362 @@
+"""`--tokenizer auto`: the rule on hand-made statistics, resolution, and runs that record it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import types
+
+import keras
+import pytest
+
+from keras_attention.training import tokenizer_choice
+from keras_attention.training.tokenizer_choice import (
+    CorpusStatistics,
+    TokenizerChoice,
+    TrainingBudget,
+    choose_tokenizer,
+    corpus_statistics,
+    resolve_run_tokenizer,
+    resolve_tokenizer,
+)
+from keras_attention.training.train_config import TrainConfig
+
+
+def statistics(train_pairs=28_806, distinct=(7_435, 11_535)):
+    """Hand-made statistics (the defaults: the 30,000-pair English→French split)."""
+    return CorpusStatistics(
+        train_pairs=train_pairs,
+        source_distinct_words=10_876,
+        target_distinct_words=16_606,
+        source_characters_per_sentence=30.55,
+        target_characters_per_sentence=36.25,
+        source_distinct_tokens=distinct[0],
+        target_distinct_tokens=distinct[1],
+    )
+
+
+# 3 x 1,000 steps x 64 = 192,000 pairs, the budget threshold; 999 steps fall 64 x 3 short.
+AT_BUDGET, BELOW_BUDGET = TrainingBudget(3, 1000, 64), TrainingBudget(3, 999, 64)
+
+
+@pytest.mark.parametrize(
+    "train_pairs, budget, expected",
+    [
+        (100_000, AT_BUDGET, ("subwords", 8000, 8000)),
+        (99_999, AT_BUDGET, ("words", 7439, 11539)),
+        (100_000, BELOW_BUDGET, ("words", 7439, 11539)),
+        (99_999, BELOW_BUDGET, ("words", 7439, 11539)),
+        (160_498, TrainingBudget(8, 500, 64), ("subwords", 8000, 8000)),  # the default run
+        (160_498, TrainingBudget(3, 500, 64), ("words", 7439, 11539)),  # 1,500 steps
+        (1_000_000, TrainingBudget(1, 96_000, 2), ("subwords", 8000, 8000)),  # pairs, not steps
+        (1_000_000, TrainingBudget(1, 96_000, 1), ("words", 7439, 11539)),
+    ],
+)
+def test_the_rule_at_each_side_of_each_threshold(train_pairs, budget, expected):
+    choice = choose_tokenizer(statistics(train_pairs), budget)
+    assert (choice.tokenizer, choice.source_vocabulary_size, choice.target_vocabulary_size) == (
+        expected
+    )
+    assert choice.requested == ("auto", "auto", "auto")
+    # The reason names each input on the short side of its threshold.
+    short = [f"{train_pairs:,} training pairs < 100,000"] if train_pairs < 100_000 else []
+    short += [f"{budget.describe()} < 192,000"] if budget.pairs < 192_000 else []
+    assert all(part in choice.reason for part in short), choice.reason
+    assert (expected[0] == "words") == bool(short)
+
+
+def test_the_reason_names_the_inputs_and_thresholds():
+    words = choose_tokenizer(statistics(), TrainingBudget(3, 500, 64))
+    assert words.describe() == (
+        "words 7439/11539 (auto: 28,806 training pairs < 100,000 and 3 x 500 steps x 64 = "
+        "96,000 pairs < 192,000; 7,435 / 11,535 distinct words)"
+    )
+    subwords = choose_tokenizer(statistics(160_498), TrainingBudget(8, 500, 64))
+    assert subwords.describe() == (
+        "subwords 8000/8000 (auto: 160,498 training pairs >= 100,000 and 8 x 500 steps x 64 = "
+        "256,000 pairs >= 192,000)"
+    )
+    assert TokenizerChoice("words", 100, 120, requested=("words", 100, 120)).describe() == (
+        "words 100/120"
+    )
+
+
+@pytest.mark.parametrize(
+    "distinct, expected",
+    [
+        ((7_435, 11_535), (7439, 11539)),  # every word, + 4 reserved tokens
+        ((11_996, 15_996), (12000, 16000)),  # exactly the caps
+        ((11_997, 25_562), (12000, 16000)),  # capped at VOCABULARY_SIZES
+        ((1, 3), (5, 7)),
+    ],
+)
+def test_word_vocabulary_sizes(distinct, expected):
+    choice = choose_tokenizer(statistics(distinct=distinct), BELOW_BUDGET)
+    assert (choice.source_vocabulary_size, choice.target_vocabulary_size) == expected
+
+
+def test_a_budget_of_one_pass_per_epoch_counts_the_batches_of_a_pass(make_train_config):
+    config = make_train_config("corpus.tsv", "out", epochs=2, steps_per_epoch=None, batch_size=64)
+    budget = TrainingBudget.of(config, train_pairs=1_000)
+    assert (budget.steps_per_epoch, budget.pairs) == (16, 2 * 16 * 64)  # ceil(1000 / 64)
+    assert TrainingBudget.of(TrainConfig(), 160_498).pairs == 8 * 500 * 64
+
+
+def test_corpus_statistics_of_a_hand_counted_split():
+    pairs = [("The cat.", "Le chat."), ("The dog.", "Le chien.")]
+    assert corpus_statistics(pairs) == CorpusStatistics(
+        train_pairs=2,
+        source_distinct_words=3,  # the, cat., dog.
+        target_distinct_words=3,  # le, chat., chien.
+        source_characters_per_sentence=8.0,
+        target_characters_per_sentence=8.5,
+        source_distinct_tokens=4,  # The, cat, ., dog
+        target_distinct_tokens=4,  # Le, chat, ., chien
+    )
+
+
+def splits_of(pairs):
+    """A `read_splits` that returns `pairs` as the training split, and counts its calls."""
+
+    def read():
+        read.calls += 1
+        return types.SimpleNamespace(train=pairs)
+
+    read.calls = 0
+    return read
+
+
+SMALL = [("The cat.", "Le chat."), ("The dog.", "Le chien.")] * 3  # 4 distinct tokens a side
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ({}, ("words", 8, 8)),  # all auto: a small corpus gets words, all its words
+        ({"source_vocabulary_size": 50}, ("words", 50, 8)),  # an explicit size wins
+        ({"source_vocabulary_size": None}, ("words", 12000, 8)),  # none: the fixed default
+        ({"tokenizer": "subwords"}, ("subwords", 8000, 8000)),  # explicit tokenizer, auto sizes
+        ({"tokenizer": "subwords", "target_vocabulary_size": 300}, ("subwords", 8000, 300)),
+        ({"tokenizer": "words"}, ("words", 8, 8)),
+        ({"tokenizer": "words", "source_vocabulary_size": 20, "target_vocabulary_size": 30},
+         ("words", 20, 30)),
+    ],
+)  # fmt: skip
+def test_explicit_values_win_and_auto_fills_the_rest(given, expected):
+    config = TrainConfig(**given)
+    read = splits_of(SMALL)
+    choice = resolve_tokenizer(config, read)
+    resolved = (config.tokenizer, config.source_vocabulary_size, config.target_vocabulary_size)
+    assert (
+        resolved
+        == expected
+        == (
+            choice.tokenizer,
+            choice.source_vocabulary_size,
+            choice.target_vocabulary_size,
+        )
+    )
+    # The data is read only when the choice needs it (not for subwords or explicit sizes).
+    needs_data = given.get("tokenizer") != "subwords" and not (
+        "source_vocabulary_size" in given and "target_vocabulary_size" in given
+    )
+    assert read.calls == int(needs_data)
+    if "auto" not in choice.requested:
+        assert choice.describe() == f"{expected[0]} {expected[1]}/{expected[2]}"
+
+
+def test_none_means_the_chosen_tokenizers_fixed_sizes():
+    config = TrainConfig(source_vocabulary_size=None, target_vocabulary_size=None)
+    assert (config.source_vocabulary_size, config.target_vocabulary_size) == (None, None)
+    resolve_tokenizer(config, splits_of(SMALL))
+    assert (config.tokenizer, config.source_vocabulary_size) == ("words", 12000)
+    assert config.target_vocabulary_size == 16000
+    # With an explicit tokenizer, None is resolved at once, as before.
+    assert TrainConfig(
+        tokenizer="subwords", source_vocabulary_size=None
+    ).source_vocabulary_size == (8000)
+
+
+def test_auto_is_the_default():
+    config = TrainConfig()
+    assert (config.tokenizer, config.source_vocabulary_size, config.target_vocabulary_size) == (
+        "auto",
+        "auto",
+        "auto",
+    )
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"source_vocabulary_size": -3}, "source_vocabulary_size=-3"),
+        ({"target_vocabulary_size": 4}, "target_vocabulary_size=4"),
+        ({"target_vocabulary_size": "big"}, "target_vocabulary_size='big'"),
+        ({"source_vocabulary_size": True}, "source_vocabulary_size=True"),
+        ({"tokenizer": "nope"}, r"one of \('auto', 'subwords', 'words'\).*tokenizer='nope'"),
+        ({"french_spacing": True}, "french_spacing=True, tokenizer='auto'"),
+    ],
+)
+def test_bad_values_are_clear_errors(options, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**options)
+
+
+def saved_run(tmp_path, **options):
+    """A run directory whose config.json holds a resolved choice: words 20/30."""
+    saved = TrainConfig(
+        out=str(tmp_path),
+        tokenizer="words",
+        source_vocabulary_size=20,
+        target_vocabulary_size=30,
+        **options,
+    )
+    saved.save(tmp_path)
+    return saved
+
+
+def test_a_run_with_a_saved_choice_keeps_it_without_reading_the_data(tmp_path):
+    saved_run(tmp_path)
+    config = TrainConfig(out=str(tmp_path))
+    read = splits_of(SMALL)
+    choice = resolve_run_tokenizer(config, read)
+    assert read.calls == 0
+    assert (config.tokenizer, config.source_vocabulary_size, config.target_vocabulary_size) == (
+        "words",
+        20,
+        30,
+    )
+    assert choice.describe() == (
+        f"words 20/30 (auto: the run's saved choice ({tmp_path / 'config.json'}))"
+    )
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"epochs": 9},  # another budget
+        {"max_pairs": 100},  # another training split
+        {"tokenizer": "subwords"},  # an explicit value the saved run does not have
+        {"source_vocabulary_size": 21},
+        {"source_vocabulary_size": None},  # none = 12000, not the saved 20
+    ],
+)
+def test_a_saved_choice_of_other_inputs_or_values_is_decided_afresh(tmp_path, given):
+    saved_run(tmp_path)
+    config = TrainConfig(out=str(tmp_path), **given)
+    choice = resolve_run_tokenizer(config, splits_of(SMALL))
+    assert "saved choice" not in choice.describe()
+    assert (config.source_vocabulary_size, config.target_vocabulary_size) != (20, 30)
+
+
+def test_an_explicit_choice_needs_no_resolution(tmp_path):
+    saved_run(tmp_path)
+    config = TrainConfig(out=str(tmp_path), tokenizer="words", source_vocabulary_size=20,
+                         target_vocabulary_size=30)  # fmt: skip
+    assert resolve_run_tokenizer(config, splits_of(SMALL)).reason == "given"
+
+
+# ------------------------------------------------------------- runs
+
+
+def tiny_argv(corpus, out, *extra):
+    """`keras-attention train` flags of a tiny run that leaves the tokenizer to `auto`."""
+    return ["train", "--data", str(corpus), "--out", str(out),
+            "--embedding-dim", "8", "--encoder-units", "8", "--decoder-units", "16",
+            "--attention", "luong", "--score", "general", "--batch-size", "16",
+            "--max-pairs", "600", "--validation-fraction", "0.1", "--test-fraction", "0.05",
+            "--max-length", "12", "--precision", "float32", "--time-budget-minutes", "none",
+            "--steps-per-epoch", "3", *extra]  # fmt: skip
+
+
+def saved_choice(out):
+    config = json.loads((out / "config.json").read_text())
+    return config["tokenizer"], config["source_vocabulary_size"], config["target_vocabulary_size"]
+
+
+def test_a_new_run_prints_and_saves_the_resolved_choice(digits_corpus, tmp_path, capsys):
+    from keras_attention.cli import main
+
+    out = tmp_path / "run"
+    assert main(tiny_argv(digits_corpus, out, "--epochs", "1")) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "Precision: float32"
+    # The digits corpus: 10 digits and 10 French words, + 4 reserved tokens.
+    assert lines[1].startswith("Tokenizer: words 14/14 (auto: ")
+    assert "training pairs < 100,000 and 1 x 3 steps x 16 = 48 pairs < 192,000" in lines[1]
+    assert saved_choice(out) == ("words", 14, 14)
+    vocabulary = (out / "source_vocabulary.txt").read_text().split()
+    assert vocabulary[:3] == ["[UNK]", "[START]", "[END]"]  # padding is not written
+    assert sorted(vocabulary[3:]) == [str(digit) for digit in range(10)]
+
+    # The same command again: the run completed, so nothing new is printed.
+    assert main(tiny_argv(digits_corpus, out, "--epochs", "1")) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and "already completed" in lines[0], lines
+
+
+class StopAfterFirstEpoch(keras.callbacks.Callback):
+    """Sends this process SIGINT after the first step of the second epoch."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.model.optimizer.iterations.numpy() == 4:  # 3 steps per epoch
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_resumed_run_keeps_its_choice(digits_corpus, tmp_path, capsys, monkeypatch):
+    from keras_attention.cli import build_parser, config_from_args, main
+    from keras_attention.training.interrupt_on_signal import TrainingInterrupted
+    from keras_attention.training.trainer import train
+
+    out = tmp_path / "run"
+    argv = tiny_argv(digits_corpus, out, "--epochs", "2")
+    config = config_from_args(build_parser().parse_args(argv))
+    assert config.tokenizer == "auto"
+    with pytest.raises(TrainingInterrupted) as interrupted:
+        train(config, verbose=0, callbacks=[StopAfterFirstEpoch()])
+    assert interrupted.value.epochs_done == 1
+    assert saved_choice(out) == ("words", 14, 14)
+
+    def no_statistics(pairs):
+        raise AssertionError("a resumed run must not decide again")
+
+    monkeypatch.setattr(tokenizer_choice, "corpus_statistics", no_statistics)
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == (
+        f"Tokenizer: words 14/14 (auto: the run's saved choice ({out / 'config.json'}))"
+    )
+    assert saved_choice(out) == ("words", 14, 14)
+    assert "Trained 2 epochs" in lines[-1]
+
+
+def test_explicit_values_and_bad_values_on_the_command_line(digits_corpus, tmp_path, capsys):
+    from keras_attention.cli import main
+
+    out = tmp_path / "run"
+    argv = tiny_argv(digits_corpus, out, "--epochs", "1", "--source-vocabulary-size", "9",
+                     "--target-vocabulary-size", "none")  # fmt: skip
+    assert main(argv) == 0
+    assert "Tokenizer: words 9/16000 (auto: " in capsys.readouterr().out
+    assert saved_choice(out) == ("words", 9, 16000)
+
+    assert main(tiny_argv(digits_corpus, tmp_path / "bad", "--source-vocabulary-size", "-3")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("keras-attention train: error: `source_vocabulary_size` must be")
+    assert "Received: source_vocabulary_size=-3" in err
+    assert not (tmp_path / "bad").exists()
+    for flag, value, message in [
+        ("--tokenizer", "nope", "invalid choice: 'nope'"),
+        ("--target-vocabulary-size", "lots", "expected an int, 'auto' or 'none'; got 'lots'"),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            main(tiny_argv(digits_corpus, tmp_path / "bad", flag, value))
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+def test_the_reserved_token_count_is_the_vocabularies():
+    from keras_attention.text import RESERVED_TOKENS
+
+    assert tokenizer_choice.RESERVED_TOKENS == len(RESERVED_TOKENS)
