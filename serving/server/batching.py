@@ -30,27 +30,19 @@ from keras_attention_client.wire.errors import ServingError
 
 @dataclasses.dataclass(frozen=True)
 class BatchingOptions:
-    """`BatchingParameters`, with TF Serving's defaults (`BasicBatchScheduler::QueueOptions`).
-
-    `pad_variable_length_inputs` is accepted: inputs of other non-batch shapes go
-    to other queues, so they never need padding.
-    """
+    """`BatchingParameters`, with TF Serving's defaults (`BasicBatchScheduler::QueueOptions`)."""
 
     max_batch_size: int = 1000
     batch_timeout_micros: int = 0
     max_enqueued_batches: int = 10
     num_batch_threads: int = dataclasses.field(default_factory=lambda: os.cpu_count() or 1)
     allowed_batch_sizes: tuple[int, ...] = ()
-    pad_variable_length_inputs: bool = False
 
     def __post_init__(self):
-        for name in ("max_batch_size", "max_enqueued_batches", "num_batch_threads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1. Received: {name}={getattr(self, name)}")
-        if self.batch_timeout_micros < 0:
-            raise ValueError(
-                f"batch_timeout_micros must be >= 0. Received: {self.batch_timeout_micros}"
-            )
+        for name, value in dataclasses.asdict(self).items():
+            low = 0 if name == "batch_timeout_micros" else 1
+            if name != "allowed_batch_sizes" and value < low:
+                raise ValueError(f"{name} must be >= {low}. Received: {name}={value}")
         sizes = self.allowed_batch_sizes
         if sizes and (sizes[0] < 1 or any(b <= a for a, b in itertools.pairwise(sizes))):
             raise ValueError(
@@ -65,16 +57,19 @@ class BatchingOptions:
 
     @classmethod
     def from_proto(cls, parameters: Any | None) -> BatchingOptions:
-        """From a `tensorflow.serving.BatchingParameters` (unset fields keep the defaults)."""
+        """From a `tensorflow.serving.BatchingParameters` (unset fields keep the defaults).
+
+        `thread_pool_name` and `pad_variable_length_inputs` are read and ignored: inputs
+        of other non-batch shapes go to other queues, so they never need padding.
+        """
         if parameters is None:
             return cls()
         values = {
-            field.name: value.value if field.message_type else value
+            field.name: value.value
             for field, value in parameters.ListFields()
-            if field.name != "thread_pool_name"
+            if field.message_type and field.name != "thread_pool_name"
         }
-        values["allowed_batch_sizes"] = tuple(parameters.allowed_batch_sizes)
-        return cls(**values)
+        return cls(**values, allowed_batch_sizes=tuple(parameters.allowed_batch_sizes))
 
     def padded_size(self, size: int) -> int:
         """The batch size a batch of `size` rows is padded to."""
@@ -204,13 +199,12 @@ class Batcher:
 
     def _process(self, key: tuple, batch: list[_Task]) -> None:
         session, signature_name, fetches, _ = key
-        now = time.monotonic()
-        live = []
+        now, live = time.monotonic(), []
         for task in batch:
-            if task.deadline is not None and now >= task.deadline:
-                task.answer.set_exception(ServingError("DEADLINE_EXCEEDED", "Deadline Exceeded"))
-            else:
+            if task.deadline is None or now < task.deadline:
                 live.append(task)
+            else:
+                task.answer.set_exception(ServingError("DEADLINE_EXCEEDED", "Deadline Exceeded"))
         if not live:
             return
         rows = sum(task.size for task in live)
@@ -226,8 +220,7 @@ class Batcher:
         timeout_in_ms = (
             None if None in deadlines else max(1, int((max(deadlines) - time.monotonic()) * 1000))
         )
-        with self._cond:
-            self.batch_sizes.append(rows)
+        self.batch_sizes.append(rows)  # deque.append is thread-safe
         answer = self._run(session, signature_name, feeds, list(fetches), timeout_in_ms)
         outputs = {name: np.asarray(answer[name]) for name in fetches}
         for name, value in outputs.items():

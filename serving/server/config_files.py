@@ -68,15 +68,6 @@ def read_model_server_config(path: str | os.PathLike) -> Any:
     return read_text_proto(path, model_server_config_pb2.ModelServerConfig())
 
 
-def single_model_config(model_name: str, model_base_path: str) -> Any:
-    """The config `--model_name` / `--model_base_path` stand for (one model, latest version)."""
-    config = model_server_config_pb2.ModelServerConfig()
-    config.model_config_list.config.add(
-        name=model_name, base_path=model_base_path, model_platform="tensorflow"
-    )
-    return config
-
-
 def read_batching_parameters(path: str | os.PathLike) -> Any:
     """Reads a `--batching_parameters_file` (a `BatchingParameters` text proto)."""
     return read_text_proto(path, batching_parameters_class()())

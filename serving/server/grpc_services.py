@@ -14,7 +14,7 @@ from tensorflow_serving.apis import (
 
 from keras_attention.serving.server import inference
 from keras_attention.serving.server.servable_manager import ServableManager
-from keras_attention_client.wire.errors import STATUS_CODES, ServingError
+from keras_attention_client.wire.errors import ServingError
 from keras_attention_client.wire.protos import model_listing_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class ModelService(
 
     - `GetModelStatus`: `ServableManager.model_status`.
     - `HandleReloadConfigRequest`: `ServableManager.reload_config` (blocks until
-      new versions load); the response's `status` mirrors the RPC status.
+      new versions load); a failure is the RPC's status, as in TF Serving.
     - `ListModels`: `ServableManager.list_models` (not in TF Serving).
     """
 
@@ -108,15 +108,11 @@ class ModelService(
         return _answer(context, request, lambda: self.manager.model_status(request.model_spec))
 
     def HandleReloadConfigRequest(self, request, context):  # noqa: N802 - gRPC method name
-        response = model_management_pb2.ReloadConfigResponse()
-        try:
+        def reload():
             self.manager.reload_config(request.config)
-        except ServingError as error:
-            logger.error("ReloadConfig failed: %s", error)
-            response.status.error_code = STATUS_CODES[error.code]
-            response.status.error_message = error.message
-            context.abort(grpc.StatusCode[error.code], error.message)
-        return response
+            return model_management_pb2.ReloadConfigResponse()
+
+        return _answer(context, None, reload)
 
     def ListModels(self, request, context):  # noqa: N802 - gRPC method name
         return self.manager.list_models()

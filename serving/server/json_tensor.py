@@ -156,7 +156,15 @@ def predict_inputs(
             try:
                 if name not in dtypes:
                     raise _error(f"JSON object: does not have named input: {name}")
-                rows.setdefault(name, []).append(_row(value, dtypes[name], rows.get(name)))
+                array, first = _tensor(value, dtypes[name]), rows.get(name, [None])[0]
+                if first is not None and first.size != array.size:
+                    raise _error(f"Expecting tensor size: {first.size} but got: {array.size}")
+                if first is not None and first.shape != array.shape:
+                    message = (
+                        f"Expecting shape {_shape(first.shape)} but got: {_shape(array.shape)}"
+                    )
+                    raise _error(message)
+                rows.setdefault(name, []).append(array)
             except ServingError as error:
                 raise _error(
                     f"Failed to process element: {index}{key} of 'instances' list. "
@@ -176,18 +184,6 @@ def _is_b64(value: Any) -> bool:
 
 def _is_object(value: Any) -> bool:
     return isinstance(value, dict) and not _is_b64(value)
-
-
-def _row(value: Any, dtype: int, previous: list[np.ndarray] | None) -> np.ndarray:
-    """One instance's tensor, of the size and shape of the instances before it."""
-    array = _tensor(value, dtype)
-    if previous:
-        first = previous[0]
-        if first.size != array.size:
-            raise _error(f"Expecting tensor size: {first.size} but got: {array.size}")
-        if first.shape != array.shape:
-            raise _error(f"Expecting shape {_shape(first.shape)} but got: {_shape(array.shape)}")
-    return array
 
 
 def _tensor(value: Any, dtype: int) -> np.ndarray:
@@ -252,50 +248,46 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 def make_json_from_tensors(outputs: Mapping[str, np.ndarray], fmt: str) -> str:
-    """The response body for `outputs` (alias -> array) in the request's format (`ROW`/`COLUMNAR`)."""
+    """The response body for `outputs` (alias -> array) in the request's format (`ROW`/`COLUMNAR`).
+
+    `*_bytes` outputs as `{"b64": ...}`, floats in their shortest text, NaN and
+    infinities as `NaN`, `Infinity`, `-Infinity`, as TF Serving writes them.
+    """
     if not outputs:
         raise _error("Cannot convert empty tensor map to JSON")
     names = sorted(outputs)
     values = {name: _json_values(np.asarray(outputs[name]), name) for name in names}
     if fmt == COLUMNAR:
-        return _dumps({"outputs": values[names[0]] if len(names) == 1 else values})
-    batch = None
-    for name in names:
-        shape = np.shape(outputs[name])
-        if not shape:
-            raise _error(f"Tensor name: {name} has no shape information ")
-        if batch is not None and shape[0] != batch:
-            raise _error(
-                f"Tensor name: {name} has inconsistent batch size: {shape[0]} expecting: {batch}"
-            )
-        batch = shape[0]
-    if len(names) == 1:
-        return _dumps({"predictions": values[names[0]]})
-    return _dumps({"predictions": [{n: values[n][i] for n in names} for i in range(batch)]})
+        document = {"outputs": values[names[0]] if len(names) == 1 else values}
+    else:
+        batch = None
+        for name in names:
+            shape = np.shape(outputs[name])
+            if not shape:
+                raise _error(f"Tensor name: {name} has no shape information ")
+            if batch is not None and shape[0] != batch:
+                message = f"has inconsistent batch size: {shape[0]} expecting: {batch}"
+                raise _error(f"Tensor name: {name} {message}")
+            batch = shape[0]
+        if len(names) == 1:
+            document = {"predictions": values[names[0]]}
+        else:
+            document = {"predictions": [{n: values[n][i] for n in names} for i in range(batch)]}
+    return json.dumps(document, ensure_ascii=False)
 
 
 def _json_values(array: np.ndarray, name: str) -> Any:
-    if array.dtype.kind in "iu":
+    if array.dtype.kind == "i":
         return array.tolist()
-    if array.dtype == object or array.dtype.kind in "SU":
-        if name.endswith("_bytes"):
-            items = [{"b64": base64.b64encode(_bytes(v)).decode()} for v in array.reshape(-1)]
-        else:
-            items = [_bytes(v).decode("utf-8", errors="replace") for v in array.reshape(-1)]
+    if array.dtype == object and name.endswith("_bytes"):
+        items = [{"b64": base64.b64encode(v).decode()} for v in array.reshape(-1)]
+    elif array.dtype == object:
+        items = [v.decode("utf-8", errors="replace") for v in array.reshape(-1)]
     elif array.dtype.kind == "f":  # str of a NumPy float: the shortest text that reads back
         items = [float(str(v)) for v in array.reshape(-1)]
     else:
         raise _error(f"Failed to write JSON value for tensor type: {array.dtype}")
     return np.array(items, dtype=object).reshape(array.shape).tolist()
-
-
-def _bytes(value: Any) -> bytes:
-    return value if isinstance(value, bytes) else str(value).encode("utf-8")
-
-
-def _dumps(document: dict) -> str:
-    # NaN and infinities as NaN, Infinity, -Infinity, as TF Serving writes them.
-    return json.dumps(document, ensure_ascii=False)
 
 
 def make_json_from_error(message: str) -> str:

@@ -1,12 +1,8 @@
 """TF Serving's REST API (`/v1/models/...`): a transport-free core, its ASGI app and server.
 
-- `RestApi.process(method, path, body)`: routing, TF Serving's JSON formats and
-  error table (blocking: it runs TensorFlow).
-- `rest_app(api, ...)`: a Starlette app around it: HEAD, OPTIONS, 405 with
-  `Allow`, body size and read-time limits, `process` on a thread pool.
-- `RestServer`: the app on Uvicorn (h11) in a background thread.
-
-The API is described by `keras_attention/serving/openapi.json` (`GET /v1/openapi.json`).
+`RestApi.process` answers one request (blocking: it runs TensorFlow); `rest_app`
+wraps it in a Starlette app (body limits, a thread pool); `RestServer` serves that
+app with Uvicorn (h11). `GET /v1/openapi.json` is the API's OpenAPI document.
 """
 
 from __future__ import annotations
@@ -28,7 +24,6 @@ from typing import NamedTuple
 import uvicorn
 from google.protobuf import json_format
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
@@ -161,8 +156,11 @@ def rest_app(
     read_timeout: float = 30.0,
     routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
-    """The Starlette app of `api`, after `routes`: POST bodies read up to `max_request_bytes` (413)
-    within `read_timeout` s (408), then `api.process` on `executor`; every error as JSON."""
+    """The Starlette app of `api`, after `routes` (which answer for themselves).
+
+    POST bodies are read up to `max_request_bytes` (413) within `read_timeout` s
+    (408), then `api.process` runs on `executor`; every error is JSON.
+    """
 
     async def handle(request: Request) -> RestResponse:
         scope = request.scope
@@ -186,12 +184,7 @@ def rest_app(
         response = Response(answer.body, answer.status, answer.headers, answer.content_type)
         await response(scope, receive, send)
 
-    async def http_error(request: Request, failure: HTTPException) -> Response:
-        # The routes' own 404 / 405, as JSON too.
-        answer = error_response(failure.status_code, failure.detail, **(failure.headers or {}))
-        return Response(answer.body, answer.status, answer.headers, answer.content_type)
-
-    starlette = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    starlette = Starlette(routes=routes)
     starlette.router.default = app  # every path no route matches (any bytes, any method)
     return starlette
 

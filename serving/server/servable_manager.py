@@ -68,7 +68,7 @@ class ServableManager:
     Example:
 
     ```python
-    manager = ServableManager(single_model_config("translator", "/models/translator"))
+    manager = ServableManager(read_model_server_config("/config/models.config"))
     manager.start()
     with manager.servable(model_pb2.ModelSpec(name="translator")) as session:
         ...

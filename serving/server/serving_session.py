@@ -71,35 +71,31 @@ class ServingSession:
         self.path, self.name, self.version = str(path), name, int(version)
         with contextlib.suppress(ImportError):
             import tensorflow_text  # noqa: F401 - registers tf-text's ops
-        self.graph = tf.Graph()
-        self.session = tf.compat.v1.Session(graph=self.graph, config=session_config)
+        graph = tf.Graph()
+        self.session = tf.compat.v1.Session(graph=graph, config=session_config)
         # The TF1 loader warns that it is deprecated; it is the model server's path here.
         tf_logger, level = logging.getLogger("tensorflow"), logging.getLogger("tensorflow").level
         tf_logger.setLevel(logging.ERROR)
         try:
-            with self.graph.as_default():
+            with graph.as_default():
                 self.meta_graph_def = tf.compat.v1.saved_model.loader.load(
                     self.session, [tf.saved_model.SERVING], self.path
                 )
-            self.graph.finalize()
+            graph.finalize()
         except BaseException:
             self.session.close()
             raise
         finally:
             tf_logger.setLevel(level)
+        signature_defs = self.meta_graph_def.signature_def.items()
+        self.signature_defs = {k: v for k, v in signature_defs if not k.startswith("__")}
+        """The SignatureDefs by name, without `__saved_model_init_op`."""
         self._callables: dict[tuple, Any] = {}
         self._lock = threading.Lock()
         self._refs, self._retired, self._closed = 0, False, False
 
     def __repr__(self) -> str:
         return f"ServingSession({self.path!r}, name={self.name!r}, version={self.version})"
-
-    @property
-    def signature_defs(self) -> dict:
-        """The SignatureDefs by name, without `__saved_model_init_op`."""
-        return {
-            k: v for k, v in self.meta_graph_def.signature_def.items() if not k.startswith("__")
-        }
 
     def run(
         self,
@@ -164,21 +160,15 @@ class ServingSession:
 
     def release(self) -> None:
         """Returns a reference; closes the Session if retired and this was the last one."""
-        with self._lock:
-            self._refs -= 1
-        self._close_if_unused()
+        self._update(refs=-1)
 
     def retire(self) -> None:
         """No new requests; the Session closes when the last running one ends."""
-        with self._lock:
-            self._retired = True
-        self._close_if_unused()
+        self._update(retire=True)
 
     def close(self) -> None:
         """Closes the Session now."""
-        with self._lock:
-            self._retired, self._refs = True, 0
-        self._close_if_unused()
+        self._update(retire=True, force=True)
 
     def __enter__(self) -> ServingSession:
         return self
@@ -186,8 +176,10 @@ class ServingSession:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def _close_if_unused(self) -> None:
+    def _update(self, refs: int = 0, retire: bool = False, force: bool = False) -> None:
         with self._lock:
+            self._refs = 0 if force else self._refs + refs
+            self._retired |= retire
             if self._closed or not self._retired or self._refs > 0:
                 return
             self._closed = True
