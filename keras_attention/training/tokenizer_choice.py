@@ -229,7 +229,7 @@ def choose_tokenizer(statistics: CorpusStatistics, budget: TrainingBudget) -> To
 def _word_sizes_reason(statistics: CorpusStatistics) -> str:
     return (
         f"{statistics.source_distinct_tokens:,} / {statistics.target_distinct_tokens:,} "
-        "distinct words"
+        "distinct word tokens"
     )
 
 

@@ -70,7 +70,7 @@ def test_the_reason_names_the_inputs_and_thresholds():
     words = choose_tokenizer(statistics(), TrainingBudget(3, 500, 64))
     assert words.describe() == (
         "words 7439/11539 (auto: 28,806 training pairs < 100,000 and 3 x 500 steps x 64 = "
-        "96,000 pairs < 192,000; 7,435 / 11,535 distinct words)"
+        "96,000 pairs < 192,000; 7,435 / 11,535 distinct word tokens)"
     )
     subwords = choose_tokenizer(statistics(160_498), TrainingBudget(8, 500, 64))
     assert subwords.describe() == (
