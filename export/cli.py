@@ -22,6 +22,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0. Received: {text}")
+    return value
+
+
 def _beam_width(text: str) -> int:
     value = int(text)
     if value < 2:
@@ -114,6 +121,23 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "dequantized in the graph (about a quarter of the size) (default: float32)",
     )
     parser.add_argument(
+        "--shortlist",
+        metavar="K",
+        type=_positive_int,
+        default=None,
+        help="decode over a vocabulary shortlist: for each source token, the K target tokens "
+        "that co-occur with it most (Dice coefficient) in the run's training split, plus the "
+        "--shortlist-frequent most frequent target tokens; scores are then log-probabilities "
+        "over the shortlist (default: none, the whole vocabulary)",
+    )
+    parser.add_argument(
+        "--shortlist-frequent",
+        metavar="M",
+        type=_non_negative_int,
+        default=300,
+        help="the most frequent target tokens every --shortlist keeps (default: 300)",
+    )
+    parser.add_argument(
         "--no-score-signature",
         dest="score_signature",
         action="store_false",
@@ -147,6 +171,8 @@ def run_export(args: argparse.Namespace) -> int:
             decoding_inputs=getattr(args, "decoding_inputs", True),
             precision=getattr(args, "precision", "auto"),
             weights=getattr(args, "weights", "float32"),
+            shortlist=getattr(args, "shortlist", None),
+            shortlist_frequent=getattr(args, "shortlist_frequent", 300),
         )
     except (FileExistsError, FileNotFoundError, ValueError) as error:
         print(f"keras-attention export: error: {error}", file=sys.stderr)
@@ -159,6 +185,13 @@ def run_export(args: argparse.Namespace) -> int:
         f"Precision: {exported.manifest.precision}; weights: {weights['weights']} "
         f"({weights['bytes'] / 1e6:.1f} MB)"
     )
+    shortlist = exported.manifest.shortlist
+    if shortlist is not None:
+        print(
+            f"Vocabulary shortlist: {shortlist['k']} target tokens per source token "
+            f"({shortlist['measure']}, from {shortlist['pairs']} training pairs) "
+            f"+ {shortlist['frequent']} most frequent"
+        )
     if getattr(args, "check", True):
         # The C API check is part of the default check where the wheel ships the C API.
         try:

@@ -49,6 +49,10 @@ class ExportManifest:
             `{"weights": "float32" | "bfloat16" | "int8", "replaced": int,
             "bytes": int}`; `{"weights": "float32"}` in manifests written
             before it was recorded.
+        shortlist: the vocabulary shortlist of the decoding signatures
+            (`VocabularyShortlist.describe()`: `k`, `frequent`, `measure`,
+            `pairs`, `special_ids`, `table_shape`, `table_bytes`), or `None`
+            when they score the whole target vocabulary.
         warmup_records: the number of records in the warmup file.
         saved_model_sha256: the SHA-256 of `saved_model.pb`, to tell a
             modified export.
@@ -71,6 +75,7 @@ class ExportManifest:
     saved_model_sha256: str
     precision: str | None = None
     weights: dict[str, Any] = dataclasses.field(default_factory=lambda: {"weights": "float32"})
+    shortlist: dict[str, Any] | None = None
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
 

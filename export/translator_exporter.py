@@ -32,6 +32,11 @@ from keras_attention.export.warmup import predict_log, write_warmup_requests
 from keras_attention.export.weight_storage import WeightStorage
 from keras_attention.models.seq2seq import require_registered
 from keras_attention.translator import Translator
+from keras_attention.vocabulary_shortlist import (
+    DEFAULT_FREQUENT,
+    VocabularyShortlist,
+    check_shortlist_size,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +134,14 @@ class TranslatorExporter:
         weights: how the variables are stored, one of
             `weight_storage.WEIGHTS` (`float32`, `bfloat16`, `int8`; see
             `WeightStorage`). Defaults to `"float32"`.
+        shortlist: a `VocabularyShortlist` for every decoding signature
+            (`serving_default`, `beam_search`, `search`, `sample`): each
+            request scores only the candidates of its batch's source ids
+            (see `Translator`), and `score` is then a log-probability over
+            them; `score_translation` keeps the whole vocabulary. Its table
+            and ids are variables of the export, recorded in the manifest.
+            Not with `jit_compile` (XLA would compile again for every
+            number of candidates). Defaults to `None`: the whole vocabulary.
 
     Example:
 
@@ -152,11 +165,29 @@ class TranslatorExporter:
         weights: str = "float32",
         max_beam_width: int | None = None,
         decoding_inputs: bool = True,
+        shortlist: VocabularyShortlist | None = None,
     ):
         decoder = getattr(translator.model, "decoder", None)
         attention = getattr(decoder, "attention_layer", None)
         if attention is not None:
             require_registered(attention)
+        if shortlist is not None and not isinstance(shortlist, VocabularyShortlist):
+            raise TypeError(
+                "`shortlist` must be a VocabularyShortlist or None (TranslatorExporter.from_run "
+                f"builds one from a size). Received: shortlist={shortlist!r}"
+            )
+        if shortlist is not None and jit_compile:
+            raise ValueError(
+                "A vocabulary shortlist cannot be combined with `jit_compile`: the number of "
+                "candidates changes from request to request, and XLA would compile the "
+                "decoding again for each. Received: jit_compile=True with a shortlist"
+            )
+        self.weight_storage = WeightStorage(translator.model, weights)
+        self.shortlist = shortlist
+        if shortlist is not None:
+            translator = translator.with_shortlist(
+                shortlist, gather_weights=self.weight_storage.gather
+            )
         self.translator = translator
         self.signatures = TranslationSignatures(
             translator,
@@ -167,7 +198,6 @@ class TranslatorExporter:
             decoding_inputs=decoding_inputs,
         )
         self.score_signature = bool(score_signature)
-        self.weight_storage = WeightStorage(translator.model, weights)
         pairs = list(warmup_pairs) if warmup_pairs is not None else list(DEFAULT_WARMUP_PAIRS)
         if not pairs:
             raise ValueError(f"`warmup_pairs` must not be empty. Received: {warmup_pairs!r}")
@@ -181,6 +211,8 @@ class TranslatorExporter:
         run_dir: str | os.PathLike,
         max_output_length: int | None = None,
         precision: str | None = None,
+        shortlist: int | VocabularyShortlist | None = None,
+        shortlist_frequent: int = DEFAULT_FREQUENT,
         **kwargs,
     ) -> TranslatorExporter:
         """An exporter for the best model of a trained run directory.
@@ -193,6 +225,14 @@ class TranslatorExporter:
                 `keras_attention.precision.POLICIES`, `"auto"` (resolved on
                 this machine, `keras_attention.precision.resolve_precision`)
                 or `None` for the policy the model was trained in.
+            shortlist: `K`, an int in `[1, target vocabulary size]`, for a
+                vocabulary shortlist of `K` target ids per source id built
+                from the run's training split
+                (`VocabularyShortlist.from_run`); a `VocabularyShortlist`;
+                or `None` (the default) for none.
+            shortlist_frequent: int >= 0, the most frequent target ids that
+                an int `shortlist` always keeps. Defaults to
+                `DEFAULT_FREQUENT` (300).
             **kwargs: the other constructor arguments. The warmup pairs
                 default to the first sentences of the run's test split.
         """
@@ -210,6 +250,17 @@ class TranslatorExporter:
                 f"Received: max_output_length={max_output_length!r}"
             )
         translator = load_translator(run_dir, max_output_length=max_output_length)
+        if shortlist is not None and not isinstance(shortlist, VocabularyShortlist):
+            check_shortlist_size(
+                shortlist, shortlist_frequent, translator.target_vectorizer.vocabulary_size
+            )
+            if kwargs.get("jit_compile"):
+                raise ValueError(
+                    "A vocabulary shortlist cannot be combined with `jit_compile` (XLA would "
+                    "compile the decoding again for each number of candidates). "
+                    f"Received: shortlist={shortlist!r}, jit_compile=True"
+                )
+            shortlist = VocabularyShortlist.from_run(run_dir, shortlist, shortlist_frequent)
         if precision is not None:
             translator = with_precision(translator, precision)
         run = RunDirectory(run_dir)
@@ -219,7 +270,13 @@ class TranslatorExporter:
                 run.validation_split, WARMUP_SENTENCES
             )
             kwargs["warmup_pairs"] = pairs + [("", "")] if pairs else None
-        return cls(translator, run_dir=run_dir, train_config=dataclasses.asdict(config), **kwargs)
+        return cls(
+            translator,
+            run_dir=run_dir,
+            train_config=dataclasses.asdict(config),
+            shortlist=shortlist,
+            **kwargs,
+        )
 
     def export(self, base: str | os.PathLike, version: int | None = None) -> ExportedVersion:
         """Writes a new version under `base` atomically.
@@ -273,6 +330,8 @@ class TranslatorExporter:
         """The `ExportArchive` with the model, the vectorizers and every endpoint."""
         archive = keras.export.ExportArchive()
         self.weight_storage.track(archive)  # the model's variables, or their stored form
+        if self.shortlist is not None:
+            archive.add_variable_collection("vocabulary_shortlist", self.shortlist.variables)
         archive.track(self.translator.source_vectorizer)
         archive.track(self.translator.target_vectorizer)
         for name, (fn, input_signature) in self.signatures.endpoints(self.score_signature).items():
@@ -360,6 +419,7 @@ class TranslatorExporter:
             jit_compile=self.signatures.jit_compile,
             precision=translator.model.dtype_policy.name,
             weights=self.weight_storage.describe(),
+            shortlist=self.shortlist.describe() if self.shortlist is not None else None,
             warmup_records=warmup_records,
             saved_model_sha256=file_sha256(directory / SAVED_MODEL_PB),
         )
@@ -378,11 +438,15 @@ def export_translator(
     weights: str = "float32",
     max_beam_width: int | None = None,
     decoding_inputs: bool = True,
+    shortlist: int | None = None,
+    shortlist_frequent: int = DEFAULT_FREQUENT,
 ) -> ExportedVersion:
     """Exports the model of `run_dir` as `export_dir/<version>/` (see `TranslatorExporter`).
 
-    `precision` (default `"auto"`: resolved on this machine) and `weights`
-    are `TranslatorExporter.from_run`'s and `TranslatorExporter`'s.
+    `precision` (default `"auto"`: resolved on this machine), `shortlist`
+    (`K` target ids per source id, or `None`: no shortlist) and
+    `shortlist_frequent` are `TranslatorExporter.from_run`'s, `weights`
+    `TranslatorExporter`'s.
 
     Raises:
         FileExistsError: `version` exists already (checked before the model is loaded).
@@ -402,6 +466,8 @@ def export_translator(
         weights=weights,
         max_beam_width=max_beam_width,
         decoding_inputs=decoding_inputs,
+        shortlist=shortlist,
+        shortlist_frequent=shortlist_frequent,
     )
     return exporter.export(export_dir, version)
 

@@ -115,6 +115,7 @@ class WeightStorage:
         self.model = model
         self.weights = weights
         self._stored = [] if weights == "float32" else self._store(model.variables)
+        self._by_variable = {id(stored.variable): stored for stored in self._stored}
 
     def _store(self, variables) -> list[_Stored]:
         stored = []
@@ -134,6 +135,28 @@ class WeightStorage:
                 s = tf.Variable(s, trainable=False, name=f"{name}_scale")
                 stored.append(_Stored(variable, [q, s], functools.partial(dequantize, q, s)))
         return stored
+
+    def gather(self, variable, ids, axis: int) -> tf.Tensor:
+        """The slices `ids` of a model variable along `axis`, from its stored form.
+
+        Only those slices are converted: for `int8`, the int8 slices and, when
+        `axis` is the channel axis, their scales, then `q * s`; for
+        `bfloat16`, the bfloat16 slices cast back. A variable stored as
+        trained is gathered as it is. The result has the variable's dtype
+        (float32). A vocabulary shortlist reads the output projection's
+        columns this way (`Translator(gather_weights=...)`).
+        """
+        stored = self._by_variable.get(id(variable))
+        if stored is None:
+            return tf.gather(keras.ops.convert_to_tensor(variable), ids, axis=axis)
+        dtype = tf.as_dtype(variable.dtype)
+        if self.weights == "bfloat16":
+            return tf.cast(tf.gather(stored.stored[0], ids, axis=axis), dtype)
+        quantized, scale = stored.stored
+        rank = len(variable.shape)
+        if axis % rank == channel_axis(variable) % rank:
+            scale = tf.gather(scale, ids, axis=axis)
+        return dequantize(tf.gather(quantized, ids, axis=axis), scale, dtype)
 
     @property
     def variables(self) -> list[tf.Variable]:

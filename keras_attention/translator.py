@@ -29,6 +29,18 @@ class Translator:
             emitted: their logits are set to the dtype's lowest value at every
             search step.
         max_output_length: int, the most tokens a translation may have.
+        shortlist: a `VocabularyShortlist`, or `None` (the default) to score
+            the whole target vocabulary. With one, each `translate` call
+            scores only the shortlist's candidates for the batch's source
+            ids: the output projection's columns of those ids are gathered
+            once per call, the search runs over candidate positions, and the
+            ids are mapped back before the embedding lookup and in the
+            outputs. Scores are then log-probabilities over the candidates.
+        gather_weights: `gather(variable, ids, axis) -> tensor`, how the
+            shortlist reads the output projection's columns (see
+            `Seq2Seq.output_projection`). Defaults to `tf.gather` of the
+            weights; an export with int8 weights reads the int8 columns and
+            their scales.
     """
 
     def __init__(
@@ -37,15 +49,33 @@ class Translator:
         source_vectorizer: BaseVectorizer,
         target_vectorizer: BaseVectorizer,
         max_output_length: int = 50,
+        *,
+        shortlist=None,
+        gather_weights=None,
     ):
         if max_output_length < 1:
             raise ValueError(
                 f"`max_output_length` must be >= 1. Received: max_output_length={max_output_length}"
             )
+        if shortlist is not None:
+            _check_shortlist(shortlist, model, source_vectorizer, target_vectorizer)
         self.model = model
         self.source_vectorizer = source_vectorizer
         self.target_vectorizer = target_vectorizer
         self.max_output_length = max_output_length
+        self.shortlist = shortlist
+        self.gather_weights = gather_weights
+
+    def with_shortlist(self, shortlist, gather_weights=None) -> Translator:
+        """This translator with another `shortlist` (`None`: none) and `gather_weights`."""
+        return Translator(
+            self.model,
+            self.source_vectorizer,
+            self.target_vectorizer,
+            max_output_length=self.max_output_length,
+            shortlist=shortlist,
+            gather_weights=gather_weights,
+        )
 
     def strategy(
         self,
@@ -106,15 +136,37 @@ class Translator:
     def next_logits(self, step, token_ids, state):
         """The model's `next_logits`, the target's forbidden ids at the lowest logit."""
         logits, state, attention = self.model.next_logits(step, token_ids, state)
-        forbidden = list(self.target_vectorizer.forbidden_output_ids)
-        if forbidden:
-            size = tf.shape(logits)[-1]
-            banned = tf.reduce_any(
-                tf.equal(tf.range(size)[:, tf.newaxis], tf.constant(forbidden, tf.int32)), axis=1
-            )
-            lowest = tf.constant(logits.dtype.min, logits.dtype)  # finite: no inf - inf in a beam
-            logits = tf.where(banned, lowest, logits)
+        if self.target_vectorizer.forbidden_output_ids:
+            logits = _lowest_where(self._forbidden(tf.range(tf.shape(logits)[-1])), logits)
         return logits, state, attention
+
+    def shortlisted_next_logits(self, candidates):
+        """`next_logits` over the target ids `candidates` `(C,)` only.
+
+        The returned `next_fn` takes and scores candidate positions: its
+        `token_ids` index `candidates` (mapped to target ids for the
+        embedding lookup) and its logits are `(batch, C)`. The output
+        projection's columns of `candidates` are gathered here, once.
+        """
+        projection = self.model.output_projection(candidates, self.gather_weights)
+        banned = self._forbidden(candidates)
+
+        def next_logits(step, token_ids, state):
+            logits, state, attention = self.model.next_logits(
+                step, tf.gather(candidates, token_ids), state, projection=projection
+            )
+            if banned is not None:
+                logits = _lowest_where(banned, logits)
+            return logits, state, attention
+
+        return next_logits
+
+    def _forbidden(self, ids):
+        """Whether each of `ids` is a forbidden output id; `None` when none is."""
+        forbidden = list(self.target_vectorizer.forbidden_output_ids)
+        if not forbidden:
+            return None
+        return tf.reduce_any(tf.equal(ids[:, tf.newaxis], tf.constant(forbidden, tf.int32)), axis=1)
 
     def translate(self, texts, strategy, **options) -> dict[str, tf.Tensor]:
         """Translates a batch of strings.
@@ -148,7 +200,14 @@ class Translator:
         batch_size = tf.shape(texts)[0]
         start_ids = tf.fill([batch_size], tf.constant(self.target_vectorizer.start_id, tf.int32))
         state = self.model.initial_decode_state(source_ids)
-        result = strategy(self.next_logits, state, start_ids, **options)
+        if self.shortlist is None:
+            result = strategy(self.next_logits, state, start_ids, **options)
+        else:
+            # The start, end and padding ids are candidates at their own positions.
+            candidates = self.shortlist.candidates(source_ids)
+            next_fn = self.shortlisted_next_logits(candidates)
+            result = strategy(next_fn, state, start_ids, **options)
+            result = result._replace(tokens=tf.gather(candidates, result.tokens))
         if result.tokens.shape.rank == 3:
             return self._n_best_outputs(result, has_tokens, source_tokens)
         outputs = self._outputs(result, has_tokens)
@@ -289,6 +348,37 @@ class Translator:
             if bar is not None:
                 bar.add(len(indices))
         return results
+
+
+def _lowest_where(banned, logits):
+    """`logits` with the columns where `banned` at the dtype's lowest value (finite: no
+    inf - inf in a beam)."""
+    return tf.where(banned, tf.constant(logits.dtype.min, logits.dtype), logits)
+
+
+def _check_shortlist(shortlist, model, source_vectorizer, target_vectorizer) -> None:
+    """Raises `ValueError` unless `shortlist` fits the vocabularies and the special ids."""
+    sizes = (shortlist.source_vocabulary_size, shortlist.target_vocabulary_size)
+    expected = (source_vectorizer.vocabulary_size, target_vectorizer.vocabulary_size)
+    if sizes != expected:
+        raise ValueError(
+            f"The shortlist is for vocabularies of {sizes[0]} source and {sizes[1]} target ids, "
+            f"but the translator's vectorizers have {expected[0]} and {expected[1]}. "
+            "Build it from the same run."
+        )
+    special = (target_vectorizer.pad_id, target_vectorizer.start_id, target_vectorizer.end_id)
+    if max(special) > max(shortlist.special_ids):
+        raise ValueError(
+            "The shortlist keeps the ids up to "
+            f"{max(shortlist.special_ids)} at their own positions, but the target's padding, "
+            f"start and end ids are {special}"
+        )
+    if not hasattr(model, "output_projection"):
+        raise ValueError(
+            "A shortlist needs a model with `output_projection(ids)` and "
+            "`next_logits(..., projection=)`, as `Seq2Seq` has. "
+            f"Received: {type(model).__name__}"
+        )
 
 
 def _result(outputs: dict, index: tuple[int, ...], source: list[str]) -> dict:

@@ -180,7 +180,11 @@ class RandomSampling(GreedySearch):
             top_k = tf.cast(top_k, tf.int32)
             k = tf.where(top_k > 0, tf.minimum(top_k, vocab_size), vocab_size)
         else:
-            k = min(top_k, vocab_size) if isinstance(vocab_size, int) else top_k
+            k = (
+                min(top_k, vocab_size)
+                if isinstance(vocab_size, int)
+                else tf.minimum(top_k, vocab_size)
+            )
         top_logits, top_ids = tf.math.top_k(logits, k=k)
         if top_p is not None and (tf.is_tensor(top_p) or top_p < 1):
             # top_logits are sorted, so the mass above each candidate is an exclusive cumsum.

@@ -300,14 +300,24 @@ class BaseDecoder(keras.layers.Layer):
         h = gate(z_o) * cell.activation(c)
         return h, [h, c]
 
-    def logits(self, outputs, training=False):
+    def logits(self, outputs, training=False, projection=None):
         """Projects step outputs `(..., output_dim)` to float32 vocabulary logits.
 
         One 2-D matmul with its bias over all leading positions (which the
         CPU runs as one fused kernel), in the compute dtype, then a single
-        cast to float32 for the loss and the softmax.
+        cast to float32 for the loss and the softmax. With `projection`, an
+        `output_projection(ids)`, the logits of those ids only
+        `(..., len(ids))`.
         """
         outputs = self.dropout_layer(outputs, training=training)
+        if projection is not None:
+            kernel, bias = projection
+            dtype = outputs.dtype
+            logits = keras.ops.add(
+                keras.ops.matmul(outputs, keras.ops.cast(kernel, dtype)),
+                keras.ops.cast(bias, dtype),
+            )
+            return keras.ops.cast(logits, "float32")
         if not self.tie_embeddings:
             return keras.ops.cast(self.output_layer(outputs), "float32")
         shape = keras.ops.shape(outputs)
@@ -323,6 +333,31 @@ class BaseDecoder(keras.layers.Layer):
 
     def embed(self, token_ids, training=False):
         return self.dropout_layer(self.embedding(token_ids), training=training)
+
+    def output_projection(self, ids, gather=None):
+        """The output projection's columns for the target ids `ids`, for `logits`.
+
+        Args:
+            ids: int32 `(C,)`, target ids.
+            gather: `gather(variable, ids, axis) -> tensor`, how to read the
+                slices `ids` of a weight along `axis`. Defaults to `tf.gather`
+                of the variable's value (an export with stored weights reads
+                its own form, e.g. int8 columns and their scales).
+
+        Returns:
+            `(kernel, bias)`: `(output_dim, C)` and `(C,)`, in the weights'
+            dtype: `W_o[:, ids]` and `b[ids]` (the target embeddings' rows
+            `ids`, transposed, when tied).
+        """
+        if gather is None:
+
+            def gather(variable, ids, axis):
+                return tf.gather(keras.ops.convert_to_tensor(variable), ids, axis=axis)
+
+        if self.tie_embeddings:
+            kernel = tf.transpose(gather(self.embedding.embeddings, ids, 0))
+            return kernel, gather(self.output_bias, ids, 0)
+        return gather(self.output_layer.kernel, ids, 1), gather(self.output_layer.bias, ids, 0)
 
     # ------------------------------------------------------------- training
 

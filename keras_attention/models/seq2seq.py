@@ -249,22 +249,33 @@ class Seq2Seq(keras.Model):
         source_mask = keras.ops.not_equal(source_ids, 0)
         return self.decoder.initial_state(annotations, source_mask, summary)
 
-    def next_logits(self, step, token_ids, state):
+    def next_logits(self, step, token_ids, state, projection=None):
         """The next-step function that decoding strategies call.
 
         Args:
             step: scalar int, the step index (unused by this model).
             token_ids: int `(batch_size,)`, the previous tokens.
             state: the nest from `initial_decode_state` or a previous call.
+            projection: `None`, or `output_projection(ids)` for the logits
+                of the target ids `ids` only.
 
         Returns:
-            `(logits, state, attention)`: float32 `(batch_size, V)`, the new
-            state, float32 `(batch_size, Ts)`.
+            `(logits, state, attention)`: float32 `(batch_size, V)` (`V =
+            len(ids)` with `projection`), the new state, float32
+            `(batch_size, Ts)`.
         """
         del step
         embedded = self.decoder.embed(token_ids)
         output, state, attention = self.decoder.step(embedded, state)
-        return self.decoder.logits(output), state, attention
+        return self.decoder.logits(output, projection=projection), state, attention
+
+    def output_projection(self, ids, gather=None):
+        """The output projection restricted to the target ids `ids` `(C,)`:
+        `(kernel (output_dim, C), bias (C,))` for `next_logits` (see
+        `BaseDecoder.output_projection`)."""
+        if not self.decoder.built:
+            self.build()
+        return self.decoder.output_projection(ids, gather)
 
     def get_config(self):
         config = super().get_config()

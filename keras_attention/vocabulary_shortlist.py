@@ -1,0 +1,348 @@
+"""`VocabularyShortlist`: the target ids a translation may use, chosen from its source ids."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from keras_attention.text.vocabulary import END_ID, PAD_ID, START_ID, UNK_ID
+
+logger = logging.getLogger(__name__)
+
+MEASURE = "dice"
+"""How `build` ranks a source id's target ids (the only measure so far)."""
+
+DEFAULT_FREQUENT = 300
+"""The most frequent target ids that are always candidates, unless told otherwise."""
+
+SPECIAL_IDS = (PAD_ID, UNK_ID, START_ID, END_ID)
+
+_MERGE_EVERY = 20_000  # sentence pairs between two merges of the co-occurrence counts
+
+
+class VocabularyShortlist:
+    """A vocabulary shortlist (Marian's lexical shortlist, CTranslate2's vocabulary map).
+
+    For a batch of source sentences, the decoder scores only the candidate
+    target ids instead of the whole target vocabulary: the union of the
+    table's rows for every source id of the batch, the `frequent_ids`, and
+    the ids `0 .. max(special_ids)`, sorted. Those first ids keep their own
+    positions (`candidates[i] == i`), so the start, end and padding ids
+    mean the same among candidates as in the vocabulary.
+
+    `build` makes the table from sentence pairs: row `s` holds the `k`
+    target ids `t` with the highest Dice coefficient
+
+        dice(s, t) = 2 c(s, t) / (c(s) + c(t))
+
+    where `c(s, t)` counts the pairs whose source holds `s` and whose target
+    holds `t`, and `c(s)`, `c(t)` the pairs holding each (ties go to the
+    lower id). A target word seen in most sentences has a large `c(t)`, so
+    frequent words do not crowd out a word's translations; they come in
+    through `frequent_ids` instead.
+
+    Args:
+        table: int array `(source_vocabulary_size, k)`, row `s` the target
+            ids of source id `s`, padded with `special_ids[0]` (padding).
+        frequent_ids: int array `(m,)`, target ids that are always
+            candidates (`m` may be 0).
+        target_vocabulary_size: int, the number of target ids.
+        special_ids: the reserved target ids (padding first); every id up
+            to the largest is always a candidate. Defaults to padding,
+            `[UNK]`, `[START]`, `[END]` (0, 1, 2, 3).
+        measure: str, how the table was ranked (recorded). Defaults to
+            `MEASURE`.
+        pairs: int or `None`, the number of sentence pairs it was built
+            from (recorded).
+
+    Example:
+
+    >>> pairs = [([4, 5], [6, 7]), ([4], [6]), ([5], [7, 8])]
+    >>> shortlist = VocabularyShortlist.build(pairs, 6, 9, k=1, frequent=1)
+    >>> shortlist.table.tolist()
+    [[0], [0], [0], [0], [6], [7]]
+    >>> shortlist.candidates(tf.constant([[4, 5, 0]])).numpy().tolist()
+    [0, 1, 2, 3, 6, 7]
+    """
+
+    def __init__(
+        self,
+        table,
+        frequent_ids,
+        target_vocabulary_size: int,
+        special_ids: Sequence[int] = SPECIAL_IDS,
+        measure: str = MEASURE,
+        pairs: int | None = None,
+    ):
+        table = np.asarray(table)
+        frequent_ids = np.asarray(frequent_ids).reshape(-1)
+        _check_int("target_vocabulary_size", target_vocabulary_size, 1)
+        special_ids = tuple(int(i) for i in special_ids)
+        if not special_ids or min(special_ids) < 0 or max(special_ids) >= target_vocabulary_size:
+            raise ValueError(
+                f"`special_ids` must be ids in [0, {target_vocabulary_size}). "
+                f"Received: special_ids={special_ids}"
+            )
+        if table.ndim != 2 or table.shape[0] < 1 or table.shape[1] < 1:
+            raise ValueError(
+                "`table` must have shape (source_vocabulary_size, k), both >= 1. "
+                f"Received: shape={table.shape}"
+            )
+        for name, ids in (("table", table), ("frequent_ids", frequent_ids)):
+            if ids.size and (
+                not np.issubdtype(ids.dtype, np.integer)
+                or ids.min() < 0
+                or ids.max() >= target_vocabulary_size
+            ):
+                raise ValueError(
+                    f"`{name}` must hold target ids in [0, {target_vocabulary_size}). "
+                    f"Received: dtype {ids.dtype}, range [{ids.min()}, {ids.max()}]"
+                )
+        self.table = table.astype(np.int32)
+        self.frequent_ids = frequent_ids.astype(np.int32)
+        self.target_vocabulary_size = int(target_vocabulary_size)
+        self.special_ids = special_ids
+        self.measure = str(measure)
+        self.pairs = pairs
+        always = np.union1d(np.arange(max(special_ids) + 1), self.frequent_ids)
+        with tf.init_scope():  # variables, not graph constants: an export stores them once
+            self._table = tf.Variable(self.table, trainable=False, name="shortlist_table")
+            self._always = tf.Variable(
+                always.astype(np.int32), trainable=False, name="shortlist_always"
+            )
+
+    @property
+    def source_vocabulary_size(self) -> int:
+        return int(self.table.shape[0])
+
+    @property
+    def k(self) -> int:
+        """Target ids per source id."""
+        return int(self.table.shape[1])
+
+    @property
+    def variables(self) -> list[tf.Variable]:
+        """The table and the always-candidate ids, as an export tracks them."""
+        return [self._table, self._always]
+
+    def candidates(self, source_ids) -> tf.Tensor:
+        """The sorted candidate target ids of a batch.
+
+        Args:
+            source_ids: int `(batch_size, T_in)`, padded with 0 (any shape
+                of source ids works: every id counts).
+
+        Returns:
+            int32 `(C,)`: the union of `table[source_ids]`, `frequent_ids`
+            and `0 .. max(special_ids)`, sorted, each once.
+        """
+        ids = tf.reshape(tf.cast(source_ids, tf.int32), [-1])
+        chosen = tf.concat([tf.reshape(tf.gather(self._table, ids), [-1]), self._always], 0)
+        # Marks, then `Where`: the ids in order, each once, with core ops only.
+        counts = tf.scatter_nd(
+            chosen[:, tf.newaxis], tf.ones_like(chosen), [self.target_vocabulary_size]
+        )
+        return tf.cast(tf.reshape(tf.where(counts > 0), [-1]), tf.int32)
+
+    def describe(self) -> dict:
+        """What the export manifest records about the shortlist."""
+        return {
+            "k": self.k,
+            "frequent": int(self.frequent_ids.size),
+            "measure": self.measure,
+            "pairs": self.pairs,
+            "special_ids": list(self.special_ids),
+            "table_shape": [self.source_vocabulary_size, self.k],
+            "table_bytes": int(self.table.nbytes),
+        }
+
+    @classmethod
+    def build(
+        cls,
+        pairs: Iterable[tuple[Sequence[int], Sequence[int]]],
+        source_vocabulary_size: int,
+        target_vocabulary_size: int,
+        k: int,
+        frequent: int = DEFAULT_FREQUENT,
+        special_ids: Sequence[int] = SPECIAL_IDS,
+    ) -> VocabularyShortlist:
+        """The shortlist of `k` target ids per source id, by Dice coefficient.
+
+        1. Each pair counts once for each distinct source id and each
+           distinct target id in it (special ids are not counted as targets,
+           padding not as a source), and once for each (source id, target
+           id) combination: `c(s)`, `c(t)`, `c(s, t)`.
+        2. Row `s` of the table: the `k` targets with the highest
+           `2 c(s, t) / (c(s) + c(t))`, ties to the lower id, padded with
+           the padding id when fewer co-occur with `s`.
+        3. `frequent_ids`: the `frequent` target ids seen most often (every
+           occurrence counts), ties to the lower id.
+
+        Args:
+            pairs: `(source_ids, target_ids)` of each sentence pair (ints).
+            source_vocabulary_size: int, the number of source ids.
+            target_vocabulary_size: int, the number of target ids.
+            k: int in `[1, target_vocabulary_size]`, target ids per source
+                id.
+            frequent: int >= 0, the most frequent target ids always kept
+                (all of them when the vocabulary has fewer). Defaults to
+                `DEFAULT_FREQUENT`.
+            special_ids: the reserved target ids, padding first.
+
+        Raises:
+            ValueError: a bad `k` or `frequent`, no pairs, or an id out of
+                range.
+        """
+        _check_int("source_vocabulary_size", source_vocabulary_size, 1)
+        _check_int("target_vocabulary_size", target_vocabulary_size, 1)
+        check_shortlist_size(k, frequent, target_vocabulary_size)
+        special_ids = tuple(int(i) for i in special_ids)
+        pad = special_ids[0]
+        source_size, target_size = source_vocabulary_size, target_vocabulary_size
+        is_special = np.zeros(target_size, bool)
+        is_special[list(special_ids)] = True
+        source_counts = np.zeros(source_size, np.int64)
+        target_counts = np.zeros(target_size, np.int64)
+        occurrences = np.zeros(target_size, np.int64)
+        keys, counts = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        pending: list[np.ndarray] = []
+        seen: list[np.ndarray] = []
+        count = 0
+        for source_ids, target_ids in pairs:
+            source = np.asarray(source_ids, np.int64).reshape(-1)
+            target = np.asarray(target_ids, np.int64).reshape(-1)
+            _check_range("source", source, source_size)
+            _check_range("target", target, target_size)
+            count += 1
+            seen.append(target)
+            source = np.unique(source[source != PAD_ID])
+            target = np.unique(target)
+            target = target[~is_special[target]]
+            source_counts[source] += 1
+            target_counts[target] += 1
+            pending.append((source[:, np.newaxis] * target_size + target).reshape(-1))
+            if len(pending) == _MERGE_EVERY:
+                keys, counts = _merge(keys, counts, pending)
+                occurrences += np.bincount(np.concatenate(seen), minlength=target_size)
+                pending, seen = [], []
+        if count == 0:
+            raise ValueError("`pairs` is empty: a shortlist needs sentence pairs to count.")
+        keys, counts = _merge(keys, counts, pending)
+        if seen:
+            occurrences += np.bincount(np.concatenate(seen), minlength=target_size)
+        sources, targets = keys // target_size, keys % target_size
+        dice = 2.0 * counts / (source_counts[sources] + target_counts[targets])
+        order = np.lexsort((targets, -dice, sources))  # by source, best first, lower id on ties
+        sources, targets = sources[order], targets[order]
+        starts = np.searchsorted(sources, np.arange(source_size))
+        rank = np.arange(sources.size) - starts[sources]
+        kept = rank < k
+        table = np.full((source_size, k), pad, np.int32)
+        table[sources[kept], rank[kept]] = targets[kept]
+        occurrences[is_special] = -1
+        by_frequency = np.lexsort((np.arange(target_size), -occurrences))
+        frequent_ids = np.sort(by_frequency[: min(frequent, int((~is_special).sum()))])
+        logger.info(
+            "Vocabulary shortlist: %d pairs, %d source ids x %d targets, %d frequent",
+            count,
+            source_size,
+            k,
+            frequent_ids.size,
+        )
+        return cls(table, frequent_ids, target_size, special_ids, MEASURE, pairs=count)
+
+    @classmethod
+    def from_run(
+        cls, run_dir: str | os.PathLike, k: int, frequent: int = DEFAULT_FREQUENT
+    ) -> VocabularyShortlist:
+        """`build` on the training split of a trained run, as the run tokenized it.
+
+        The run's corpus is split again with its config (`read_splits`: the
+        same seed and fractions give the same training pairs), tokenized by
+        the run's vectorizers and filtered as training filters it
+        (`make_dataset` with the run's `max_length`: pairs with an empty
+        side or over the length limit are left out).
+
+        Raises:
+            FileNotFoundError: the run or its corpus is missing.
+            ValueError: a bad `k` or `frequent`.
+        """
+        from keras_attention.data import make_dataset
+        from keras_attention.training.run_directory import RunDirectory
+        from keras_attention.training.run_vectorizers import load_vectorizers
+        from keras_attention.training.train_config import TrainConfig
+        from keras_attention.training.trainer import read_splits
+
+        run = RunDirectory(run_dir)
+        run.require_trained()
+        config = TrainConfig.load(run.path)
+        source_vectorizer, target_vectorizer = load_vectorizers(run, config)
+        check_shortlist_size(k, frequent, target_vectorizer.vocabulary_size)
+        splits = read_splits(config)
+        dataset = make_dataset(
+            splits.train,
+            source_vectorizer,
+            target_vectorizer,
+            batch_size=1024,
+            shuffle=False,
+            bucket_boundaries=[],
+            max_length=config.max_length,
+            cache=False,
+        )
+
+        def pairs():
+            for (source_ids, _), target_out in dataset.as_numpy_iterator():
+                yield from zip(source_ids, target_out, strict=True)
+
+        return cls.build(
+            pairs(),
+            source_vectorizer.vocabulary_size,
+            target_vectorizer.vocabulary_size,
+            k,
+            frequent,
+            special_ids=(
+                target_vectorizer.pad_id,
+                target_vectorizer.unk_id,
+                target_vectorizer.start_id,
+                target_vectorizer.end_id,
+            ),
+        )
+
+
+def check_shortlist_size(k, frequent, target_vocabulary_size: int) -> None:
+    """Raises `ValueError` unless `1 <= k <= V` (the target vocabulary size) and
+    `frequent >= 0`."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k:
+        raise ValueError(f"The shortlist's `k` must be an integer >= 1. Received: k={k!r}")
+    if k > target_vocabulary_size:
+        raise ValueError(
+            f"The shortlist's `k` must be at most the target vocabulary size, "
+            f"{target_vocabulary_size}. Received: k={k!r}"
+        )
+    if isinstance(frequent, bool) or not isinstance(frequent, (int, np.integer)) or frequent < 0:
+        raise ValueError(
+            f"The shortlist's `frequent` must be an integer >= 0. Received: frequent={frequent!r}"
+        )
+
+
+def _check_int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}. Received: {name}={value!r}")
+
+
+def _check_range(side: str, ids: np.ndarray, size: int) -> None:
+    if ids.size and (ids.min() < 0 or ids.max() >= size):
+        raise ValueError(f"A {side} id is outside [0, {size}): {int(ids.min())}..{int(ids.max())}")
+
+
+def _merge(keys: np.ndarray, counts: np.ndarray, pending: list[np.ndarray]):
+    """`(keys, counts)` with every key of `pending` counted once more."""
+    if not pending:
+        return keys, counts
+    merged, inverse = np.unique(np.concatenate([keys, *pending]), return_inverse=True)
+    weights = np.concatenate([counts, np.ones(sum(p.size for p in pending), np.int64)])
+    return merged, np.bincount(inverse, weights=weights, minlength=merged.size).astype(np.int64)

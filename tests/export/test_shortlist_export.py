@@ -1,0 +1,154 @@
+"""`keras-attention export --shortlist K`: the export, its manifest, check-export, bad sizes."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.export.cli import main
+
+SMALL_BATCH = ["I see the cat .", "she eat", "the dog", "apple", "Hello, world!"]
+
+
+# One export of the tiny run through the command line, checked on the Session path and
+# the C API as `export` does by default: about 70 s on 2 cores.
+@pytest.fixture(scope="module")
+def shortlisted(run_dir, tmp_path_factory):
+    base = tmp_path_factory.mktemp("shortlisted")
+    argv = ["export", str(run_dir), "--export-dir", str(base), "--precision", "float32"]
+    argv += ["--weights", "int8", "--beam-width", "3", "--shortlist", "1"]
+    argv += ["--shortlist-frequent", "1"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    return code, out.getvalue(), base / "1"
+
+
+@pytest.mark.slow
+def test_the_export_passes_check_export_on_both_paths(shortlisted):
+    code, out, _ = shortlisted
+    assert code == 0, out
+    assert "check-export: OK" in out
+    assert "the same outputs on TensorFlow's C API" in out
+    assert "Vocabulary shortlist: 1 target tokens per source token (dice, from " in out
+
+
+@pytest.mark.slow
+def test_the_manifest_records_the_shortlist(shortlisted, run_dir, translator):
+    from keras_attention.export import ExportManifest
+    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+    manifest = ExportManifest.load(shortlisted[2])
+    built = VocabularyShortlist.from_run(run_dir, k=1, frequent=1)
+    sizes = (translator.source_vectorizer.vocabulary_size, 1)
+    assert manifest.shortlist == {
+        "k": 1,
+        "frequent": 1,
+        "measure": "dice",
+        "pairs": built.pairs,
+        "special_ids": [0, 1, 2, 3],
+        "table_shape": list(sizes),
+        "table_bytes": sizes[0] * 4,
+    }
+    assert 250 < built.pairs <= 320  # the tiny run's training split, as training filtered it
+
+
+def session_outputs(path, signature, texts):
+    from keras_attention.export import ServingSession
+
+    with ServingSession(path) as session:
+        return session.run(signature, {"text": np.array(texts, dtype=object)})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signature", ("serving_default", "beam_search"))
+def test_the_export_decodes_as_the_shortlisted_translator(
+    shortlisted, run_dir, translator, signature
+):
+    """On TF Serving's Session path: what `Translator(shortlist=...)` gives in process
+    with the same int8 weights, and only candidate ids."""
+    from keras_attention.export.weight_storage import WeightStorage
+    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+    shortlist = VocabularyShortlist.from_run(run_dir, k=1, frequent=1)
+    storage = WeightStorage(translator.model, "int8")
+    local = translator.with_shortlist(shortlist, gather_weights=storage.gather)
+    strategy = local.strategy(3 if signature == "beam_search" else 1)
+    expected = storage.wrap(local.translate)(tf.constant(SMALL_BATCH), strategy)
+    outputs = session_outputs(shortlisted[2], signature, SMALL_BATCH)
+    for key in ("translation", "tokens", "length"):
+        np.testing.assert_array_equal(outputs[key], expected[key].numpy(), err_msg=key)
+    np.testing.assert_allclose(outputs["score"], expected["score"].numpy(), atol=1e-5)
+    source_ids, _ = translator.encode_source(tf.constant(SMALL_BATCH))
+    vocabulary = translator.target_vectorizer.get_vocabulary()
+    allowed = {vocabulary[i] for i in shortlist.candidates(source_ids).numpy()}
+    assert {t.decode() for t in outputs["tokens"].ravel()} <= allowed
+
+
+@pytest.mark.slow
+def test_the_int8_columns_are_gathered_before_dequantizing(shortlisted):
+    """A gather reads int8 values (the shortlist's columns of the stored kernel)."""
+    from keras_attention.export.saved_model_proto import read_saved_model
+
+    saved_model = read_saved_model(shortlisted[2])
+    nodes = [
+        node
+        for graph in saved_model.meta_graphs
+        for function in graph.graph_def.library.function
+        for node in function.node_def
+    ]
+    int8_gathers = [
+        node
+        for node in nodes
+        if node.op in ("ResourceGather", "GatherV2")
+        and tf.dtypes.as_dtype(
+            node.attr["dtype" if node.op == "ResourceGather" else "Tparams"].type
+        )
+        == tf.int8
+    ]
+    assert int8_gathers
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--shortlist", "0"], "argument --shortlist: must be an integer >= 1. Received: 0"),
+        (["--shortlist", "-2"], "argument --shortlist: must be an integer >= 1. Received: -2"),
+        (["--shortlist-frequent", "-1"], "must be an integer >= 0. Received: -1"),
+    ],
+)
+def test_bad_shortlist_flags_are_usage_errors(flags, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["export", "run", "--export-dir", "models", *flags])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_shortlist_larger_than_the_vocabulary_is_refused(run_dir, translator, tmp_path, capsys):
+    size = translator.target_vectorizer.vocabulary_size
+    argv = ["export", str(run_dir), "--export-dir", str(tmp_path), "--shortlist", str(size + 1)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"error: The shortlist's `k` must be at most the target vocabulary size, {size}. "
+        f"Received: k={size + 1}"
+    ) in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_shortlist_with_jit_compile_is_refused(run_dir, tmp_path, capsys):
+    argv = ["export", str(run_dir), "--export-dir", str(tmp_path), "--shortlist", "2"]
+    assert main([*argv, "--jit-compile"]) == 2
+    assert "cannot be combined with `jit_compile`" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_exporter_takes_a_shortlist_object(translator):
+    from keras_attention.export import TranslatorExporter
+
+    with pytest.raises(TypeError, match=r"`shortlist` must be a VocabularyShortlist.*=3"):
+        TranslatorExporter(translator, shortlist=3)
