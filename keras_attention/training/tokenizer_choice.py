@@ -16,8 +16,8 @@ what its training split shows (`CorpusStatistics`) and the training it plans
 Why: on the bundled English→French corpus, words scored the best beam BLEU
 at 1,500 steps of 64 pairs with 28,806, 57,659 and 160,498 training pairs,
 and 8,000 pieces beat words by 4.2 beam BLEU at 3,000 steps with 160,498.
-Leaving out the words seen once cost 3.4 beam BLEU with 28,806 pairs. The
-table: docs/training.md ("Choosing the tokenizer") and
+Leaving out the words seen once cost 3.4 and 2.2 beam BLEU with 28,806 and
+57,659 pairs. The table: docs/training.md ("Choosing the tokenizer") and
 benchmarks/results/tokenizer_choice.json.
 
 An explicit `tokenizer` or vocabulary size is kept; a size of `None` is the
