@@ -1,8 +1,6 @@
 """A local model server with TF Serving's gRPC and REST APIs (`python -m keras_attention.serving`).
 
-For development and tests where `tensorflow_model_server` cannot run: `model_server.ModelServer`
-with its `server_options.ServerOptions`; `servable_manager.ServableManager` (versions);
-`serving_session.ServingSession` (one loaded version, also `export`'s); `batching`;
-`inference` (Predict and metadata) shared by `grpc_services` and `rest_app` (with
-`json_tensor`); `translation_page` (`--ui`). The wire is `keras_attention_client.wire`.
+For development and tests where `tensorflow_model_server` cannot run; `ModelServer`
+(`model_server.py`) is the entry point, `docs/serving.md` maps the other modules.
+The wire (protos, tensors, errors, contract) is `keras_attention_client.wire`.
 """

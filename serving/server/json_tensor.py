@@ -65,25 +65,23 @@ def parse_json(body: bytes) -> dict:
         raise too_deep from None
     if not isinstance(document, dict):
         raise _error(f"JSON Value: {_dump(document)} Is not object")
-    # A text's depth is at most its number of brackets; surrogates are \ud800-\udfff.
-    check_depth = body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH
-    check_strings = b"\\ud" in body or b"\\uD" in body
-    stack = [(document, 1)] if check_depth or check_strings else []
+    # A text's depth is at most its number of brackets: walk only a text that could be too deep.
+    stack = [(document, 1)] if body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH else []
     while stack:
         value, depth = stack.pop()
         if isinstance(value, (dict, list)):
             if depth > MAX_JSON_DEPTH:
                 raise too_deep
-            items = [*value, *value.values()] if isinstance(value, dict) else value
+            items = value.values() if isinstance(value, dict) else value
             stack.extend((item, depth + 1) for item in items)
-        elif check_strings and isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as error:  # json.loads joined the valid pairs
-                raise _error(
-                    "JSON Parse error: The surrogate pair in string is invalid: "
-                    f"lone \\u{ord(value[error.start]):04x}"
-                ) from None
+    if b"\\ud" in body or b"\\uD" in body:  # an escaped surrogate, \ud800-\udfff
+        try:
+            _dump(document).encode("utf-8")  # json.loads joined the valid pairs
+        except UnicodeEncodeError as error:
+            lone = f"lone \\u{ord(error.object[error.start]):04x}"
+            raise _error(
+                f"JSON Parse error: The surrogate pair in string is invalid: {lone}"
+            ) from None
     return document
 
 

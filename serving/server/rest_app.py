@@ -227,23 +227,14 @@ class _JsonErrorH11Protocol(H11Protocol):
 
 
 class RestServer:
-    """Serves `rest_app(api, ...)` with Uvicorn (h11) from a background thread.
+    """Serves `rest_app(api, ..., **app_options)` with Uvicorn (h11) from a background thread.
 
     `api.process` runs on `num_threads` threads (0: 4 per CPU); a request head
     incomplete after 64 KiB is refused; idle connections close after 30 s.
+    `app_options` are `rest_app`'s: `max_request_bytes`, `read_timeout`, `routes`.
     """
 
-    def __init__(
-        self,
-        api: RestApi,
-        host: str,
-        port: int,
-        *,
-        max_request_bytes: int = 64 << 20,
-        num_threads: int = 0,
-        read_timeout: float = 30.0,
-        routes: Sequence[BaseRoute] = (),
-    ):
+    def __init__(self, api: RestApi, host: str, port: int, *, num_threads: int = 0, **app_options):
         # IPPROTO_TCP named, so asyncio sets TCP_NODELAY on each connection: without it a
         # response's second write (the body) waits for the client's delayed ACK (~40 ms).
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -258,13 +249,7 @@ class RestServer:
         self._executor = concurrent.futures.ThreadPoolExecutor(
             num_threads or 4 * (os.cpu_count() or 1), thread_name_prefix="serving-rest"
         )
-        app = rest_app(
-            api,
-            self._executor,
-            max_request_bytes=max_request_bytes,
-            read_timeout=read_timeout,
-            routes=routes,
-        )
+        app = rest_app(api, self._executor, **app_options)
         self._server = uvicorn.Server(
             uvicorn.Config(
                 app,

@@ -45,11 +45,8 @@ class TranslationPage:
 
     Example:
 
-    >>> page = TranslationPage()
-    >>> page.serves("/"), page.serves("/ui/app.js"), page.serves("/v1/models")
-    (True, True, False)
-    >>> page.body("/").startswith(b"<!doctype html>")
-    True
+    >>> [route.path for route in TranslationPage().routes()]
+    ['/', '/ui/{name:path}']
     """
 
     def __init__(self):
@@ -62,21 +59,6 @@ class TranslationPage:
     def routes(self) -> list[BaseRoute]:
         """Starlette routes of `/` and `/ui/...` to this page, for any method."""
         return [Route("/", self), Route("/ui/{name:path}", self)]
-
-    @staticmethod
-    def serves(path: str) -> bool:
-        """Whether `path` is the page's (`/` or under `/ui/`)."""
-        return path == "/" or path.startswith("/ui/")
-
-    def body(self, path: str) -> bytes:
-        """The file served at `path` (a key of `FILES`).
-
-        Raises:
-            ValueError: `path` is not one of the page's files.
-        """
-        if path not in self._files:
-            raise ValueError(f"path must be one of {sorted(self._files)}. Received: path={path!r}")
-        return self._files[path][0]
 
     async def __call__(self, scope, receive, send) -> None:
         path, method, text = scope["path"], scope["method"], "text/plain; charset=utf-8"
