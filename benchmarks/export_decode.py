@@ -51,39 +51,7 @@ import tensorflow as tf  # noqa: E402
 
 from keras_attention.export import ServingSession, TranslatorExporter  # noqa: E402
 from keras_attention.training.run_directory import RunDirectory  # noqa: E402
-from keras_attention.training.train_config import TrainConfig  # noqa: E402
-from keras_attention.training.trainer import load_translator, train  # noqa: E402
-
-SIZES = {
-    # embedding, encoder units, decoder units, source and target vocabulary
-    "small": (64, 64, 128, 2000, 3000),
-    "default": (256, 256, 512, 12000, 16000),  # TrainConfig's sizes, word vocabularies
-}
-
-
-def train_small_run(directory: Path, steps: int, size: str = "small") -> Path:
-    embedding, encoder, decoder, source_size, target_size = SIZES[size]
-    config = TrainConfig(
-        out=str(directory / "run"),
-        tokenizer="words",
-        embedding_dim=embedding,
-        encoder_units=encoder,
-        decoder_units=decoder,
-        source_vocabulary_size=source_size,
-        target_vocabulary_size=target_size,
-        max_pairs=20000,
-        epochs=1,
-        steps_per_epoch=steps,
-        batch_size=64,
-        validation_fraction=0.02,
-        test_fraction=0.05,
-        precision="float32",
-        time_budget_minutes=None,
-    )
-    with harness.Stopwatch() as watch:
-        train(config, verbose=0)
-    print(f"Trained a {size} model for {steps} steps in {watch.seconds:.0f} s")
-    return Path(config.out)
+from keras_attention.training.trainer import load_translator  # noqa: E402
 
 
 def eager_greedy(translator, texts: list[str]) -> list[bytes]:
@@ -194,7 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", help="a trained run (default: train a small one)")
     parser.add_argument("--train-steps", type=int, default=60, help="steps of the default run")
     parser.add_argument(
-        "--size", choices=sorted(SIZES), default="small", help="model size of the default run"
+        "--size",
+        choices=sorted(harness.SMALL_RUN_SIZES),
+        default="small",
+        help="model size of the default run",
     )
     parser.add_argument("--batch-sizes", default="1,8,64", help="comma-separated batch sizes")
     parser.add_argument(
@@ -221,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = (
             Path(args.run_dir)
             if args.run_dir
-            else train_small_run(scratch, args.train_steps, args.size)
+            else harness.train_small_run(scratch, args.train_steps, args.size)
         )
         translator = load_translator(run_dir)
         with open(RunDirectory(run_dir).test_split, encoding="utf-8") as f:

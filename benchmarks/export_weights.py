@@ -29,10 +29,8 @@ harness.quiet_tensorflow()
 
 import numpy as np  # noqa: E402
 
-from keras_attention.data import group_references, load_corpus  # noqa: E402
 from keras_attention.evaluation.bleu import score_translations  # noqa: E402
 from keras_attention.export import ServingSession, TranslatorExporter  # noqa: E402
-from keras_attention.training.run_directory import RunDirectory  # noqa: E402
 
 VARIANTS = (
     ("float32", "float32"),
@@ -42,10 +40,6 @@ VARIANTS = (
     ("mixed_bfloat16", "int8"),
 )
 """`(precision, weights)` rows; the first is the baseline."""
-
-
-def variables_bytes(version: Path) -> int:
-    return sum(f.stat().st_size for f in (version / "variables").iterdir())
 
 
 def translate(session: ServingSession, signature: str, texts: list[str]) -> list[str]:
@@ -82,9 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     harness.print_machine_header()
-    grouped = group_references(load_corpus(RunDirectory(args.run_dir).test_split).pairs)
-    sources = [source for source, _ in grouped]
-    references = [refs for _, refs in grouped]
+    sources, references = harness.test_sources(args.run_dir)
     rng = np.random.default_rng(0)
     timed = [sources[i] for i in rng.choice(len(sources), args.sentences, replace=False)]
 
@@ -94,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             exported = TranslatorExporter.from_run(
                 args.run_dir, beam_width=args.beam_width, precision=precision, weights=weights
             ).export(Path(scratch) / f"{precision}-{weights}")
-            sizes.append(variables_bytes(exported.path))
+            sizes.append(harness.variables_bytes(exported.path))
             sessions.append(ServingSession(exported.path))
         signatures = ("serving_default", "beam_search")
         best = {

@@ -17,6 +17,12 @@ source (date, commit, command, CPU, library versions):
 `write_json(path, payload)` writes a result file with the same record under
 `"machine"`. The scripts import this module as `harness`: run as
 `python benchmarks/<script>.py`, their folder is the first entry of `sys.path`.
+
+Also shared: a small trained run for scripts that need one (`train_small_run`),
+a run's test sentences and references (`test_sources`), the size of an export's
+variables and the memory of a process that loads it (`variables_bytes`,
+`session_load_rss`), and the FLOP counts and matmul peak that figures are set
+against (`forward_matmuls`, `decoding_flops`, `matmul_peak_gflops`).
 """
 
 from __future__ import annotations
@@ -331,3 +337,234 @@ def write_json(path: str | os.PathLike, payload: Mapping, info: Mapping | None =
         )
     record = {**payload, "machine": dict(machine_info() if info is None else info)}
     Path(path).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+# ---------------------------------------------------------------- runs, exports
+
+SMALL_RUN_SIZES = {
+    # embedding, encoder units, decoder units, source and target vocabulary
+    "small": (64, 64, 128, 2000, 3000),
+    "default": (256, 256, 512, 12000, 16000),  # TrainConfig's sizes, word vocabularies
+}
+"""The model sizes `train_small_run` trains."""
+
+
+def train_small_run(directory: Path, steps: int, size: str = "small") -> Path:
+    """Trains a model on 20,000 pairs of the bundled corpus for `steps` steps (batch 64,
+    float32, word vocabularies, `TrainConfig`'s other defaults) into `directory/run`;
+    returns that run directory. `size` is a key of `SMALL_RUN_SIZES`."""
+    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.training.trainer import train
+
+    if size not in SMALL_RUN_SIZES:
+        raise ValueError(f"`size` must be one of {sorted(SMALL_RUN_SIZES)}. Received: {size!r}")
+    embedding, encoder, decoder, source_size, target_size = SMALL_RUN_SIZES[size]
+    config = TrainConfig(
+        out=str(Path(directory) / "run"),
+        tokenizer="words",
+        embedding_dim=embedding,
+        encoder_units=encoder,
+        decoder_units=decoder,
+        source_vocabulary_size=source_size,
+        target_vocabulary_size=target_size,
+        max_pairs=20000,
+        epochs=1,
+        steps_per_epoch=steps,
+        batch_size=64,
+        validation_fraction=0.02,
+        test_fraction=0.05,
+        precision="float32",
+        time_budget_minutes=None,
+    )
+    with Stopwatch() as watch:
+        train(config, verbose=0)
+    print(f"Trained a {size} model for {steps} steps in {watch.seconds:.0f} s", flush=True)
+    return Path(config.out)
+
+
+def test_sources(
+    run_dir: str | os.PathLike, max_sentences: int | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """The distinct source sentences of a run's test split and all the references of
+    each, in the order `keras-attention evaluate` scores them (the first
+    `max_sentences` with a limit)."""
+    from keras_attention.data import group_references, load_corpus
+    from keras_attention.training.run_directory import RunDirectory
+
+    grouped = group_references(load_corpus(RunDirectory(run_dir).test_split).pairs)
+    if max_sentences is not None:
+        grouped = grouped[:max_sentences]
+    return [source for source, _ in grouped], [refs for _, refs in grouped]
+
+
+def variables_bytes(version: str | os.PathLike) -> int:
+    """Bytes of the files in a SavedModel's `variables/` directory."""
+    return sum(f.stat().st_size for f in (Path(version) / "variables").iterdir() if f.is_file())
+
+
+def rss_mib(pid: int | str = "self") -> float:
+    """A process's resident memory (`VmRSS` of Linux's `/proc/<pid>/status`), MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024  # kB
+    raise RuntimeError(f"No VmRSS in /proc/{pid}/status")
+
+
+_SESSION_LOAD_CHILD = """
+import json, sys
+import numpy as np
+import harness
+harness.quiet_tensorflow()
+from keras_attention.export import ServingSession
+before = harness.rss_mib()
+session = ServingSession(sys.argv[1])
+loaded = harness.rss_mib()
+signature = session.signature_defs[sys.argv[2]]
+inputs = {name: np.array([sys.argv[3].encode()], dtype=object) for name in signature.inputs}
+session.run(sys.argv[2], inputs)
+print(json.dumps({"before_mib": before, "loaded_mib": loaded, "after_request_mib": harness.rss_mib()}))
+"""
+
+
+def session_load_rss(
+    version: str | os.PathLike, signature: str = "serving_default", text: str = "Hello."
+) -> dict[str, float]:
+    """Resident memory of a fresh Python process that loads a SavedModel version as
+    TF Serving does (`ServingSession`: tag `serve`, a TF1 Session) and runs one request.
+
+    Returns MiB `before_mib` (TensorFlow, tf-text and the loader imported, nothing
+    loaded), `loaded_mib` (after the load: variables restored, the init op run) and
+    `after_request_mib` (after one batch-1 request of `signature` with `text` fed to
+    its string inputs).
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", _SESSION_LOAD_CHILD, str(version), signature, text],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent,
+        env=child_environment(),
+        timeout=600,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"Loading {version} in a fresh process failed: {result.stderr.strip()[-2000:]}"
+        )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------ FLOPs, peak
+
+
+def forward_matmuls(kind, sizes, vocabulary, batch, source_length, target_length):
+    """The matmuls of one batch's forward pass (teacher-forced), from the layer shapes.
+
+    Returns `(name, b, m, k, n, count)` rows: `count` matmuls of a `(b, m, k) x (b, k, n)`
+    batch each (`b = 1` for a plain matmul). Work that does not depend on the
+    recurrence is written as one matmul over all steps (the encoder's input
+    projections too, which Keras runs per step), so the shapes are the most
+    favourable the math allows. `kind`: `"tutorial"`, or a `Seq2Seq` attention type
+    (`"luong"` with a dot-product score (`dot`, `cosine`: the same matmuls) and no input
+    feeding, `"bahdanau"` with the maxout deep
+    output), tied output for `Seq2Seq`. Elementwise ops, softmax and the optimizer are
+    not matmuls and are not counted. `sizes`: `embedding_dim`, `encoder_units`,
+    `decoder_units`, GRU cells (3 gates), one bidirectional encoder layer.
+    """
+    e, u, d = sizes["embedding_dim"], sizes["encoder_units"], sizes["decoder_units"]
+    B, Ts, Tt = batch, source_length, target_length  # noqa: N806 (the papers' names)
+    dv = 2 * u  # bidirectional annotations
+    rows = [
+        ("encoder input kernels (2 directions)", 1, B * Ts, e, 3 * u, 2),
+        ("encoder recurrent kernels", 1, B, u, 3 * u, 2 * Ts),
+    ]
+    if kind == "luong":  # without input feeding: the attention runs after the loop
+        rows += [
+            ("decoder GRU input e, all steps", 1, B * Tt, e, 3 * d, 1),
+            ("decoder GRU recurrent", 1, B, d, 3 * d, Tt),
+            ("scores s . h_i, all steps", B, Tt, dv, Ts, 1),
+            ("context, all steps", B, Tt, Ts, dv, 1),
+            ("h~ = tanh(W_c [c; s])", 1, B * Tt, dv + d, d, 1),
+            ("readout to the embedding size", 1, B * Tt, d, e, 1),
+            ("vocabulary projection", 1, B * Tt, e, vocabulary, 1),
+        ]
+        return rows
+    units = d  # attention units
+    rows += [
+        ("query W_q s", 1, B, d, units, Tt),
+        ("scores v . tanh(...)", 1, B * Ts, units, 1, Tt),
+        ("context", B, 1, Ts, dv, Tt),
+        ("decoder GRU input [e; c]", 1, B, e + dv, 3 * d, Tt),
+        ("decoder GRU recurrent", 1, B, d, 3 * d, Tt),
+    ]
+    if kind == "tutorial":
+        return rows + [
+            ("keys W_k h, every step", 1, B * Ts, dv, units, Tt),
+            ("readout tanh(W [s; c; e])", 1, B, d + dv + e, e, Tt),
+            ("vocabulary projection, every step", 1, B, e, vocabulary, Tt),
+        ]
+    return rows + [
+        ("keys W_k h, once", 1, B * Ts, dv, units, 1),
+        ("deep output (maxout)", 1, B * Tt, d + dv + e, 2 * e, 1),
+        ("vocabulary projection (tied)", 1, B * Tt, e, vocabulary, 1),
+    ]
+
+
+def flop_count_kind(train_config: Mapping) -> tuple[str | None, str]:
+    """Which `forward_matmuls` kind describes a run's model (its `config.json` as a
+    dict): `("luong" | "bahdanau", "")`, or `(None, why not)` for a model it does not
+    count (LSTM cells, stacked encoders, untied output, other Luong scores, input
+    feeding, the conditional GRU, no attention)."""
+    config = dict(train_config)
+    problems = []
+    if config.get("cell", "gru") != "gru":
+        problems.append(f"cell={config.get('cell')!r}")
+    if config.get("encoder_layers", 1) != 1:
+        problems.append(f"encoder_layers={config.get('encoder_layers')!r}")
+    if not config.get("tie_embeddings", True):
+        problems.append("tie_embeddings=False")
+    attention = config.get("attention")
+    if attention == "luong":
+        if config.get("score") not in ("dot", "scaled_dot", "cosine"):
+            problems.append(f"score={config.get('score')!r}")
+        if config.get("input_feeding"):
+            problems.append("input_feeding=True")
+    elif attention == "bahdanau":
+        if config.get("conditional"):
+            problems.append("conditional=True")
+    else:
+        problems.append(f"attention={attention!r}")
+    if problems:
+        return None, "the FLOP count does not cover " + ", ".join(problems)
+    return attention, ""
+
+
+def decoding_flops(
+    train_config: Mapping, source_length: int, steps: int, hypotheses: int = 1
+) -> float | None:
+    """Matmul FLOPs of translating one sentence: the encoder once over `source_length`
+    tokens, then `steps` decoder steps (the step that emits `[END]` included) for each
+    of `hypotheses` (1 for greedy, the beam width for beam search), from
+    `forward_matmuls` at batch 1 with the run's sizes. `None` for a model
+    `flop_count_kind` does not describe."""
+    kind, _ = flop_count_kind(train_config)
+    if kind is None:
+        return None
+    sizes = {key: train_config[key] for key in ("embedding_dim", "encoder_units", "decoder_units")}
+    rows = forward_matmuls(
+        kind, sizes, train_config["target_vocabulary_size"], 1, source_length, steps
+    )
+    total = 0.0
+    for name, b, m, k, n, count in rows:
+        once = name.startswith(("encoder", "keys"))  # per sentence, not per hypothesis
+        total += 2 * b * m * k * n * count * (1 if once else hypotheses)
+    return total
+
+
+def matmul_peak_gflops(dtype, size: int = 2048, repeats: int = 10) -> float:
+    """Best GFLOP/s of a `size x size` matmul in `dtype` (this machine, now)."""
+    import tensorflow as tf
+
+    a = tf.random.normal((size, size), dtype=tf.float32)
+    a = tf.cast(a, dtype)
+    matmul = tf.function(lambda x: tf.matmul(x, x))
+    best = min(time_calls(lambda: matmul(a).numpy(), repeats))
+    return 2 * size**3 / best / 1e9

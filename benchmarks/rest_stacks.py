@@ -185,25 +185,18 @@ def _signature_defaults(base: Path) -> dict:
     return {name: tf.make_ndarray(proto).tolist() for name, proto in signature.defaults.items()}
 
 
-def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for {pid}")
-
-
 def _burst(port: int, pid: int, path: str, mib: int, count: int, settle: float) -> dict:
     """`count` bodies of `mib` MiB (8 at a time), parsed in full and refused (400)."""
     values = ",".join(["1234567"] * (mib << 17))  # 8 bytes per value
     body = ('{"instances": [' + values + "]}").encode()
-    before = _rss_mib(pid)
+    before = harness.rss_mib(pid)
     peak = before
     done = threading.Event()
 
     def watch() -> None:
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, _rss_mib(pid))
+            peak = max(peak, harness.rss_mib(pid))
             time.sleep(0.05)
 
     watcher = threading.Thread(target=watch)
@@ -224,7 +217,7 @@ def _burst(port: int, pid: int, path: str, mib: int, count: int, settle: float) 
     time.sleep(settle)
     done.set()
     watcher.join()
-    return {"before_mib": before, "peak_mib": peak, "after_mib": _rss_mib(pid)}
+    return {"before_mib": before, "peak_mib": peak, "after_mib": harness.rss_mib(pid)}
 
 
 def main(argv: list[str] | None = None) -> int:

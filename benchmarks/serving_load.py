@@ -74,11 +74,9 @@ def _version_dir(export_dir: Path) -> Path:
 
 def _build_export(scratch: Path, steps: int) -> Path:
     """A default-size model trained for `steps` steps, exported as `scratch/export/1`."""
-    from export_decode import train_small_run  # the sibling benchmark script
-
     from keras_attention.export import TranslatorExporter
 
-    run = train_small_run(scratch, steps, size="default")
+    run = harness.train_small_run(scratch, steps, size="default")
     return TranslatorExporter.from_run(run).export(scratch / "export").path
 
 

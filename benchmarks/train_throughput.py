@@ -144,58 +144,6 @@ def synthetic_batches(batch_size, source_length, target_length, source_size, tar
     return data.batch(batch_size, drop_remainder=True).cache().repeat()
 
 
-def forward_matmuls(kind, sizes, vocabulary, batch, source_length, target_length):
-    """The matmuls of one training batch's forward pass, from the layer shapes.
-
-    Returns `(name, b, m, k, n, count)` rows: `count` matmuls of a `(b, m, k) x (b, k, n)`
-    batch each (`b = 1` for a plain matmul). Work that does not depend on the
-    recurrence is written as one matmul over all steps (the encoder's input
-    projections too, which Keras runs per step), so the shapes are the most
-    favourable the math allows. `kind`: `"tutorial"`, or a `Seq2Seq` attention type
-    (`"luong"` with a dot-product score (`dot`, `cosine`: the same matmuls) and no input
-    feeding, `"bahdanau"` with the maxout deep
-    output), tied output for `Seq2Seq`. Elementwise ops, softmax and the optimizer are
-    not matmuls and are not counted.
-    """
-    e, u, d = sizes["embedding_dim"], sizes["encoder_units"], sizes["decoder_units"]
-    B, Ts, Tt = batch, source_length, target_length  # noqa: N806 (the papers' names)
-    dv = 2 * u  # bidirectional annotations
-    rows = [
-        ("encoder input kernels (2 directions)", 1, B * Ts, e, 3 * u, 2),
-        ("encoder recurrent kernels", 1, B, u, 3 * u, 2 * Ts),
-    ]
-    if kind == "luong":  # without input feeding: the attention runs after the loop
-        rows += [
-            ("decoder GRU input e, all steps", 1, B * Tt, e, 3 * d, 1),
-            ("decoder GRU recurrent", 1, B, d, 3 * d, Tt),
-            ("scores s . h_i, all steps", B, Tt, dv, Ts, 1),
-            ("context, all steps", B, Tt, Ts, dv, 1),
-            ("h~ = tanh(W_c [c; s])", 1, B * Tt, dv + d, d, 1),
-            ("readout to the embedding size", 1, B * Tt, d, e, 1),
-            ("vocabulary projection", 1, B * Tt, e, vocabulary, 1),
-        ]
-        return rows
-    units = d  # attention units
-    rows += [
-        ("query W_q s", 1, B, d, units, Tt),
-        ("scores v . tanh(...)", 1, B * Ts, units, 1, Tt),
-        ("context", B, 1, Ts, dv, Tt),
-        ("decoder GRU input [e; c]", 1, B, e + dv, 3 * d, Tt),
-        ("decoder GRU recurrent", 1, B, d, 3 * d, Tt),
-    ]
-    if kind == "tutorial":
-        return rows + [
-            ("keys W_k h, every step", 1, B * Ts, dv, units, Tt),
-            ("readout tanh(W [s; c; e])", 1, B, d + dv + e, e, Tt),
-            ("vocabulary projection, every step", 1, B, e, vocabulary, Tt),
-        ]
-    return rows + [
-        ("keys W_k h, once", 1, B * Ts, dv, units, 1),
-        ("deep output (maxout)", 1, B * Tt, d + dv + e, 2 * e, 1),
-        ("vocabulary projection (tied)", 1, B * Tt, e, vocabulary, 1),
-    ]
-
-
 def training_matmuls(rows):
     """The forward matmuls with the two backward matmuls of each (dX = dY W^T,
     dW = X^T dY): `(b, m, k, n, count)`, three per forward row."""
@@ -206,8 +154,8 @@ def training_matmuls(rows):
 
 
 def training_flops_per_target_token(kind, sizes, vocabulary, batch, source_length, target_length):
-    """Training FLOPs per target token: 3 x the forward matmuls of `forward_matmuls`."""
-    rows = forward_matmuls(kind, sizes, vocabulary, batch, source_length, target_length)
+    """Training FLOPs per target token: 3 x the forward matmuls of `harness.forward_matmuls`."""
+    rows = harness.forward_matmuls(kind, sizes, vocabulary, batch, source_length, target_length)
     forward = sum(2 * b * m * k * n * count for _, b, m, k, n, count in rows)
     return 3 * forward / (batch * target_length)
 
@@ -278,15 +226,6 @@ def prepared(model, data, compile_step, jit_compile=False):
     compile_step(model, jit_compile)
     model.fit(data, steps_per_epoch=3, epochs=1, verbose=0)
     return model
-
-
-def matmul_peak_gflops(dtype, size=2048, repeats=10):
-    """Best GFLOP/s of a `size x size` matmul in `dtype` (this machine, now)."""
-    a = tf.random.normal((size, size), dtype=tf.float32)
-    a = tf.cast(a, dtype)
-    matmul = tf.function(lambda x: tf.matmul(x, x))
-    best = min(harness.time_calls(lambda: matmul(a).numpy(), repeats))
-    return 2 * size**3 / best / 1e9
 
 
 def padding_fraction(config, batches=200):
@@ -378,7 +317,7 @@ def main(argv=None):
     data = synthetic_batches(
         args.batch_size, args.source_length, args.target_length, source_size, target_size
     )
-    peaks = {dtype: matmul_peak_gflops(dtype) for dtype in ("bfloat16", "float32")}
+    peaks = {dtype: harness.matmul_peak_gflops(dtype) for dtype in ("bfloat16", "float32")}
     source_padding, target_padding = padding_fraction(default)
     print(
         f"padding in real training batches (bundled corpus, {default.tokenizer}, length "
@@ -472,7 +411,7 @@ def main(argv=None):
         # once, it caught a slow moment of the machine (the same run's vocabulary
         # matmul alone then ran at 1.7x "the peak").
         for dtype in peaks:
-            peaks[dtype] = max(peaks[dtype], matmul_peak_gflops(dtype))
+            peaks[dtype] = max(peaks[dtype], harness.matmul_peak_gflops(dtype))
     print(
         f"matmul peak (2048x2048, best of {args.rounds + 1} measurements over this run): "
         f"bf16 {peaks['bfloat16']:,.0f} GFLOP/s, fp32 {peaks['float32']:,.0f} GFLOP/s"
@@ -510,7 +449,7 @@ def main(argv=None):
 
     jit = False  # TrainConfig trains without XLA; see the jit_compile rows
     bf16_ceiling = print_ceilings(
-        forward_matmuls(
+        harness.forward_matmuls(
             kind, sizes, target_size, args.batch_size, args.source_length, args.target_length
         ),
         peaks["bfloat16"],
@@ -531,7 +470,7 @@ def main(argv=None):
     policy = "float32" if policy == "float32" else "mixed_bfloat16"
     ceiling = bf16_ceiling
     if policy == "float32":
-        rows = forward_matmuls(
+        rows = harness.forward_matmuls(
             kind, sizes, target_size, args.batch_size, args.source_length, args.target_length
         )
         ceiling = sum(row[1] for row in matmul_ceiling(rows, "float32"))
