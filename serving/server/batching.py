@@ -3,8 +3,9 @@
 1. A request joins the queue of its version, signature, outputs and input specs.
    A queue's last batch is open: a request that would take it past
    `max_batch_size` opens a new one, refused `UNAVAILABLE` at `max_enqueued_batches`.
-2. `num_batch_threads` threads serve the queues in turn: a closed batch at once,
-   the open one when full or when its oldest request has waited `batch_timeout_micros`.
+2. A batch runs on the thread of its first request, at most `num_batch_threads`
+   batches at a time: a closed batch as soon as it may, the open one when full or
+   when its first request has waited `batch_timeout_micros`.
 3. One Session run on the concatenated inputs (padded up to the next of
    `allowed_batch_sizes`); each request gets its rows, trailing padding ("" or 0)
    cut from axes >= 1, so its answer does not depend on its batch. A request past
@@ -94,28 +95,20 @@ class Batcher:
         self.options = options
         self._run = run or (lambda session, *args: session.run(*args[:3], timeout_in_ms=args[3]))
         self._cond = threading.Condition()
-        # (session, signature, fetches, feed specs) -> batches (the last one open).
+        # (session, signature, fetches, feed specs) -> batches waiting (the last one open).
         self._queues: dict[tuple, list[list[_Task]]] = {}
-        self._stopped = False
+        self._running, self._stopped = 0, False
         self.batch_sizes: collections.deque[int] = collections.deque(maxlen=10_000)
         """Rows of the latest batches run (before padding)."""
-        self._threads = [
-            threading.Thread(target=self._work, name=f"serving-batch-{i}", daemon=True)
-            for i in range(options.num_batch_threads)
-        ]
-        for thread in self._threads:
-            thread.start()
 
     def stop(self) -> None:
-        """Fails queued tasks with `UNAVAILABLE` and stops the threads (after their batch)."""
+        """Fails queued tasks with `UNAVAILABLE`; running batches finish."""
         with self._cond:
             self._stopped = True
             queues, self._queues = self._queues, {}
             self._cond.notify_all()
         for task in itertools.chain.from_iterable(itertools.chain(*queues.values())):
             task.answer.set_exception(ServingError("UNAVAILABLE", "The model server is stopping"))
-        for thread in self._threads:
-            thread.join()
 
     def run(
         self,
@@ -159,43 +152,39 @@ class Batcher:
                         "The batch scheduling queue to which this task was submitted is full",
                     )
                 batches.append([])
-            batches[-1].append(task)
-            self._cond.notify()
-        return task.answer.result()
-
-    def _work(self) -> None:
-        while True:
-            with self._cond:
-                while not self._stopped:
-                    picked, wait = self._pick()
-                    if picked:
-                        break
-                    self._cond.wait(wait)
-                else:
-                    return
-            key, batch = picked
+            batch = batches[-1]
+            batch.append(task)
+            self._cond.notify_all()
+            leads = batch[0] is task and self._lead(key, batch)
+        if leads:
             try:
                 self._process(key, batch)
             except BaseException as error:  # noqa: BLE001 - answered to the batch's tasks
-                for task in batch:
-                    if not task.answer.done():
-                        task.answer.set_exception(error)
+                for other in batch:
+                    if not other.answer.done():
+                        other.answer.set_exception(error)
+            finally:
+                with self._cond:
+                    self._running -= 1
+                    self._cond.notify_all()
+        return task.answer.result()
 
-    def _pick(self) -> tuple[tuple[tuple, list[_Task]] | None, float | None]:
-        """A batch ready to run (taken from its queue), else the seconds until one is due."""
-        now, wait = time.monotonic(), None
-        # The queue served longest ago first: a picked queue moves to the end.
-        for key, batches in list(self._queues.items()):
-            first = batches[0]
-            due = first[0].enqueued + self.options.batch_timeout_micros / 1e6
-            full = sum(t.size for t in first) >= self.options.max_batch_size
-            if len(batches) > 1 or full or now >= due:
-                del self._queues[key]
-                if len(batches) > 1:
-                    self._queues[key] = batches[1:]
-                return (key, first), None
-            wait = due - now if wait is None else min(wait, due - now)
-        return None, wait
+    def _lead(self, key: tuple, batch: list[_Task]) -> bool:
+        """Waits (holding `_cond`) until `batch` may run, and takes it; False if stopped."""
+        due = batch[0].enqueued + self.options.batch_timeout_micros / 1e6
+        while not self._stopped:
+            batches, now = self._queues[key], time.monotonic()
+            full = sum(t.size for t in batch) >= self.options.max_batch_size
+            ready = batches[0] is batch and (len(batches) > 1 or full or now >= due)
+            if ready and self._running < self.options.num_batch_threads:
+                del batches[0]
+                if not batches:
+                    del self._queues[key]
+                self._running += 1
+                self._cond.notify_all()  # the next batch of the queue may be ready
+                return True
+            self._cond.wait(due - now if now < due else None)
+        return False
 
     def _process(self, key: tuple, batch: list[_Task]) -> None:
         session, signature_name, fetches, _ = key
