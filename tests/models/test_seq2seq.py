@@ -166,7 +166,18 @@ def test_keras_save_and_load_reproduce_outputs(tmp_path, variant):
     np.testing.assert_array_equal(restored((source, target_in)), expected)
 
 
-@pytest.mark.parametrize("variant", VARIANTS[:4] + VARIANTS[-3:], ids=variant_id)
+XLA_VARIANTS = VARIANTS[:4] + VARIANTS[-3:]
+
+
+@pytest.mark.parametrize(
+    "variant",
+    # One Luong and one Bahdanau decoder in the quick tier; the others with the slow tests.
+    [
+        pytest.param(v, marks=() if v in (XLA_VARIANTS[0], XLA_VARIANTS[-1]) else pytest.mark.slow)
+        for v in XLA_VARIANTS
+    ],
+    ids=variant_id,
+)
 def test_xla_compiled_training_matches_the_graph_run(variant):
     """`jit_compile=True` (TrainConfig's `--jit-compile`) compiles every decoder's training
     step, the attention in the loop or after it: two steps give the losses of the same
