@@ -36,9 +36,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         names = dict.fromkeys([f"--{field.name}", f"--{field.name.replace('_', '-')}"])
         help_text = field.metadata["help"]
         if field.type == "bool":
-            default = str(field.default).lower()
             kind = dict(type=_parse_bool, nargs="?", const=True, metavar="BOOL")
-            help_text = f"{help_text} (default {default})"
+            help_text = f"{help_text} (default {str(field.default).lower()})"
         else:
             kind = dict(type={"int": int, "float": float}.get(field.type.split(" ")[0], str))
         group.add_argument(*names, dest=field.name, default=field.default, help=help_text, **kind)

@@ -159,7 +159,7 @@ class ModelServer:
                 )
         except BaseException:
             self._port = None
-            self._shut_down(None)
+            self.stop(0)
             raise
         server.start()
         logger.info("Running gRPC ModelServer at %s:%d ...", options.host, self._port)
@@ -170,28 +170,21 @@ class ModelServer:
             threading.Thread(target=self._poll_config_file, daemon=True).start()
 
     def stop(self, grace: float | None = None) -> None:
-        """Refuses new requests, waits up to `grace` s for running ones, unloads.
-
-        Args:
-            grace: seconds running requests may take (default
-                `options.shutdown_grace_seconds`).
-        """
+        """Refuses new requests, waits up to `grace` s (default `options.shutdown_grace_seconds`)
+        for running ones, unloads."""
         with self._stop_lock:
             if not self._stopped.is_set():
                 grace = self.options.shutdown_grace_seconds if grace is None else grace
                 logger.info("Stopping the model server (grace %.1f s)", grace)
-                self._shut_down(grace)
+                done = self._grpc_server.stop(grace) if self._grpc_server is not None else None
+                if self._http_server is not None:
+                    self._http_server.stop(grace)
+                if done is not None:
+                    done.wait()
+                if self.batcher is not None:
+                    self.batcher.stop()
+                self.manager.stop()
                 self._stopped.set()
-
-    def _shut_down(self, grace: float | None) -> None:
-        done = self._grpc_server.stop(grace) if self._grpc_server is not None else None
-        if self._http_server is not None:
-            self._http_server.stop(grace)
-        if done is not None:
-            done.wait()
-        if self.batcher is not None:
-            self.batcher.stop()
-        self.manager.stop()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Blocks until the server is stopped; returns whether it is."""

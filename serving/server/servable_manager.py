@@ -258,10 +258,7 @@ class ServableManager:
     def _set_state(
         self, name: str, version: int, state: VersionState, route: bool = False, session=None
     ) -> ServingSession | None:
-        """Records a version's state; with `route`, sends its requests to `session` (None: none).
-
-        Returns the session that served the version before (with `route`).
-        """
+        """Records a state; with `route`, sends requests to `session` (None: none), returns the old."""
         with self._state_lock:
             self._states.setdefault(name, {})[version] = state
             if not route:
