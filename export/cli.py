@@ -126,9 +126,9 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=None,
         help="decode over a vocabulary shortlist: for each source token, the K target tokens "
-        "that co-occur with it most (Dice coefficient) in the run's training split, plus the "
+        "that go with it most (local mutual information) in the run's training split, plus the "
         "--shortlist-frequent most frequent target tokens; scores are then log-probabilities "
-        "over the shortlist (default: none, the whole vocabulary)",
+        "over the shortlist; without it, the whole vocabulary (default: none)",
     )
     parser.add_argument(
         "--shortlist-frequent",

@@ -13,8 +13,8 @@ from keras_attention.text.vocabulary import END_ID, PAD_ID, START_ID, UNK_ID
 
 logger = logging.getLogger(__name__)
 
-MEASURE = "dice"
-"""How `build` ranks a source id's target ids (the only measure so far)."""
+MEASURES = ("lmi", "dice")
+"""How `build` may rank a source id's target ids; the first is the default."""
 
 DEFAULT_FREQUENT = 300
 """The most frequent target ids that are always candidates, unless told otherwise."""
@@ -34,15 +34,18 @@ class VocabularyShortlist:
     positions (`candidates[i] == i`), so the start, end and padding ids
     mean the same among candidates as in the vocabulary.
 
-    `build` makes the table from sentence pairs: row `s` holds the `k`
-    target ids `t` with the highest Dice coefficient
+    `build` makes the table from `N` sentence pairs: row `s` holds the `k`
+    target ids `t` with the highest local mutual information (the count
+    times the pointwise mutual information)
 
-        dice(s, t) = 2 c(s, t) / (c(s) + c(t))
+        lmi(s, t) = c(s, t) log(N c(s, t) / (c(s) c(t)))
 
     where `c(s, t)` counts the pairs whose source holds `s` and whose target
     holds `t`, and `c(s)`, `c(t)` the pairs holding each (ties go to the
-    lower id). A target word seen in most sentences has a large `c(t)`, so
-    frequent words do not crowd out a word's translations; they come in
+    lower id); or, with `measure="dice"`, the highest Dice coefficient
+    `2 c(s, t) / (c(s) + c(t))`. Either way a target word seen in most
+    sentences scores low unless it goes with `s` more than with the others,
+    so frequent words do not crowd out a word's translations; they come in
     through `frequent_ids` instead.
 
     Args:
@@ -55,7 +58,7 @@ class VocabularyShortlist:
             to the largest is always a candidate. Defaults to padding,
             `[UNK]`, `[START]`, `[END]` (0, 1, 2, 3).
         measure: str, how the table was ranked (recorded). Defaults to
-            `MEASURE`.
+            `"lmi"`.
         pairs: int or `None`, the number of sentence pairs it was built
             from (recorded).
 
@@ -75,7 +78,7 @@ class VocabularyShortlist:
         frequent_ids,
         target_vocabulary_size: int,
         special_ids: Sequence[int] = SPECIAL_IDS,
-        measure: str = MEASURE,
+        measure: str = MEASURES[0],
         pairs: int | None = None,
     ):
         table = np.asarray(table)
@@ -169,16 +172,19 @@ class VocabularyShortlist:
         k: int,
         frequent: int = DEFAULT_FREQUENT,
         special_ids: Sequence[int] = SPECIAL_IDS,
+        measure: str = MEASURES[0],
     ) -> VocabularyShortlist:
-        """The shortlist of `k` target ids per source id, by Dice coefficient.
+        """The shortlist of `k` target ids per source id, by co-occurrence in `pairs`.
 
-        1. Each pair counts once for each distinct source id and each
-           distinct target id in it (special ids are not counted as targets,
-           padding not as a source), and once for each (source id, target
-           id) combination: `c(s)`, `c(t)`, `c(s, t)`.
+        1. Each of the `N` pairs counts once for each distinct source id and
+           each distinct target id in it (special ids are not counted as
+           targets, padding not as a source), and once for each (source id,
+           target id) combination: `c(s)`, `c(t)`, `c(s, t)`.
         2. Row `s` of the table: the `k` targets with the highest
-           `2 c(s, t) / (c(s) + c(t))`, ties to the lower id, padded with
-           the padding id when fewer co-occur with `s`.
+           `c(s, t) log(N c(s, t) / (c(s) c(t)))` (`"lmi"`) or
+           `2 c(s, t) / (c(s) + c(t))` (`"dice"`) among those that co-occur
+           with `s`, ties to the lower id, padded with the padding id when
+           fewer co-occur with `s`.
         3. `frequent_ids`: the `frequent` target ids seen most often (every
            occurrence counts), ties to the lower id.
 
@@ -192,14 +198,19 @@ class VocabularyShortlist:
                 (all of them when the vocabulary has fewer). Defaults to
                 `DEFAULT_FREQUENT`.
             special_ids: the reserved target ids, padding first.
+            measure: one of `MEASURES`, `"lmi"` (the default: it kept more
+                of a model's own translations than Dice on the bundled
+                corpus, docs/export.md) or `"dice"`.
 
         Raises:
-            ValueError: a bad `k` or `frequent`, no pairs, or an id out of
-                range.
+            ValueError: a bad `k`, `frequent` or `measure`, no pairs, or an
+                id out of range.
         """
         _check_int("source_vocabulary_size", source_vocabulary_size, 1)
         _check_int("target_vocabulary_size", target_vocabulary_size, 1)
         check_shortlist_size(k, frequent, target_vocabulary_size)
+        if measure not in MEASURES:
+            raise ValueError(f"`measure` must be one of {MEASURES}. Received: measure={measure!r}")
         special_ids = tuple(int(i) for i in special_ids)
         pad = special_ids[0]
         source_size, target_size = source_vocabulary_size, target_vocabulary_size
@@ -235,8 +246,12 @@ class VocabularyShortlist:
         if seen:
             occurrences += np.bincount(np.concatenate(seen), minlength=target_size)
         sources, targets = keys // target_size, keys % target_size
-        dice = 2.0 * counts / (source_counts[sources] + target_counts[targets])
-        order = np.lexsort((targets, -dice, sources))  # by source, best first, lower id on ties
+        expected = source_counts[sources] * target_counts[targets] / count  # if independent
+        if measure == "lmi":
+            score = counts * np.log(counts / expected)
+        else:
+            score = 2.0 * counts / (source_counts[sources] + target_counts[targets])
+        order = np.lexsort((targets, -score, sources))  # by source, best first, lower id on ties
         sources, targets = sources[order], targets[order]
         starts = np.searchsorted(sources, np.arange(source_size))
         rank = np.arange(sources.size) - starts[sources]
@@ -253,11 +268,15 @@ class VocabularyShortlist:
             k,
             frequent_ids.size,
         )
-        return cls(table, frequent_ids, target_size, special_ids, MEASURE, pairs=count)
+        return cls(table, frequent_ids, target_size, special_ids, measure, pairs=count)
 
     @classmethod
     def from_run(
-        cls, run_dir: str | os.PathLike, k: int, frequent: int = DEFAULT_FREQUENT
+        cls,
+        run_dir: str | os.PathLike,
+        k: int,
+        frequent: int = DEFAULT_FREQUENT,
+        measure: str = MEASURES[0],
     ) -> VocabularyShortlist:
         """`build` on the training split of a trained run, as the run tokenized it.
 
@@ -310,6 +329,7 @@ class VocabularyShortlist:
                 target_vectorizer.start_id,
                 target_vectorizer.end_id,
             ),
+            measure=measure,
         )
 
 

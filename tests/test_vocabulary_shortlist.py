@@ -17,46 +17,49 @@ TOY_PAIRS = [
     ([6, 4, 4, 0], [6, 4, 3, 0]),  # padded, [END]: neither is counted
     ([5], [8]),  # dog -> toutou
 ]
-# Pairs holding each id: c(s4)=3, c(s5)=2, c(s6)=3; c(t4)=3, c(t5)=1, c(t6)=3, c(t7)=1,
-# c(t8)=1. Together: (4,4)=3, (4,6)=2, (4,7)=1, (5,5)=1, (5,6)=1, (5,8)=1, (6,4)=2,
-# (6,5)=1, (6,6)=3. Dice 2c(s,t)/(c(s)+c(t)):
+# N = 5 pairs. Pairs holding each id: c(s4)=3, c(s5)=2, c(s6)=3; c(t4)=3, c(t5)=1,
+# c(t6)=3, c(t7)=1, c(t8)=1. Together: (4,4)=3, (4,6)=2, (4,7)=1, (5,5)=1, (5,6)=1,
+# (5,8)=1, (6,4)=2, (6,5)=1, (6,6)=3.
+# LMI c(s,t) ln(N c(s,t) / (c(s) c(t))):
+#   s4: t4 3 ln(15/9)=1.53, t7 ln(5/3)=0.51, t6 2 ln(10/9)=0.21
+#   s5: t5 ln(5/2)=0.92, t8 ln(5/2) (a tie: the lower id first), t6 ln(5/6)=-0.18
+#   s6: t6 3 ln(15/9)=1.53, t5 ln(5/3)=0.51, t4 2 ln(10/9)=0.21
+# Dice 2 c(s,t) / (c(s) + c(t)):
 #   s4: t4 6/6=1, t6 4/6, t7 2/4
-#   s5: t5 2/3, t8 2/3 (a tie: the lower id first), t6 2/5
+#   s5: t5 2/3, t8 2/3 (a tie), t6 2/5
 #   s6: t6 6/6=1, t4 4/6, t5 2/4
-EXPECTED_TABLE = [
-    [0, 0, 0, 0],
-    [0, 0, 0, 0],
-    [0, 0, 0, 0],
-    [0, 0, 0, 0],
-    [4, 6, 7, 0],  # three targets co-occur with "cat": padded
-    [5, 8, 6, 0],
-    [6, 4, 5, 0],
-]
+# Three targets co-occur with each source: the fourth column is padding.
+EXPECTED_TABLES = {
+    "lmi": [[0, 0, 0, 0]] * 4 + [[4, 7, 6, 0], [5, 8, 6, 0], [6, 5, 4, 0]],
+    "dice": [[0, 0, 0, 0]] * 4 + [[4, 6, 7, 0], [5, 8, 6, 0], [6, 4, 5, 0]],
+}
 # Occurrences: t4 3, t6 3, t7 2, t5 1, t8 1.
 
 
-def test_build_on_a_hand_worked_corpus():
-    shortlist = VocabularyShortlist.build(TOY_PAIRS, 7, 9, k=4, frequent=3)
-    assert shortlist.table.tolist() == EXPECTED_TABLE
+@pytest.mark.parametrize("measure", ("lmi", "dice"))
+def test_build_on_a_hand_worked_corpus(measure):
+    shortlist = VocabularyShortlist.build(TOY_PAIRS, 7, 9, k=4, frequent=3, measure=measure)
+    assert shortlist.table.tolist() == EXPECTED_TABLES[measure]
     assert shortlist.table.dtype == np.int32
     assert shortlist.frequent_ids.tolist() == [4, 6, 7]
     assert shortlist.describe() == {
         "k": 4,
         "frequent": 3,
-        "measure": "dice",
+        "measure": measure,
         "pairs": 5,
         "special_ids": [0, 1, 2, 3],
         "table_shape": [7, 4],
         "table_bytes": 7 * 4 * 4,
     }
-    top = VocabularyShortlist.build(TOY_PAIRS, 7, 9, k=1, frequent=0)
+    top = VocabularyShortlist.build(TOY_PAIRS, 7, 9, k=1, frequent=0, measure=measure)
     assert top.table[4:, 0].tolist() == [4, 5, 6]
     assert top.frequent_ids.size == 0
 
 
 def test_a_generator_of_pairs_and_more_frequent_ids_than_targets():
     shortlist = VocabularyShortlist.build(iter(TOY_PAIRS), 7, 9, k=2, frequent=300)
-    assert shortlist.table.tolist() == [row[:2] for row in EXPECTED_TABLE]
+    assert shortlist.measure == "lmi"  # the default
+    assert shortlist.table.tolist() == [row[:2] for row in EXPECTED_TABLES["lmi"]]
     # The special ids are never "frequent".
     assert shortlist.frequent_ids.tolist() == [4, 5, 6, 7, 8]
 
@@ -99,6 +102,8 @@ def test_bad_sizes_are_named(k, frequent, message):
 
 
 def test_bad_pairs_and_tables_are_named():
+    with pytest.raises(ValueError, match=r"`measure` must be one of \('lmi', 'dice'\).*'pmi'"):
+        VocabularyShortlist.build(TOY_PAIRS, 7, 9, k=2, measure="pmi")
     with pytest.raises(ValueError, match="`pairs` is empty"):
         VocabularyShortlist.build([], 7, 9, k=2)
     with pytest.raises(ValueError, match=r"A target id is outside \[0, 9\): 4..9"):

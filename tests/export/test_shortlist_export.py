@@ -34,7 +34,7 @@ def test_the_export_passes_check_export_on_both_paths(shortlisted):
     assert code == 0, out
     assert "check-export: OK" in out
     assert "the same outputs on TensorFlow's C API" in out
-    assert "Vocabulary shortlist: 1 target tokens per source token (dice, from " in out
+    assert "Vocabulary shortlist: 1 target tokens per source token (lmi, from " in out
 
 
 @pytest.mark.slow
@@ -48,7 +48,7 @@ def test_the_manifest_records_the_shortlist(shortlisted, run_dir, translator):
     assert manifest.shortlist == {
         "k": 1,
         "frequent": 1,
-        "measure": "dice",
+        "measure": "lmi",
         "pairs": built.pairs,
         "special_ids": [0, 1, 2, 3],
         "table_shape": list(sizes),
