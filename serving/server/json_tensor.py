@@ -246,11 +246,7 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 def make_json_from_tensors(outputs: Mapping[str, np.ndarray], fmt: str) -> str:
-    """The response body for `outputs` (alias -> array) in the request's format (`ROW`/`COLUMNAR`).
-
-    `*_bytes` outputs as `{"b64": ...}`, floats in their shortest text, NaN and
-    infinities as `NaN`, `Infinity`, `-Infinity`, as TF Serving writes them.
-    """
+    """The response body for `outputs` (alias -> array) in the request's format (`ROW`/`COLUMNAR`)."""
     if not outputs:
         raise _error("Cannot convert empty tensor map to JSON")
     names = sorted(outputs)
