@@ -175,3 +175,54 @@ def test_fit_step_seconds_times_each_batch(harness):
 def test_every_benchmark_prints_the_machine_header(script):
     source = (ROOT / "benchmarks" / script).read_text(encoding="utf-8")
     assert "harness.print_machine_header()" in source
+
+
+# A Luong (dot score, no input feeding) GRU model with tiny sizes, counted by hand:
+# e=2, u=3 (bidirectional: 6-dim annotations), d=6, vocabulary 10, a 4-token source,
+# 5 decoder steps. FLOPs of an (m, k) x (k, n) matmul: 2 m k n.
+TINY_LUONG = {
+    "attention": "luong",
+    "score": "dot",
+    "cell": "gru",
+    "embedding_dim": 2,
+    "encoder_units": 3,
+    "decoder_units": 6,
+    "target_vocabulary_size": 10,
+}
+ENCODER_FLOPS = 2 * (2 * 4 * 2 * 9) + 2 * 4 * (2 * 1 * 3 * 9)  # inputs, then 4 steps x 2 dirs
+STEP_FLOPS = (
+    2 * 2 * 18  # GRU input kernel: e x 3d
+    + 2 * 6 * 18  # GRU recurrent kernel: d x 3d
+    + 2 * 6 * 4  # scores s . h_i over 4 source positions
+    + 2 * 4 * 6  # context: weights x annotations
+    + 2 * 12 * 6  # h~ = tanh(W_c [c; s])
+    + 2 * 6 * 2  # readout to the embedding size
+    + 2 * 2 * 10  # tied output projection
+)
+
+
+def test_decoding_flops_match_a_hand_count(harness):
+    assert harness.decoding_flops(TINY_LUONG, source_length=4, steps=5) == (
+        ENCODER_FLOPS + 5 * STEP_FLOPS
+    )
+    # Beam search: the encoder runs once, the decoder once per hypothesis.
+    assert harness.decoding_flops(TINY_LUONG, 4, 5, hypotheses=4) == (
+        ENCODER_FLOPS + 4 * 5 * STEP_FLOPS
+    )
+
+
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        ({"cell": "lstm"}, "cell='lstm'"),
+        ({"score": "general"}, "score='general'"),
+        ({"input_feeding": True}, "input_feeding=True"),
+        ({"attention": "none"}, "attention='none'"),
+        ({"attention": "bahdanau", "conditional": True}, "conditional=True"),
+    ],
+)
+def test_decoding_flops_refuse_models_they_do_not_count(harness, change, named):
+    config = {**TINY_LUONG, **change}
+    kind, why = harness.flop_count_kind(config)
+    assert kind is None and named in why
+    assert harness.decoding_flops(config, 4, 5) is None
