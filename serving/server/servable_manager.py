@@ -117,12 +117,9 @@ class ServableManager:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
-        with self._poll_lock, self._state_lock:
-            serving, self._serving = self._serving, {}
-            for name, versions in serving.items():
-                for version, session in versions.items():
-                    self._states[name][version] = VersionState("END")
-                    session.retire()
+        with self._poll_lock:
+            for name in list(self._serving):
+                self._unload_unaspired(name, aspired=set())
 
     def _poll_loop(self) -> None:
         while not self._stop.wait(self.file_system_poll_wait_seconds):
