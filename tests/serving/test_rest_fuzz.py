@@ -83,7 +83,9 @@ def test_fuzz_openapi_operations(translator_server):
 
     fuzz()
     print(f"{sum(statuses.values())} requests in {time.monotonic() - started:.1f} s: {statuses}")
-    assert statuses.get(200, 0) >= 5, statuses  # the model was reached (7 of the 150 derandomized cases)
+    assert statuses.get(200, 0) >= 5, (
+        statuses
+    )  # the model was reached (7 of the 150 derandomized cases)
     assert sum(count for status, count in statuses.items() if status >= 400) > 10, statuses
     request = urllib.request.Request(
         url + "/v1/models/translator:predict",
