@@ -345,9 +345,10 @@ class BaseDecoder(keras.layers.Layer):
                 its own form, e.g. int8 columns and their scales).
 
         Returns:
-            `(kernel, bias)`: `(output_dim, C)` and `(C,)`, in the weights'
-            dtype: `W_o[:, ids]` and `b[ids]` (the target embeddings' rows
-            `ids`, transposed, when tied).
+            `(kernel, bias)`: `(output_dim, C)` and `(C,)`, in the compute
+            dtype (cast once here, not at every step): `W_o[:, ids]` and
+            `b[ids]` (the target embeddings' rows `ids`, transposed, when
+            tied).
         """
         if gather is None:
 
@@ -356,8 +357,12 @@ class BaseDecoder(keras.layers.Layer):
 
         if self.tie_embeddings:
             kernel = tf.transpose(gather(self.embedding.embeddings, ids, 0))
-            return kernel, gather(self.output_bias, ids, 0)
-        return gather(self.output_layer.kernel, ids, 1), gather(self.output_layer.bias, ids, 0)
+            bias = gather(self.output_bias, ids, 0)
+        else:
+            kernel = gather(self.output_layer.kernel, ids, 1)
+            bias = gather(self.output_layer.bias, ids, 0)
+        dtype = self.compute_dtype
+        return keras.ops.cast(kernel, dtype), keras.ops.cast(bias, dtype)
 
     # ------------------------------------------------------------- training
 
