@@ -141,7 +141,8 @@ class TranslatorExporter:
             them; `score_translation` keeps the whole vocabulary. Its table
             and ids are variables of the export, recorded in the manifest.
             Not with `jit_compile` (XLA would compile again for every
-            number of candidates). Defaults to `None`: the whole vocabulary.
+            number of candidates). Defaults to `None`: the translator's own
+            (`Translator(shortlist=...)`), if any, else the whole vocabulary.
 
     Example:
 
@@ -171,6 +172,8 @@ class TranslatorExporter:
         attention = getattr(decoder, "attention_layer", None)
         if attention is not None:
             require_registered(attention)
+        if shortlist is None:
+            shortlist = getattr(translator, "shortlist", None)  # a shortlisted Translator's
         if shortlist is not None and not isinstance(shortlist, VocabularyShortlist):
             raise TypeError(
                 "`shortlist` must be a VocabularyShortlist or None (TranslatorExporter.from_run "
@@ -250,6 +253,8 @@ class TranslatorExporter:
                 f"Received: max_output_length={max_output_length!r}"
             )
         translator = load_translator(run_dir, max_output_length=max_output_length)
+        if shortlist is None:
+            shortlist = getattr(translator, "shortlist", None)  # a shortlisted Translator's
         if shortlist is not None and not isinstance(shortlist, VocabularyShortlist):
             check_shortlist_size(
                 shortlist, shortlist_frequent, translator.target_vectorizer.vocabulary_size

@@ -152,3 +152,17 @@ def test_the_exporter_takes_a_shortlist_object(translator):
 
     with pytest.raises(TypeError, match=r"`shortlist` must be a VocabularyShortlist.*=3"):
         TranslatorExporter(translator, shortlist=3)
+
+
+def test_the_exporter_takes_a_shortlisted_translators_shortlist(translator):
+    """Its table is the export's, and the columns are read from the export's weights."""
+    from keras_attention.export import TranslatorExporter
+    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+    size = translator.target_vectorizer.vocabulary_size
+    table = np.ones((translator.source_vectorizer.vocabulary_size, 2), np.int32) * 5
+    shortlist = VocabularyShortlist(table, [], size)
+    exporter = TranslatorExporter(translator.with_shortlist(shortlist), weights="int8")
+    assert exporter.shortlist is shortlist
+    assert exporter.translator.shortlist is shortlist
+    assert exporter.translator.gather_weights == exporter.weight_storage.gather
