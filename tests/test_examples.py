@@ -46,6 +46,7 @@ def test_self_attention_encoder_finds_partners():
     assert results["max_weight_on_padding"] == 0.0
 
 
+@pytest.mark.slow
 def test_custom_attention_trains_saves_reloads_and_exports(tmp_path):
     """A user's own registered `BaseAttention` subclass in `Seq2Seq`: `model.fit` lowers
     the loss, the `.keras` file reloads it with identical outputs, and the export passes

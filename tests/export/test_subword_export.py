@@ -13,6 +13,9 @@ from helpers.export_testing import SENTENCES, train_export_run
 from keras_attention.export import ExportChecker, ExportManifest, ServingSession
 from keras_attention.export.cli import main
 
+# A subword run and its export take about a minute: with the slow tests.
+pytestmark = pytest.mark.slow
+
 UNSEEN = ["Ωμέγα 😀 ŧ", "", "the dog"]
 
 

@@ -377,6 +377,7 @@ def test_warmup_covers_every_signature_with_test_split_sentences(exported, run_d
 # ------------------------------------------------------------------------------ versioning
 
 
+@pytest.mark.slow
 def test_export_is_atomic_increments_and_never_overwrites(exporter, exported, tmp_path):
     base = tmp_path / "models"
     shutil.copytree(exported.path, base / "3")

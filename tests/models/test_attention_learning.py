@@ -23,6 +23,7 @@ def fit(model, task_or_arrays, steps, batch_size, learning_rate=5e-3):
     ).history["loss"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attention", ["bahdanau", "none"])
 def test_tied_deep_output_can_make_confident_predictions(attention):
     """With tied embeddings the logits are `o_t . E`: the old tanh readout bounded `o_t`
