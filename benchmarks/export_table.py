@@ -597,14 +597,7 @@ def summary_line(figures: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--run-dir", help="a trained run (default: train a small one)")
-    parser.add_argument("--train-steps", type=int, default=400, help="steps of the default run")
-    parser.add_argument(
-        "--size",
-        choices=sorted(harness.SMALL_RUN_SIZES),
-        default="small",
-        help="model size of the default run",
-    )
+    harness.add_run_arguments(parser, train_steps=400)
     parser.add_argument(
         "--batch-sizes", default="1,8,64", help="comma-separated batch sizes, 1 among them"
     )

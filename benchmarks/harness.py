@@ -349,6 +349,21 @@ SMALL_RUN_SIZES = {
 """The model sizes `train_small_run` trains."""
 
 
+def add_run_arguments(parser, train_steps: int) -> None:
+    """`--run-dir RUN`, or a small run trained first: `--train-steps` (default
+    `train_steps`) and `--size` (a key of `SMALL_RUN_SIZES`), for `train_small_run`."""
+    parser.add_argument("--run-dir", help="a trained run (default: train a small one)")
+    parser.add_argument(
+        "--train-steps", type=int, default=train_steps, help="steps of the default run"
+    )
+    parser.add_argument(
+        "--size",
+        choices=sorted(SMALL_RUN_SIZES),
+        default="small",
+        help="model size of the default run",
+    )
+
+
 def train_small_run(directory: Path, steps: int, size: str = "small") -> Path:
     """Trains a model on 20,000 pairs of the bundled corpus for `steps` steps (batch 64,
     float32, word vocabularies, `TrainConfig`'s other defaults) into `directory/run`;
