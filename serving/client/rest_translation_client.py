@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import ssl
 import urllib.error
@@ -24,6 +23,7 @@ from keras_attention_client.model_version_status import ModelVersionStatus
 from keras_attention_client.served_model import ServedModel
 from keras_attention_client.wire.contract import SAMPLE, SEARCH
 from keras_attention_client.wire.errors import CODE_FOR_HTTP_STATUS, ServingError
+from keras_attention_client.wire.json_tensor import array_from_json, json_from_array
 
 
 class RestTranslationClient(TranslationClientBase):
@@ -187,7 +187,7 @@ class RestTranslationClient(TranslationClientBase):
     ) -> dict[str, np.ndarray]:
         body = {
             "signature_name": signature_name,
-            "inputs": {alias: _to_json_value(values) for alias, values in inputs.items()},
+            "inputs": {alias: json_from_array(values) for alias, values in inputs.items()},
         }
         answer = self._request("POST", self._model_url(self.version) + ":predict", body, timeout)
         if not isinstance(answer, dict) or "outputs" not in answer:
@@ -209,7 +209,7 @@ class RestTranslationClient(TranslationClientBase):
                     f"expected to be in the set {{{','.join(sorted(named))}}}.",
                 )
             named = {name: named[name] for name in output_filter}
-        return {alias: _from_json_value(value) for alias, value in named.items()}
+        return {alias: array_from_json(value) for alias, value in named.items()}
 
     def _status_once(self, version: int | None, timeout: float | None) -> list[ModelVersionStatus]:
         answer = self._request("GET", self._model_url(version, use_label=False), None, timeout)
@@ -281,56 +281,3 @@ def _http_error(error: urllib.error.HTTPError) -> ServingError:
         pass
     code = CODE_FOR_HTTP_STATUS.get(status, "INTERNAL" if status >= 500 else "UNKNOWN")
     return ServingError(code, message or error.reason or "", http_status=status)
-
-
-def _to_json_value(values: Any) -> Any:
-    """Array-like -> nested lists JSON can carry (str for text, {"b64": ...} for raw bytes)."""
-    array = np.asarray(values, dtype=object if _is_text(values) else None)
-    if array.dtype == object or array.dtype.kind in ("U", "S"):
-        return _map_nested(array.astype(object).tolist(), _string_to_json)
-    if array.dtype.kind == "c":
-        raise TypeError(f"JSON cannot carry complex values. Received dtype: {array.dtype}")
-    return array.tolist()
-
-
-def _is_text(values: Any) -> bool:
-    if isinstance(values, np.ndarray):
-        return values.dtype == object or values.dtype.kind in ("U", "S")
-    probe = values
-    while isinstance(probe, (list, tuple)) and probe:
-        probe = probe[0]
-    return isinstance(probe, (str, bytes))
-
-
-def _string_to_json(value: Any) -> Any:
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"b64": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, np.bytes_):
-        return _string_to_json(bytes(value))
-    return str(value)
-
-
-def _map_nested(value: Any, fn) -> Any:
-    if isinstance(value, list):
-        return [_map_nested(item, fn) for item in value]
-    return fn(value)
-
-
-def _from_json_value(value: Any) -> np.ndarray:
-    def convert(item: Any) -> Any:
-        if isinstance(item, str):
-            return item.encode("utf-8")
-        if isinstance(item, dict) and set(item) == {"b64"}:
-            return base64.b64decode(item["b64"])
-        return item
-
-    converted = _map_nested(value, convert)
-    probe = converted
-    while isinstance(probe, list) and probe:
-        probe = probe[0]
-    if isinstance(probe, bytes):
-        return np.array(converted, dtype=object)
-    return np.asarray(converted)

@@ -30,8 +30,9 @@ from starlette.routing import BaseRoute
 from tensorflow_serving.apis import model_pb2
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from keras_attention.serving.server import inference, json_tensor
+from keras_attention.serving.server import inference
 from keras_attention.serving.server.servable_manager import ServableManager
+from keras_attention_client.wire import json_tensor
 from keras_attention_client.wire.errors import HTTP_STATUS_FOR_CODE, ServingError
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""JSON <-> tensors as TF Serving's json_tensor.cc (hand-worked examples)."""
+"""JSON <-> tensors: TF Serving's json_tensor.cc (hand-worked examples) and the REST client."""
 
 import json
 import math
@@ -8,7 +8,7 @@ import pytest
 from tensorflow.core.framework import types_pb2
 from tensorflow.core.protobuf import meta_graph_pb2
 
-from keras_attention.serving.server import json_tensor
+from keras_attention_client.wire import json_tensor
 from keras_attention_client.wire.errors import ServingError
 
 
@@ -154,3 +154,35 @@ def test_row_format_needs_a_batch_dimension():
         json_tensor.make_json_from_tensors({"x": np.float32(1)}, json_tensor.ROW)
     with pytest.raises(ServingError, match="inconsistent batch size"):
         json_tensor.make_json_from_tensors({"a": np.zeros(2), "b": np.zeros(3)}, json_tensor.ROW)
+
+
+def test_client_request_values_read_back_as_the_server_reads_them():
+    values = {
+        "text": ["a b", b"\xffcat", np.bytes_(b"\xc3\xa9")],
+        "ids": np.array([[1, 2], [3, 4]], np.int32),
+        "score": [0.5, -1.25],
+    }
+    body = {"inputs": {name: json_tensor.json_from_array(v) for name, v in values.items()}}
+    assert body["inputs"]["text"] == ["a b", {"b64": "/2NhdA=="}, "é"]
+    types = {"text": types_pb2.DT_STRING, "ids": types_pb2.DT_INT32, "score": types_pb2.DT_FLOAT}
+    _, inputs = _fill(json.loads(json.dumps(body)), **types)
+    assert inputs["text"].tolist() == [b"a b", b"\xffcat", "é".encode()]
+    np.testing.assert_array_equal(inputs["ids"], values["ids"])
+    np.testing.assert_array_equal(inputs["score"], np.array(values["score"], np.float32))
+    with pytest.raises(TypeError, match="complex"):
+        json_tensor.json_from_array(np.array([1j]))
+
+
+def test_server_answers_read_back_as_the_client_reads_them():
+    outputs = {
+        "raw_bytes": np.array([[b"\xff"], [b""]], dtype=object),
+        "text": np.array([b"a", "é".encode()], dtype=object),
+        "score": np.array([0.1, -2.0], np.float32),
+        "length": np.array([3, 0], np.int32),
+    }
+    answer = json.loads(json_tensor.make_json_from_tensors(outputs, json_tensor.COLUMNAR))
+    read = {name: json_tensor.array_from_json(v) for name, v in answer["outputs"].items()}
+    assert read["raw_bytes"].dtype == object and read["raw_bytes"].tolist() == [[b"\xff"], [b""]]
+    assert read["text"].tolist() == [b"a", "é".encode()]
+    np.testing.assert_array_equal(read["score"].astype(np.float32), outputs["score"])
+    assert read["length"].tolist() == [3, 0]

@@ -6,6 +6,8 @@
   uses.
 - `errors`: `ServingError` and the status-code tables (gRPC names, REST
   statuses).
+- `json_tensor`: TF Serving's REST JSON tensors, as the server reads and
+  writes them and as the REST client writes and reads them.
 - `contract`: the signatures every translator export has, and copies of
   TensorFlow's SavedModel constants (the client cannot import TensorFlow; a
   TensorFlow-side test checks the copies).

@@ -1,10 +1,15 @@
-"""TF Serving's REST JSON formats (tensorflow_serving/util/json_tensor.cc, 2.20.0), with its messages.
+"""TF Serving's REST JSON tensors (tensorflow_serving/util/json_tensor.cc, 2.20.0), both sides.
 
-Requests: `"instances"` (row format: an element per batch row, an object by alias
-for several inputs) or `"inputs"` (columnar), binary strings as `{"b64": ...}`;
-string, float32, int32 and int64 inputs (others `UNIMPLEMENTED`). Answers:
-`"predictions"` or `"outputs"`; `*_bytes` outputs as `{"b64": ...}`, floats in
-their shortest text, NaN and infinities as `NaN`, `Infinity`, `-Infinity`.
+The server reads requests and writes answers as TF Serving does, with its
+messages. Requests: `"instances"` (row format: an element per batch row, an
+object by alias for several inputs) or `"inputs"` (columnar), binary strings as
+`{"b64": ...}`; string, float32, int32 and int64 inputs (others
+`UNIMPLEMENTED`). Answers: `"predictions"` or `"outputs"`; `*_bytes` outputs as
+`{"b64": ...}`, floats in their shortest text, NaN and infinities as `NaN`,
+`Infinity`, `-Infinity`.
+
+The REST client writes its request values with `json_from_array` and reads
+answer values with `array_from_json`.
 """
 
 from __future__ import annotations
@@ -274,7 +279,7 @@ def _json_values(array: np.ndarray, name: str) -> Any:
     if array.dtype.kind == "i":
         return array.tolist()
     if array.dtype == object and name.endswith("_bytes"):
-        items = [{"b64": base64.b64encode(v).decode()} for v in array.reshape(-1)]
+        items = [_b64_object(v) for v in array.reshape(-1)]
     elif array.dtype == object:
         items = [v.decode("utf-8", errors="replace") for v in array.reshape(-1)]
     elif array.dtype.kind == "f":  # str of a NumPy float: the shortest text that reads back
@@ -287,3 +292,71 @@ def _json_values(array: np.ndarray, name: str) -> Any:
 def make_json_from_error(message: str) -> str:
     """TF Serving's error body: `{"error": message}`."""
     return json.dumps({"error": message}, indent=4, ensure_ascii=False)
+
+
+def _b64_object(data: bytes) -> dict[str, str]:
+    return {"b64": base64.b64encode(data).decode("ascii")}
+
+
+def json_from_array(values: Any) -> Any:
+    """Array-like -> nested lists JSON can carry (str for text, {"b64": ...} for raw bytes).
+
+    Bytes that are UTF-8 travel as text, others as `{"b64": ...}`.
+
+    Raises:
+        TypeError: for complex values.
+    """
+    array = np.asarray(values, dtype=object if _is_text(values) else None)
+    if array.dtype == object or array.dtype.kind in ("U", "S"):
+        return _map_nested(array.astype(object).tolist(), _string_to_json)
+    if array.dtype.kind == "c":
+        raise TypeError(f"JSON cannot carry complex values. Received dtype: {array.dtype}")
+    return array.tolist()
+
+
+def _is_text(values: Any) -> bool:
+    if isinstance(values, np.ndarray):
+        return values.dtype == object or values.dtype.kind in ("U", "S")
+    probe = values
+    while isinstance(probe, (list, tuple)) and probe:
+        probe = probe[0]
+    return isinstance(probe, (str, bytes))
+
+
+def _string_to_json(value: Any) -> Any:
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return _b64_object(value)
+    if isinstance(value, np.bytes_):
+        return _string_to_json(bytes(value))
+    return str(value)
+
+
+def _map_nested(value: Any, fn) -> Any:
+    if isinstance(value, list):
+        return [_map_nested(item, fn) for item in value]
+    return fn(value)
+
+
+def array_from_json(value: Any) -> np.ndarray:
+    """An answer's JSON value as an array: strings and `{"b64": ...}` as `bytes` (object dtype).
+
+    JSON has no dtypes: numbers come back as NumPy infers them (int64, float64).
+    """
+
+    def convert(item: Any) -> Any:
+        if isinstance(item, str):
+            return item.encode("utf-8")
+        if isinstance(item, dict) and set(item) == {"b64"}:
+            return base64.b64decode(item["b64"])
+        return item
+
+    converted = _map_nested(value, convert)
+    probe = converted
+    while isinstance(probe, list) and probe:
+        probe = probe[0]
+    if isinstance(probe, bytes):
+        return np.array(converted, dtype=object)
+    return np.asarray(converted)
