@@ -44,7 +44,6 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--log_level",
         "--log-level",
-        dest="log_level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="Logging level of the server.",
@@ -139,5 +138,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m keras_attention.serving [flags]`."""
-    args = build_parser().parse_args(argv)
-    return run_serve(args)
+    return run_serve(build_parser().parse_args(argv))

@@ -22,7 +22,8 @@ from tensorflow_serving.config import model_server_config_pb2
 
 M = TypeVar("M")
 
-# tensorflow_serving/servables/tensorflow/session_bundle_config.proto, BatchingParameters.
+# tensorflow_serving/servables/tensorflow/session_bundle_config.proto, BatchingParameters
+# (the pool resolves a message field's type from its type_name).
 _BATCHING_PARAMETERS = """
 name: "tensorflow_serving/servables/tensorflow/session_bundle_config.proto"
 package: "tensorflow.serving"
@@ -30,20 +31,13 @@ dependency: "google/protobuf/wrappers.proto"
 syntax: "proto3"
 message_type {
   name: "BatchingParameters"
-  field { name: "max_batch_size" number: 1 label: LABEL_OPTIONAL type: TYPE_MESSAGE
-          type_name: ".google.protobuf.Int64Value" json_name: "maxBatchSize" }
-  field { name: "batch_timeout_micros" number: 2 label: LABEL_OPTIONAL type: TYPE_MESSAGE
-          type_name: ".google.protobuf.Int64Value" json_name: "batchTimeoutMicros" }
-  field { name: "max_enqueued_batches" number: 3 label: LABEL_OPTIONAL type: TYPE_MESSAGE
-          type_name: ".google.protobuf.Int64Value" json_name: "maxEnqueuedBatches" }
-  field { name: "num_batch_threads" number: 4 label: LABEL_OPTIONAL type: TYPE_MESSAGE
-          type_name: ".google.protobuf.Int64Value" json_name: "numBatchThreads" }
-  field { name: "thread_pool_name" number: 5 label: LABEL_OPTIONAL type: TYPE_MESSAGE
-          type_name: ".google.protobuf.StringValue" json_name: "threadPoolName" }
-  field { name: "allowed_batch_sizes" number: 6 label: LABEL_REPEATED type: TYPE_INT64
-          json_name: "allowedBatchSizes" }
-  field { name: "pad_variable_length_inputs" number: 7 label: LABEL_OPTIONAL type: TYPE_BOOL
-          json_name: "padVariableLengthInputs" }
+  field { name: "max_batch_size" number: 1 type_name: "google.protobuf.Int64Value" }
+  field { name: "batch_timeout_micros" number: 2 type_name: "google.protobuf.Int64Value" }
+  field { name: "max_enqueued_batches" number: 3 type_name: "google.protobuf.Int64Value" }
+  field { name: "num_batch_threads" number: 4 type_name: "google.protobuf.Int64Value" }
+  field { name: "thread_pool_name" number: 5 type_name: "google.protobuf.StringValue" }
+  field { name: "allowed_batch_sizes" number: 6 label: LABEL_REPEATED type: TYPE_INT64 }
+  field { name: "pad_variable_length_inputs" number: 7 type: TYPE_BOOL }
 }
 """
 

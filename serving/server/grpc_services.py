@@ -1,4 +1,4 @@
-"""The gRPC services over a `ServableManager`: TF Serving's PredictionService and ModelService, our ModelListing."""
+"""The gRPC services: TF Serving's PredictionService and ModelService, and our ModelListing."""
 
 from __future__ import annotations
 
@@ -53,15 +53,14 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
 
     def Predict(self, request, context):  # noqa: N802 - gRPC method name
         remaining = context.time_remaining()
-        timeout_in_ms = None if remaining is None else int(remaining * 1000)
-        return self._on_servable(
-            context,
-            request,
-            request.model_spec,
-            lambda session: inference.run_predict(
-                session, request, timeout_in_ms=timeout_in_ms, runner=self.runner
-            ),
-        )
+        timeout = None if remaining is None else int(remaining * 1000)
+
+        def predict(session):
+            return inference.run_predict(
+                session, request, timeout_in_ms=timeout, runner=self.runner
+            )
+
+        return self._on_servable(context, request, request.model_spec, predict)
 
     def GetModelMetadata(self, request, context):  # noqa: N802 - gRPC method name
         def handler():
@@ -82,12 +81,10 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         return self._refuse(context, None, task.model_spec, task.method_name)
 
     def _refuse(self, context, request, spec, method_name):
-        return self._on_servable(
-            context,
-            request,
-            spec,
-            lambda session: inference.refuse(session, method_name, spec.signature_name),
-        )
+        def refuse(session):
+            inference.refuse(session, method_name, spec.signature_name)
+
+        return self._on_servable(context, request, spec, refuse)
 
 
 class ModelService(

@@ -163,9 +163,8 @@ def refuse(session: ServingSession, method_name: str, signature_name: str) -> No
     if len(signature.inputs) != 1:
         raise ServingError("INVALID_ARGUMENT", "Expected one input Tensor.")
     if method_name == CLASSIFY and outputs not in (1, 2):
-        raise ServingError(
-            "INVALID_ARGUMENT", f"Expected one or two output Tensors, found {outputs}"
-        )
+        message = f"Expected one or two output Tensors, found {outputs}"
+        raise ServingError("INVALID_ARGUMENT", message)
     if method_name == REGRESS and outputs != 1:
         raise ServingError("INVALID_ARGUMENT", "Expected one output Tensor.")
     raise ServingError("UNIMPLEMENTED", "Classify and Regress are not implemented; use Predict.")

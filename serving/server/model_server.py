@@ -64,8 +64,8 @@ class ModelServer:
             parameters = config_files.read_batching_parameters(options.batching_parameters_file)
             if not options.enable_batching:
                 logger.warning("--batching_parameters_file is ignored without --enable_batching")
-        self._batching = BatchingOptions.from_proto(parameters) if options.enable_batching else None
-        self.batcher: Batcher | None = None
+        batching = BatchingOptions.from_proto(parameters) if options.enable_batching else None
+        self.batcher = None if batching is None else Batcher(batching)
         intra = options.tensorflow_session_parallelism or options.tensorflow_intra_op_parallelism
         inter = options.tensorflow_session_parallelism or options.tensorflow_inter_op_parallelism
         self.manager = ServableManager(
@@ -117,10 +117,9 @@ class ModelServer:
         host = f"[{options.host}]" if ":" in options.host else options.host
         try:
             self.manager.start()
-            if self._batching is not None:
-                self.batcher = Batcher(self._batching)
-                logger.info("Batching requests: %s", self._batching)
             runner = None if self.batcher is None else self.batcher.run
+            if self.batcher is not None:
+                logger.info("Batching requests: %s", self.batcher.options)
             # --grpc_channel_arguments override the defaults (gRPC keeps the first of duplicates).
             arguments = {
                 "grpc.max_receive_message_length": options.max_request_bytes,

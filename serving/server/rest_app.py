@@ -77,17 +77,14 @@ class RestApi:
         self.timeout_in_ms = timeout_in_ms if timeout_in_ms > 0 else None
         self.runner = runner
 
-    def allowed_methods(self, path: str) -> str | None:
-        """The `Allow` header of `path`'s route (`None`: not a route)."""
-        match = _ROUTE.fullmatch(path)
-        if match is None:
-            return _READ_ONLY if path == OPENAPI_PATH else None
-        return _POST_ONLY if match[4] else _READ_ONLY
-
     def process(self, method: str, path: str, body: bytes = b"") -> RestResponse:
         """Answers one request (`path`: the raw, still percent-encoded path, no query)."""
         method = "GET" if method == "HEAD" else method  # the server sends the headers only
-        allowed = self.allowed_methods(path)
+        route = _ROUTE.fullmatch(path)
+        if route is None:
+            allowed = _READ_ONLY if path == OPENAPI_PATH else None
+        else:
+            allowed = _POST_ONLY if route[4] else _READ_ONLY
         try:
             if allowed is None and (method == "OPTIONS" or not path.lower().startswith("/v1/")):
                 return error_response(404, f"Not found: {path}")
@@ -101,7 +98,7 @@ class RestApi:
                 return RestResponse(200, openapi.read_bytes())
             if allowed is None:
                 raise ServingError("INVALID_ARGUMENT", f"Malformed request: {method} {path}")
-            return RestResponse(200, self._answer(*_ROUTE.fullmatch(path).groups(), body).encode())
+            return RestResponse(200, self._answer(*route.groups(), body).encode())
         except ServingError as failure:
             logger.debug("REST %s %s failed: %s", method, path, failure)
             return error_response(HTTP_STATUS_FOR_CODE.get(failure.code, 500), failure.message)

@@ -174,12 +174,8 @@ class ServableManager:
                     continue
                 aspired = _aspired_versions(model, versions)
                 for version in sorted(aspired, reverse=True):
-                    session = self._serving.get(name, {}).get(version)
-                    path = versions[version]
-                    if (session is None or session.path != path) and self._should_load(
-                        name, version, path
-                    ):
-                        self._load(name, version, path)
+                    if self._should_load(name, version, versions[version]):
+                        self._load(name, version, versions[version])
                 self._unload_unaspired(name, set(aspired))
             for name in set(self._serving) - set(configured):
                 self._unload_unaspired(name, aspired=set())
@@ -201,8 +197,9 @@ class ServableManager:
         return versions
 
     def _should_load(self, name: str, version: int, path: str) -> bool:
+        session = self._serving.get(name, {}).get(version)
         attempts, last, fingerprint = self._failures.get((name, version), (0, 0.0, None))
-        return (
+        return (session is None or session.path != path) and (
             fingerprint is None
             or _fingerprint(path) != fingerprint
             or attempts <= self.max_num_load_retries
@@ -255,7 +252,7 @@ class ServableManager:
     def _set_state(
         self, name: str, version: int, state: VersionState, route: bool = False, session=None
     ) -> ServingSession | None:
-        """Records a state; with `route`, sends requests to `session` (None: none), returns the old."""
+        """Records a state; with `route`, routes to `session` (None: none) and returns the old."""
         with self._state_lock:
             self._states.setdefault(name, {})[version] = state
             if not route:

@@ -15,13 +15,10 @@ def _flag(default: Any, help_text: str) -> Any:
 class ServerOptions:
     """Settings of `ModelServer`; each field is the `tensorflow_model_server` flag of its name.
 
-    Each field's help (the `help` of its metadata) is the flag's help of
-    `python -m keras_attention.serving` and `keras-attention serve`. At least
-    one of `model_base_path` and `model_config_file` is required; `port=0`
-    binds any free port (see `ModelServer.port`). Unlike TF Serving, `host`
-    defaults to `127.0.0.1`: pass `0.0.0.0` to listen on every interface.
-    `ui` is this server's own: the translation page (`TranslationPage`) at `/`
-    of the REST port.
+    Each field's help (in its metadata) is the flag's help of `keras-attention serve`
+    and `python -m keras_attention.serving`. `model_base_path` or `model_config_file`
+    is required. Unlike TF Serving, `host` defaults to `127.0.0.1`; `ui` (the
+    translation page at `/` of the REST port) is this server's own.
     """
 
     port: int = _flag(8500, "gRPC port (0: pick a free one).")

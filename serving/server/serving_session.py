@@ -105,18 +105,14 @@ class ServingSession:
         *,
         timeout_in_ms: int | None = None,
     ) -> dict[str, np.ndarray]:
-        """Runs one signature on NumPy inputs.
+        """Runs one signature on NumPy inputs; returns output alias -> array.
 
         Args:
             signature_name: e.g. `"serving_default"`.
-            inputs: input alias -> array; an input with a value in the
-                SignatureDef's `defaults` may be left out (TF Serving's
-                `GetInputValues` feeds that value).
+            inputs: input alias -> array; one with a value in the SignatureDef's
+                `defaults` may be left out (fed that value, as TF Serving's `GetInputValues`).
             output_keys: the outputs to fetch (default: all).
             timeout_in_ms: past it the run is cancelled (`DeadlineExceededError`).
-
-        Returns:
-            Output alias -> array.
 
         Raises:
             KeyError: unknown signature.
