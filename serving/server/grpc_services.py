@@ -90,12 +90,10 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
 class ModelService(
     model_service_pb2_grpc.ModelServiceServicer, model_listing_pb2_grpc.ModelListingServicer
 ):
-    """`tensorflow.serving.ModelService` and `keras_attention.ModelListing`.
+    """`tensorflow.serving.ModelService` and `keras_attention.ModelListing` (not in TF Serving).
 
-    - `GetModelStatus`: `ServableManager.model_status`.
-    - `HandleReloadConfigRequest`: `ServableManager.reload_config` (blocks until
-      new versions load); a failure is the RPC's status, as in TF Serving.
-    - `ListModels`: `ServableManager.list_models` (not in TF Serving).
+    HandleReloadConfigRequest blocks until new versions load; a failure is the
+    RPC's status, as in TF Serving.
     """
 
     def __init__(self, manager: ServableManager):

@@ -344,6 +344,9 @@ def array_from_json(value: Any) -> np.ndarray:
     """An answer's JSON value as an array: strings and `{"b64": ...}` as `bytes` (object dtype).
 
     JSON has no dtypes: numbers come back as NumPy infers them (int64, float64).
+    `{"b64": ...}` is read by `base64.b64decode` (TF Serving answers padded
+    standard base64), not as `predict_inputs` reads a request (padding optional,
+    other characters refused, a non-string value not base64).
     """
 
     def convert(item: Any) -> Any:
