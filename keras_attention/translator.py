@@ -135,31 +135,46 @@ class Translator:
 
     def next_logits(self, step, token_ids, state):
         """The model's `next_logits`, the target's forbidden ids at the lowest logit."""
-        logits, state, attention = self.model.next_logits(step, token_ids, state)
-        if self.target_vectorizer.forbidden_output_ids:
-            logits = _lowest_where(self._forbidden(tf.range(tf.shape(logits)[-1])), logits)
-        return logits, state, attention
+        return self.step_function(state)(step, token_ids, state)
 
-    def shortlisted_next_logits(self, candidates):
-        """`next_logits` over the target ids `candidates` `(C,)` only.
+    def step_function(self, state, candidates=None):
+        """The search's `next_fn(step, token_ids, state) -> (logits, state, attention)`.
 
-        The returned `next_fn` takes and scores candidate positions: its
-        `token_ids` index `candidates` (mapped to target ids for the
-        embedding lookup) and its logits are `(batch, C)`. The output
-        projection's columns of `candidates` are gathered here, once.
+        The model's next logits with the target's forbidden ids at the lowest
+        logit. What stays the same from step to step is computed here, once
+        per call: the forbidden ids' mask, the model's weights in its compute
+        dtype (`Seq2Seq.step_function`) and, with `candidates`, the output
+        projection's columns.
+
+        Args:
+            state: the model's decoding state (`initial_decode_state`).
+            candidates: `None` (every target id), or int32 `(C,)` target ids
+                (a shortlist's): `next_fn` then takes and scores candidate
+                positions: its `token_ids` index `candidates` (mapped to
+                target ids for the embedding lookup) and its logits are
+                `(batch, C)`.
         """
-        projection = self.model.output_projection(candidates, self.gather_weights)
-        banned = self._forbidden(candidates)
+        projection = None
+        if candidates is not None:
+            projection = self.model.output_projection(candidates, self.gather_weights)
+        if hasattr(self.model, "step_function"):
+            model_step = self.model.step_function(state, projection)
+        elif projection is not None:
+            model_step = functools.partial(self.model.next_logits, projection=projection)
+        else:
+            model_step = self.model.next_logits
+        ids = tf.range(self.target_vectorizer.vocabulary_size) if candidates is None else candidates
+        banned = self._forbidden(ids)
 
-        def next_logits(step, token_ids, state):
-            logits, state, attention = self.model.next_logits(
-                step, tf.gather(candidates, token_ids), state, projection=projection
-            )
+        def next_fn(step, token_ids, state):
+            if candidates is not None:
+                token_ids = tf.gather(candidates, token_ids)
+            logits, state, attention = model_step(step, token_ids, state)
             if banned is not None:
                 logits = _lowest_where(banned, logits)
             return logits, state, attention
 
-        return next_logits
+        return next_fn
 
     def _forbidden(self, ids):
         """Whether each of `ids` is a forbidden output id; `None` when none is."""
@@ -200,13 +215,10 @@ class Translator:
         batch_size = tf.shape(texts)[0]
         start_ids = tf.fill([batch_size], tf.constant(self.target_vectorizer.start_id, tf.int32))
         state = self.model.initial_decode_state(source_ids)
-        if self.shortlist is None:
-            result = strategy(self.next_logits, state, start_ids, **options)
-        else:
-            # The start, end and padding ids are candidates at their own positions.
-            candidates = self.shortlist.candidates(source_ids)
-            next_fn = self.shortlisted_next_logits(candidates)
-            result = strategy(next_fn, state, start_ids, **options)
+        # With a shortlist, the start, end and padding ids are candidates at their own positions.
+        candidates = None if self.shortlist is None else self.shortlist.candidates(source_ids)
+        result = strategy(self.step_function(state, candidates), state, start_ids, **options)
+        if candidates is not None:
             result = result._replace(tokens=tf.gather(candidates, result.tokens))
         if result.tokens.shape.rank == 3:
             return self._n_best_outputs(result, has_tokens, source_tokens)

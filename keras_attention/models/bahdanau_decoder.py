@@ -53,7 +53,9 @@ class BahdanauDecoder(BaseDecoder):
     ):
         check_choice("deep_output", deep_output, DEEP_OUTPUTS)
         if not isinstance(conditional, bool):
-            raise ValueError(f"`conditional` must be a boolean. Received: conditional={conditional!r}")
+            raise ValueError(
+                f"`conditional` must be a boolean. Received: conditional={conditional!r}"
+            )
         super().__init__(vocabulary_size, attention=attention, **kwargs)
         if conditional and (attention is None or self.cell != "gru"):
             raise ValueError(
@@ -80,9 +82,21 @@ class BahdanauDecoder(BaseDecoder):
             return state["summary"].shape[-1]
         return state["values"].shape[-1]
 
-    def _query_weights(self, split):
-        """`CellWeights` of the query cell `GRU_q`, whose input is `e` alone."""
+    def _query_weights(self, split, decoding_weights=None):
+        """`CellWeights` of the query cell `GRU_q`, whose input is `e` alone (cast
+        already when `decoding_weights` holds them)."""
+        if decoding_weights is not None:
+            return decoding_weights.cells[self.query_cell.name]._replace(split=split)
         return self._weights_of(self.query_cell, 0, split)
+
+    def _step_cells(self, state):
+        cells = super()._step_cells(state)
+        if self.conditional:
+            cells.append((self.query_cell, self._query_weights(split=False)))
+        return cells
+
+    def _step_dense_layers(self):
+        return [*super()._step_dense_layers(), self.readout]
 
     def _projected_inputs(self, embedded, cell_weights):
         projected = super()._projected_inputs(embedded, cell_weights)
@@ -92,16 +106,18 @@ class BahdanauDecoder(BaseDecoder):
         query_projected = self._input_projection(embedded, self._query_weights(split=True))
         return keras.ops.concatenate([projected, query_projected], axis=-1)
 
-    def recurrent_step(self, embedded, state, cell_weights):
+    def recurrent_step(self, embedded, state, cell_weights, decoding_weights=None):
         """`([s_t; c_t], new_state, a_t)`; see `BaseDecoder.recurrent_step`."""
         rnn_state = state["rnn"]
         if self.conditional:
             if cell_weights.split:  # `_projected_inputs`: the two cells' projections
                 embedded, query_input = keras.ops.split(embedded, 2, axis=-1)
             else:  # the embedding itself
-                query_input = self._input_projection(embedded, self._query_weights(split=False))
+                query_input = self._input_projection(
+                    embedded, self._query_weights(False, decoding_weights)
+                )
             query, rnn_state = self._cell(
-                query_input, None, rnn_state, self._query_weights(split=True)
+                query_input, None, rnn_state, self._query_weights(True, decoding_weights)
             )
             context, weights = self._attend(query, state)
         elif self.attention_layer is None:
@@ -113,9 +129,10 @@ class BahdanauDecoder(BaseDecoder):
         recurrent_output = keras.ops.concatenate([cell_output, context], axis=-1)
         return recurrent_output, {**state, "rnn": rnn_state}, weights
 
-    def output_features(self, recurrent_output, embedded, memory):
+    def output_features(self, recurrent_output, embedded, memory, decoding_weights=None):
         """`(o_t, None)`: the deep output of `[s_t; c_t; e]`."""
-        output = self.readout(keras.ops.concatenate([recurrent_output, embedded], axis=-1))
+        inputs = keras.ops.concatenate([recurrent_output, embedded], axis=-1)
+        output = self._dense(self.readout, inputs, decoding_weights)
         if self.deep_output == "maxout":
             # (..., 2 * d) -> (..., d, 2) -> max over each pair of units.
             shape = keras.ops.shape(output)

@@ -25,6 +25,23 @@ class CellWeights(NamedTuple):
     split: bool
 
 
+class DecodingWeights(NamedTuple):
+    """The weights a decoding step reads, in the decoder's compute dtype.
+
+    `BaseDecoder.decoding_weights` reads and casts them once per decoding
+    call, before its loop; a step given them casts no weight matrix. (Keras
+    layers cast their float32 variables to the compute dtype at every call:
+    under `mixed_bfloat16` a step cast the whole embedding matrix twice, for
+    the lookup and the tied logits, and every kernel once.)
+    """
+
+    embeddings: tf.Tensor  # the target embeddings (V, E)
+    cells: dict  # the step's cells: name -> `CellWeights`, unsplit
+    dense: dict  # the step's Dense layers: name -> (kernel, bias or None)
+    output: tuple  # (matrix, bias): the tied embeddings (V, D) or `output_projection`'s (D, C)
+    transposed: bool  # whether `output`'s matrix is (V, D), used as `o_t W^T`
+
+
 class BaseDecoder(keras.layers.Layer):
     """An RNN decoder over encoder annotations; a subclass says where attention goes.
 
@@ -137,13 +154,14 @@ class BaseDecoder(keras.layers.Layer):
         """Size of the cell's input besides the embedding."""
         raise NotImplementedError
 
-    def recurrent_step(self, embedded, state, cell_weights):
+    def recurrent_step(self, embedded, state, cell_weights, decoding_weights=None):
         """The part of `step` inside the recurrence.
 
         `cell_weights` is `_cell_weights(state, split)`; with split weights
         (training) `embedded` is `_input_projection`'s `e W_e + b` for this
         step, computed for all steps at once before the loop, otherwise the
-        embedding `e` itself.
+        embedding `e` itself. `decoding_weights` (decoding only, or `None`):
+        the cast weights of `decoding_weights`, for `_dense` and the cells.
 
         Returns `(recurrent_output, new_state, attention)`: what
         `output_features` needs besides the embedding, the next state, and the
@@ -152,11 +170,12 @@ class BaseDecoder(keras.layers.Layer):
         """
         raise NotImplementedError
 
-    def output_features(self, recurrent_output, embedded, memory):
+    def output_features(self, recurrent_output, embedded, memory, decoding_weights=None):
         """`(o_t, attention)` from `recurrent_step`'s output, the embedding and the
         encoder memory (`initial_state`'s `values`, `keys`, `mask`), for one step
         `(batch_size, ...)` or all steps at once `(batch_size, Tt, ...)`.
-        `attention` is None unless computed here (`_attention_after_loop`)."""
+        `attention` is None unless computed here (`_attention_after_loop`);
+        `decoding_weights` as in `recurrent_step`."""
         raise NotImplementedError
 
     @property
@@ -191,24 +210,89 @@ class BaseDecoder(keras.layers.Layer):
             state["keys"] = self.attention_layer.prepare_keys(annotations)
         return state
 
-    def step(self, embedded, state, training=False):
+    def step(self, embedded, state, training=False, decoding_weights=None):
         """One decoder step on embedded previous tokens.
 
         Args:
             embedded: `(batch_size, embedding_dim)`.
             state: dict from `initial_state` or a previous `step`.
+            decoding_weights: `None` (the step reads the variables), or
+                `decoding_weights(state)`, read once before a decoding loop.
 
         Returns:
             `(output, new_state, attention)`: `(batch_size, output_dim)` features
             before the vocabulary projection, the next state, and the attention
             weights `(batch_size, Ts)` in float32.
         """
+        if decoding_weights is None:
+            cell_weights = self._cell_weights(state, split=False)
+        else:
+            cell_weights = decoding_weights.cells[self.rnn_cell.name]
         recurrent_output, new_state, weights = self.recurrent_step(
-            embedded, state, self._cell_weights(state, split=False)
+            embedded, state, cell_weights, decoding_weights
         )
-        output, output_weights = self.output_features(recurrent_output, embedded, state)
+        output, output_weights = self.output_features(
+            recurrent_output, embedded, state, decoding_weights
+        )
         weights = weights if output_weights is None else output_weights
         return output, new_state, keras.ops.cast(weights, "float32")
+
+    def decoding_weights(self, state, projection=None) -> DecodingWeights:
+        """Every weight matrix `step` and `logits` read, cast to the compute dtype once.
+
+        Call it once per decoding, outside the loop, and pass the result to
+        each step (`Seq2Seq.step_function` does): the loop then holds the cast
+        tensors as loop invariants. The values are those the step casts
+        itself, so the results are the same to the bit.
+
+        Args:
+            state: the decoding state (`initial_state`), for the cell's input size.
+            projection: `None` (the logits of every target id), or
+                `output_projection(ids)` (the logits of `ids` only).
+        """
+        dtype = self.compute_dtype
+
+        def cast(tensor):
+            return None if tensor is None else keras.ops.cast(tensor, dtype)
+
+        cells = {
+            cell.name: weights._replace(
+                **{k: cast(v) for k, v in weights._asdict().items() if k != "split"}
+            )
+            for cell, weights in self._step_cells(state)
+        }
+        dense = {
+            layer.name: (cast(layer.kernel), cast(layer.bias) if layer.use_bias else None)
+            for layer in self._step_dense_layers()
+        }
+        embeddings = cast(self.embedding.embeddings)
+        if projection is not None:
+            output, transposed = tuple(cast(w) for w in projection), False
+        elif self.tie_embeddings:
+            output, transposed = (embeddings, cast(self.output_bias)), True
+        else:
+            output, transposed = dense.pop(self.output_layer.name), False
+        return DecodingWeights(embeddings, cells, dense, output, transposed)
+
+    def _step_cells(self, state):
+        """`(cell, CellWeights unsplit)` of each cell a decoding step runs."""
+        return [(self.rnn_cell, self._cell_weights(state, split=False))]
+
+    def _step_dense_layers(self):
+        """The Dense layers a decoding step applies with `_dense` (the subclass's
+        and the untied output layer)."""
+        return [] if self.tie_embeddings else [self.output_layer]
+
+    def _dense(self, layer, inputs, decoding_weights=None):
+        """`layer(inputs)` for a Dense `layer`, with its cast kernel and bias from
+        `decoding_weights` when given (the same operations as `Dense.call`)."""
+        if decoding_weights is None or layer.name not in decoding_weights.dense:
+            return layer(inputs)
+        kernel, bias = decoding_weights.dense[layer.name]
+        outputs = keras.ops.matmul(inputs, kernel)
+        if bias is not None:
+            outputs = keras.ops.add(outputs, bias)
+        return outputs if layer.activation is None else layer.activation(outputs)
 
     def _attend(self, query, memory):
         """`(c_t, a_t)` of the attention layer; the context in this layer's compute
@@ -300,39 +384,45 @@ class BaseDecoder(keras.layers.Layer):
         h = gate(z_o) * cell.activation(c)
         return h, [h, c]
 
-    def logits(self, outputs, training=False, projection=None):
+    def logits(self, outputs, training=False, projection=None, decoding_weights=None):
         """Projects step outputs `(..., output_dim)` to float32 vocabulary logits.
 
         One 2-D matmul with its bias over all leading positions (which the
         CPU runs as one fused kernel), in the compute dtype, then a single
         cast to float32 for the loss and the softmax. With `projection`, an
         `output_projection(ids)`, the logits of those ids only
-        `(..., len(ids))`.
+        `(..., len(ids))`; with `decoding_weights`, the projection they hold
+        (cast before the loop).
         """
         outputs = self.dropout_layer(outputs, training=training)
-        if projection is not None:
-            kernel, bias = projection
-            dtype = outputs.dtype
-            logits = keras.ops.add(
-                keras.ops.matmul(outputs, keras.ops.cast(kernel, dtype)),
-                keras.ops.cast(bias, dtype),
-            )
-            return keras.ops.cast(logits, "float32")
-        if not self.tie_embeddings:
+        if decoding_weights is not None:
+            (matrix, bias), transposed = decoding_weights.output, decoding_weights.transposed
+        elif projection is not None:
+            (matrix, bias), transposed = projection, False
+        elif self.tie_embeddings:
+            matrix, bias, transposed = self.embedding.embeddings, self.output_bias, True
+        else:
             return keras.ops.cast(self.output_layer(outputs), "float32")
         shape = keras.ops.shape(outputs)
         flat = keras.ops.reshape(outputs, (-1, shape[-1]))
-        matrix = keras.ops.cast(self.embedding.embeddings, flat.dtype)
+        dtype = flat.dtype
         logits = tf.nn.bias_add(
-            tf.matmul(flat, matrix, transpose_b=True),
-            keras.ops.cast(self.output_bias, flat.dtype),
+            tf.matmul(flat, keras.ops.cast(matrix, dtype), transpose_b=transposed),
+            keras.ops.cast(bias, dtype),
         )
+        size = matrix.shape[0 if transposed else 1]  # None for a shortlist's ids
         return keras.ops.reshape(
-            keras.ops.cast(logits, "float32"), (*shape[:-1], self.vocabulary_size)
+            keras.ops.cast(logits, "float32"), (*shape[:-1], -1 if size is None else size)
         )
 
-    def embed(self, token_ids, training=False):
-        return self.dropout_layer(self.embedding(token_ids), training=training)
+    def embed(self, token_ids, training=False, decoding_weights=None):
+        """The target embeddings of `token_ids`, read from `decoding_weights` when given
+        (the same operations as `Embedding.call` on the cast matrix)."""
+        if decoding_weights is None:
+            embedded = self.embedding(token_ids)
+        else:
+            embedded = keras.ops.take(decoding_weights.embeddings, token_ids, axis=0)
+        return self.dropout_layer(embedded, training=training)
 
     def output_projection(self, ids, gather=None):
         """The output projection's columns for the target ids `ids`, for `logits`.

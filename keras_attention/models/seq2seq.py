@@ -264,10 +264,31 @@ class Seq2Seq(keras.Model):
             len(ids)` with `projection`), the new state, float32
             `(batch_size, Ts)`.
         """
-        del step
-        embedded = self.decoder.embed(token_ids)
-        output, state, attention = self.decoder.step(embedded, state)
-        return self.decoder.logits(output, projection=projection), state, attention
+        return self.step_function(state, projection)(step, token_ids, state)
+
+    def step_function(self, state, projection=None):
+        """`next_logits` with the decoder's weights read and cast once, here.
+
+        Call it once per decoding, before the loop (`Translator` does): the
+        returned `next_fn(step, token_ids, state)` gives `next_logits`'
+        results to the bit, without casting a weight matrix at each step
+        (`BaseDecoder.decoding_weights`).
+
+        Args:
+            state: the nest from `initial_decode_state`.
+            projection: as in `next_logits`.
+        """
+        if not self.decoder.built:
+            self.build()
+        weights = self.decoder.decoding_weights(state, projection)
+
+        def next_fn(step, token_ids, state):
+            del step
+            embedded = self.decoder.embed(token_ids, decoding_weights=weights)
+            output, state, attention = self.decoder.step(embedded, state, decoding_weights=weights)
+            return self.decoder.logits(output, decoding_weights=weights), state, attention
+
+        return next_fn
 
     def output_projection(self, ids, gather=None):
         """The output projection restricted to the target ids `ids` `(C,)`:
