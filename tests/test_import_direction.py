@@ -2,6 +2,7 @@
 
     keras_attention.export  -> keras_attention, keras_attention.serving.server, keras_attention_client
     keras_attention.serving -> keras_attention_client.wire (never Keras, never the rest of keras_attention)
+    keras_attention.serving.ui -> nothing of ours (the server imports it, for --ui only)
     keras_attention_client  -> nothing of ours (checked in tests/serving/test_client_distribution.py)
 
 - The repository's folders `export/` and `serving/` install as
@@ -93,6 +94,18 @@ def test_the_server_imports_neither_keras_nor_the_rest_of_keras_attention():
     assert violations == []
 
 
+def test_the_translation_page_imports_nothing_of_ours():
+    files = _python_files("serving/ui")
+    assert files, "serving/ui/ has no Python files"
+    violations = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in files
+        for module, line, _ in _imports(path)
+        if module.split(".")[0] in ("keras_attention", "keras_attention_client")
+    ]
+    assert violations == []
+
+
 def test_keras_attention_does_not_import_export_serving_or_the_client_at_module_level():
     files = _python_files("keras_attention")
     assert files, "keras_attention/ has no Python files"
@@ -128,6 +141,7 @@ def test_importing_the_server_loads_nothing_else_of_ours():
     package = {"keras_attention", "keras_attention.installation"}
     assert ours == package | {name for name in ours if _within(name, "keras_attention.serving")}
     assert "keras_attention.serving.server.model_server" in ours
+    assert not {name for name in ours if _within(name, "keras_attention.serving.ui")}  # --ui only
     assert not {name.split(".")[0] for name in loaded} & {"export", "serving"}
 
 

@@ -251,6 +251,7 @@ def test_the_wheels_install_from_the_wheel_files_with_their_built_versions(insta
         "keras_attention.export",
         "keras_attention.serving",
         "keras_attention.serving.server",
+        "keras_attention.serving.ui",
         "keras_attention_client",
         "keras_attention_client.wire",
         "keras_attention_client.wire.protos",
@@ -296,9 +297,9 @@ def test_every_source_file_and_package_data_file_is_installed(installed):
     assert (data / "fra-eng.tsv.gz").stat().st_size > 1_000_000
     assert (data / "fra-eng.ABOUT.txt").is_file()
     # The translation page of `serve --ui`: a folder of package data, not a package.
-    page = installed.purelib / "keras_attention" / "serving" / "server" / "ui"
+    page = installed.purelib / "keras_attention" / "serving" / "ui" / "static"
     assert sorted(p.name for p in page.iterdir()) == sorted(
-        p.name for p in (ROOT / "serving" / "server" / "ui").iterdir()
+        p.name for p in (ROOT / "serving" / "ui" / "static").iterdir()
     )
     protos = installed.purelib / "keras_attention_client" / "wire" / "protos"
     assert {p.name for p in protos.glob("*.proto")} == {

@@ -18,7 +18,6 @@ from keras_attention.serving.server.grpc_services import ModelService, Predictio
 from keras_attention.serving.server.rest_app import RestApi, RestServer
 from keras_attention.serving.server.servable_manager import ServableManager
 from keras_attention.serving.server.server_options import ServerOptions
-from keras_attention.serving.server.translation_page import TranslationPage
 from keras_attention_client.wire.errors import ServingError
 from keras_attention_client.wire.protos import model_listing_pb2_grpc
 
@@ -149,12 +148,17 @@ class ModelServer:
                 api = RestApi(
                     self.manager, timeout_in_ms=options.rest_api_timeout_in_ms, runner=runner
                 )
+                routes = ()
+                if options.ui:  # the page is its own package, loaded only for --ui
+                    from keras_attention.serving.ui.translation_page import TranslationPage
+
+                    routes = TranslationPage().routes()
                 self._http_server = RestServer(
                     api,
                     options.host,
                     options.rest_api_port,
                     max_request_bytes=options.max_request_bytes,
-                    routes=TranslationPage().routes() if options.ui else (),
+                    routes=routes,
                 )
         except BaseException:
             self._port = None

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from keras_attention.serving.server.translation_page import (
+from keras_attention.serving.ui.translation_page import (
     CONTENT_SECURITY_POLICY,
     FILES,
     SECURITY_HEADERS,
     TranslationPage,
 )
 
-UI = Path(__file__).resolve().parents[2] / "serving" / "server" / "ui"
+UI = Path(__file__).resolve().parents[2] / "serving" / "ui" / "static"
 
 
 def call(app, method: str, path: str) -> tuple[int, dict[str, str], bytes]:

@@ -1,6 +1,6 @@
 """The translation page of `keras-attention serve --ui`: its static files as an ASGI app.
 
-The page (`ui/`: plain HTML, CSS and JavaScript, package data) calls the server's
+The page (`static/`: plain HTML, CSS and JavaScript, package data) calls the server's
 public REST API only, from the same origin.
 """
 
@@ -34,7 +34,7 @@ FILES: dict[str, tuple[str, str]] = {
     "/ui/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/ui/style.css": ("style.css", "text/css; charset=utf-8"),
 }
-"""Path -> (file in `ui/`, content type)."""
+"""Path -> (file in `static/`, content type)."""
 
 
 class TranslationPage:
@@ -50,7 +50,7 @@ class TranslationPage:
     """
 
     def __init__(self):
-        package = resources.files(__package__).joinpath("ui")
+        package = resources.files(__package__).joinpath("static")
         self._files = {
             path: (package.joinpath(name).read_bytes(), content_type)
             for path, (name, content_type) in FILES.items()
