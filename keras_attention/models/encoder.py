@@ -27,8 +27,10 @@ class Encoder(keras.layers.Layer):
        layers are Keras' `GRU`/`LSTM` (in `Bidirectional`). In training a
        GRU's weights are run by `fused_gru.gru_sequence` (the same math, both
        directions in one loop, the input projection before it, the backward
-       pass written out); inference calls Keras' layers, whose two directions
-       run side by side. Measurements: docs/research/model-notes.md.
+       pass written out). Inference runs it too in a compute dtype other than
+       float32 (Keras' layers cast their kernels at every step there), and
+       calls Keras' layers in float32, whose two directions run side by side.
+       Measurements: docs/research/model-notes.md.
     3. The final states of the last layer (forward and backward hidden states
        concatenated) summarize the sentence.
 
@@ -103,8 +105,8 @@ class Encoder(keras.layers.Layer):
         mask = keras.ops.not_equal(source_ids, 0)
         x = self.dropout_layer(self.embedding(source_ids), training=training)
         for i, rnn in enumerate(self.rnns):
-            if self.cell == "gru" and training:
-                x, states = self._run_gru(rnn, x, mask)
+            if self.cell == "gru" and (training or self._fused_inference):
+                x, states = self._run_gru(rnn, x, mask, training)
             else:
                 x, states = self._run_keras_rnn(rnn, x, mask, training)
             if i < self.num_layers - 1:
@@ -123,7 +125,13 @@ class Encoder(keras.layers.Layer):
         x = outputs[0] * keras.ops.cast(mask[..., None], outputs[0].dtype)
         return x, list(outputs[1:])
 
-    def _run_gru(self, rnn, x, mask):
+    @property
+    def _fused_inference(self):
+        """Whether inference runs the GRUs as `gru_sequence` too: in a compute dtype
+        other than float32, where Keras' layers cast their kernels at every step."""
+        return self.compute_dtype != "float32"
+
+    def _run_gru(self, rnn, x, mask, training=True):
         """What `rnn(x, mask=mask)` returns for a (bidirectional) Keras GRU,
         `(outputs, [final state per direction])`, through `gru_sequence` (for
         training); outputs are zero on padding."""
@@ -154,6 +162,7 @@ class Encoder(keras.layers.Layer):
             tf.stack(recurrent_biases),
             _reverse_backward(tf.stack([time_mask] * directions, axis=1)),
             tf.zeros([directions, batch_size, units], dtype),
+            training=training,
         )
         outputs = _reverse_backward(outputs)  # (T, D, B, U)
         outputs = tf.concat(tf.unstack(outputs, num=directions, axis=1), axis=-1)

@@ -125,6 +125,50 @@ def test_encoder_gru_gradients_under_xla_and_in_bfloat16():
         np.testing.assert_allclose(grad, ref_grad, atol=3e-2 * max(scale, 1e-3))
 
 
+@pytest.mark.parametrize(
+    "options", ENCODERS, ids=lambda o: f"bi={o['bidirectional']}-layers={o['num_layers']}"
+)
+def test_bfloat16_inference_runs_gru_sequence_and_equals_keras_gru(options):
+    """Under mixed_bfloat16 inference runs `gru_sequence` too (Keras' GRU layers cast
+    their kernels at every step): the same annotations as Keras' layers, to bf16
+    rounding, and no kernel cast inside the recurrence."""
+    keras.utils.set_random_seed(0)
+    encoder = Encoder(30, embedding_dim=6, units=5, dtype="mixed_bfloat16", **options)
+    source_ids = source_batch()
+    annotations, summary = encoder(source_ids, training=False)
+    ref_annotations, ref_summary = keras_encoder_call(encoder, source_ids)
+    assert annotations.dtype == tf.bfloat16
+    for value, reference in ((annotations, ref_annotations), (summary, ref_summary)):
+        np.testing.assert_allclose(
+            tf.cast(value, tf.float32), tf.cast(reference, tf.float32), atol=2e-2
+        )
+    assert np.all(annotations.numpy()[2, 1:] == 0)
+
+    def loop_casts(call):
+        graph = tf.function(lambda: call(encoder, source_ids)).get_concrete_function().graph
+        casts = []
+        for op in graph.get_operations():
+            if op.type in ("While", "StatelessWhile"):
+                body = graph._get_function(op.get_attr("body").name).graph
+                casts += [o for o in body.get_operations() if o.type == "Cast"]
+        return [o for o in casts if o.inputs[0].shape.num_elements() == 5 * 15]
+
+    assert not loop_casts(lambda e, s: e(s, training=False))
+    assert loop_casts(keras_encoder_call)  # Keras' layers: the recurrent kernel at each step
+
+
+def test_float32_inference_keeps_keras_layers():
+    """In float32 inference calls Keras' layers (two directions side by side were
+    faster there): the outputs equal them exactly."""
+    keras.utils.set_random_seed(0)
+    encoder = Encoder(30, embedding_dim=6, units=5)
+    source_ids = source_batch()
+    annotations, summary = encoder(source_ids, training=False)
+    ref_annotations, ref_summary = keras_encoder_call(encoder, source_ids)
+    np.testing.assert_array_equal(annotations.numpy(), ref_annotations.numpy())
+    np.testing.assert_array_equal(summary.numpy(), ref_summary.numpy())
+
+
 def test_gru_layer_weights_refuses_a_gru_it_does_not_compute():
     layer = keras.layers.GRU(4, reset_after=False)
     layer.build((None, 3, 2))
