@@ -56,9 +56,8 @@ def options_from_args(args: argparse.Namespace):
     """The `ServerOptions` the parsed flags describe (raises ValueError if inconsistent)."""
     from keras_attention.serving.server.server_options import ServerOptions
 
-    return ServerOptions(
-        **{f.name: getattr(args, f.name) for f in dataclasses.fields(ServerOptions)}
-    )
+    fields = dataclasses.fields(ServerOptions)
+    return ServerOptions(**{field.name: getattr(args, field.name) for field in fields})
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -81,10 +81,9 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         return self._refuse(context, None, task.model_spec, task.method_name)
 
     def _refuse(self, context, request, spec, method_name):
-        def refuse(session):
-            inference.refuse(session, method_name, spec.signature_name)
-
-        return self._on_servable(context, request, spec, refuse)
+        return self._on_servable(
+            context, request, spec, lambda s: inference.refuse(s, method_name, spec.signature_name)
+        )
 
 
 class ModelService(

@@ -1,9 +1,4 @@
-"""TF Serving's REST API (`/v1/models/...`): a transport-free core, its ASGI app and server.
-
-`RestApi.process` answers one request (blocking: it runs TensorFlow); `rest_app`
-wraps it in a Starlette app (body limits, a thread pool); `RestServer` serves that
-app with Uvicorn (h11). `GET /v1/openapi.json` is the API's OpenAPI document.
-"""
+"""TF Serving's REST API: the transport-free `RestApi`, its ASGI app `rest_app`, `RestServer`."""
 
 from __future__ import annotations
 
@@ -78,7 +73,7 @@ class RestApi:
         self.runner = runner
 
     def process(self, method: str, path: str, body: bytes = b"") -> RestResponse:
-        """Answers one request (`path`: the raw, still percent-encoded path, no query)."""
+        """Answers one request, blocking (`path`: raw, still percent-encoded, no query)."""
         method = "GET" if method == "HEAD" else method  # the server sends the headers only
         route = _ROUTE.fullmatch(path)
         if route is None:
@@ -108,7 +103,7 @@ class RestApi:
 
     def _answer(self, model, version, label, action, metadata, body: bytes) -> str:
         if model is None:
-            return _json(self.manager.list_models())
+            return json_format.MessageToJson(self.manager.list_models(), indent=1, **_PRINT)
         spec = model_pb2.ModelSpec(name=urllib.parse.unquote(model))
         if version and int(version) >= 2**63:
             message = f"Failed to convert version: {version} to numeric."
@@ -124,7 +119,7 @@ class RestApi:
             del document["metadata"]["signature_def"]["@type"]  # TF Serving prints the map only
             return json.dumps(document, indent=1)
         if not action:
-            return _json(self.manager.model_status(spec))
+            return json_format.MessageToJson(self.manager.model_status(spec), indent=1, **_PRINT)
         document = json_tensor.parse_json(body)
         signature_name = json_tensor.signature_name_of(document)
         name = signature_name or inference.DEFAULT_SIGNATURE
@@ -140,10 +135,6 @@ class RestApi:
             run = {"timeout_in_ms": self.timeout_in_ms, "runner": self.runner}
             outputs = inference.predict(session, signature_name, inputs, **run)
         return json_tensor.make_json_from_tensors(outputs, fmt)
-
-
-def _json(message) -> str:
-    return json_format.MessageToJson(message, indent=1, **_PRINT)
 
 
 def rest_app(
@@ -229,7 +220,6 @@ class RestServer:
 
     `api.process` runs on `num_threads` threads (0: 4 per CPU); a request head
     incomplete after 64 KiB is refused; idle connections close after 30 s.
-    `app_options` are `rest_app`'s: `max_request_bytes`, `read_timeout`, `routes`.
     """
 
     def __init__(self, api: RestApi, host: str, port: int, *, num_threads: int = 0, **app_options):

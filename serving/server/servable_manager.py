@@ -334,8 +334,7 @@ class ServableManager:
             model = response.models.add(name=name)
             for version, state in self.version_states(name).items():
                 state.fill(version, model.versions.add())
-            serving = self._serving.get(name, {})
-            if serving:
+            if serving := self._serving.get(name):
                 model.signature_names.extend(sorted(serving[max(serving)].signature_defs))
         return response
 
