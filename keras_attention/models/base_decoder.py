@@ -271,7 +271,8 @@ class BaseDecoder(keras.layers.Layer):
         elif self.tie_embeddings:
             output, transposed = (embeddings, cast(self.output_bias)), True
         else:
-            output, transposed = dense.pop(self.output_layer.name), False
+            layer = self.output_layer
+            output, transposed = (cast(layer.kernel), cast(layer.bias)), False
         return DecodingWeights(embeddings, cells, dense, output, transposed)
 
     def _step_cells(self, state):
@@ -279,9 +280,8 @@ class BaseDecoder(keras.layers.Layer):
         return [(self.rnn_cell, self._cell_weights(state, split=False))]
 
     def _step_dense_layers(self):
-        """The Dense layers a decoding step applies with `_dense` (the subclass's
-        and the untied output layer)."""
-        return [] if self.tie_embeddings else [self.output_layer]
+        """The Dense layers a decoding step applies with `_dense` (a subclass's)."""
+        return []
 
     def _dense(self, layer, inputs, decoding_weights=None):
         """`layer(inputs)` for a Dense `layer`, with its cast kernel and bias from
