@@ -8,7 +8,7 @@ at each step, still reads them itself. This script translates the same test
 sources both ways, in one process, each way one `tf.function`, the two taking
 turns over `--repeats` rounds (best kept):
 
-- `per step`: the search's step function calls `model.next_logits` (weights
+- `per step`: the search's step function is `Translator.next_logits` (weights
   read and cast at every step, as decoding ran before 2026-12-02);
 - `once`: `Translator.step_function(state)`, as `Translator.translate` and
   the exports run;
@@ -54,29 +54,29 @@ def encoder_path(fused: bool):
 
 def translate_function(translator, strategy, per_step: bool):
     """A `tf.function` strings -> tokens, whose step reads the weights at every
-    step (`per_step`) or once per call."""
+    step (`per_step`: `Translator.next_logits`, which builds the step function
+    inside the loop) or once per call (`Translator.step_function`)."""
     import tensorflow as tf
-
-    from keras_attention.translator import _lowest_where
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def run(texts):
         source_ids, _ = translator.encode_source(texts)
         state = translator.model.initial_decode_state(source_ids)
         start = tf.fill([tf.shape(texts)[0]], translator.target_vectorizer.start_id)
-        if per_step:
-            banned = translator._forbidden(tf.range(translator.target_vectorizer.vocabulary_size))
-
-            def next_fn(step, token_ids, state):
-                logits, state, attention = translator.model.next_logits(step, token_ids, state)
-                if banned is not None:
-                    logits = _lowest_where(banned, logits)
-                return logits, state, attention
-        else:
-            next_fn = translator.step_function(state)
+        next_fn = translator.next_logits if per_step else translator.step_function(state)
         return strategy(next_fn, state, start).tokens
 
     return run
+
+
+def source_batches(sources, batch_size: int, sentences: int) -> list:
+    """The first `sentences` sources (a whole number of batches, at least one) in
+    batches of `batch_size`, as string tensors."""
+    import tensorflow as tf
+
+    count = min(sentences, len(sources))
+    count = max(batch_size, count - count % batch_size)
+    return [tf.constant(sources[i : i + batch_size]) for i in range(0, count, batch_size)]
 
 
 def same_rows(a, b):
@@ -133,11 +133,8 @@ def main(argv=None) -> int:
             "once": translate_function(translator, strategy, per_step=False),
         }
         for batch_size in batch_sizes:
-            count = min(args.sentences, len(sources))
-            count = max(batch_size, count - count % batch_size)
-            batches = [
-                tf.constant(sources[i : i + batch_size]) for i in range(0, count, batch_size)
-            ]
+            batches = source_batches(sources, batch_size, args.sentences)
+            count = sum(len(b) for b in batches)
             outputs = {k: [f(b).numpy() for b in batches[:2]] for k, f in functions.items()}
             same = all(
                 np.array_equal(a, b)
@@ -161,11 +158,8 @@ def main(argv=None) -> int:
                 function(tf.constant(sources[:1]))  # traced with this path
             functions[label] = function
         for batch_size in batch_sizes:
-            count = min(args.sentences, len(sources))
-            count = max(batch_size, count - count % batch_size)
-            batches = [
-                tf.constant(sources[i : i + batch_size]) for i in range(0, count, batch_size)
-            ]
+            batches = source_batches(sources, batch_size, args.sentences)
+            count = sum(len(b) for b in batches)
             for function in functions.values():
                 function(batches[0])
             same = np.mean(
