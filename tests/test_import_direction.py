@@ -54,6 +54,16 @@ def _within(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
+def _imports_where(files: list[Path], forbidden) -> list[str]:
+    """`path:line imports module` for each import of `files` where `forbidden(module)`."""
+    return [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in files
+        for module, line, _ in _imports(path)
+        if forbidden(module)
+    ]
+
+
 def test_the_helper_sees_nested_and_module_level_imports(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text(
@@ -71,38 +81,38 @@ def test_the_helper_sees_nested_and_module_level_imports(tmp_path):
 def test_no_file_imports_a_name_we_do_not_install(folder):
     files = _python_files(folder)
     assert files, f"{folder}/ has no Python files"
-    violations = [
-        f"{path.relative_to(ROOT)}:{line} imports {module}"
-        for path in files
-        for module, line, _ in _imports(path)
-        if module.split(".")[0] in ("export", "serving")
-        or _within(module, "keras_attention.serving.client")
-    ]
+    violations = _imports_where(
+        files,
+        lambda module: (
+            module.split(".")[0] in ("export", "serving")
+            or _within(module, "keras_attention.serving.client")
+        ),
+    )
     assert violations == []
 
 
 def test_the_server_imports_neither_keras_nor_the_rest_of_keras_attention():
     files = _python_files("serving", exclude="serving/client")
     assert files, "serving/ has no Python files"
-    violations = [
-        f"{path.relative_to(ROOT)}:{line} imports {module}"
-        for path in files
-        for module, line, _ in _imports(path)
-        if module.split(".")[0] in ("keras", "tf_keras")
-        or (_within(module, "keras_attention") and not _within(module, "keras_attention.serving"))
-    ]
+    violations = _imports_where(
+        files,
+        lambda module: (
+            module.split(".")[0] in ("keras", "tf_keras")
+            or (
+                _within(module, "keras_attention")
+                and not _within(module, "keras_attention.serving")
+            )
+        ),
+    )
     assert violations == []
 
 
 def test_the_translation_page_imports_nothing_of_ours():
     files = _python_files("serving/ui")
     assert files, "serving/ui/ has no Python files"
-    violations = [
-        f"{path.relative_to(ROOT)}:{line} imports {module}"
-        for path in files
-        for module, line, _ in _imports(path)
-        if module.split(".")[0] in ("keras_attention", "keras_attention_client")
-    ]
+    violations = _imports_where(
+        files, lambda module: module.split(".")[0] in ("keras_attention", "keras_attention_client")
+    )
     assert violations == []
 
 
