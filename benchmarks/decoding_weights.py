@@ -69,37 +69,6 @@ def translate_function(translator, strategy, per_step: bool):
     return run
 
 
-def source_batches(sources, batch_size: int, sentences: int) -> list:
-    """The first `sentences` sources (a whole number of batches, at least one) in
-    batches of `batch_size`, as string tensors."""
-    import tensorflow as tf
-
-    count = min(sentences, len(sources))
-    count = max(batch_size, count - count % batch_size)
-    return [tf.constant(sources[i : i + batch_size]) for i in range(0, count, batch_size)]
-
-
-def same_rows(a, b):
-    """The share of rows (token sequences, padded with 0) that two outputs agree on."""
-    import numpy as np
-
-    width = max(a.shape[1], b.shape[1])
-    a, b = (np.pad(x, [(0, 0), (0, width - x.shape[1])]) for x in (a, b))
-    return float(np.mean(np.all(a == b, axis=1)))
-
-
-def race(functions: dict, batches: list, repeats: int) -> dict:
-    """Best seconds of each function over all `batches`, the functions taking turns."""
-    best = {name: float("inf") for name in functions}
-    for _ in range(repeats):
-        for name, function in functions.items():
-            with harness.Stopwatch() as watch:
-                for batch in batches:
-                    function(batch)
-            best[name] = min(best[name], watch.seconds)
-    return best
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--run-dir", required=True, help="a trained run (mixed_bfloat16)")
@@ -133,14 +102,14 @@ def main(argv=None) -> int:
             "once": translate_function(translator, strategy, per_step=False),
         }
         for batch_size in batch_sizes:
-            batches = source_batches(sources, batch_size, args.sentences)
+            batches = harness.source_batches(sources, batch_size, args.sentences)
             count = sum(len(b) for b in batches)
             outputs = {k: [f(b).numpy() for b in batches[:2]] for k, f in functions.items()}
             same = all(
                 np.array_equal(a, b)
                 for a, b in zip(outputs["per step"], outputs["once"], strict=True)
             )
-            best = race(functions, batches, args.repeats)
+            best = harness.race(functions, batches, args.repeats)
             ratio = best["per step"] / best["once"]
             ratios[name, batch_size] = ratio
             print(
@@ -158,17 +127,17 @@ def main(argv=None) -> int:
                 function(tf.constant(sources[:1]))  # traced with this path
             functions[label] = function
         for batch_size in batch_sizes:
-            batches = source_batches(sources, batch_size, args.sentences)
+            batches = harness.source_batches(sources, batch_size, args.sentences)
             count = sum(len(b) for b in batches)
             for function in functions.values():
                 function(batches[0])
             same = np.mean(
                 [
-                    same_rows(functions["keras"](b).numpy(), functions["fused"](b).numpy())
+                    harness.same_rows(functions["keras"](b).numpy(), functions["fused"](b).numpy())
                     for b in batches
                 ]
             )
-            best = race(functions, batches, args.repeats)
+            best = harness.race(functions, batches, args.repeats)
             print(
                 f"batch {batch_size} | {count / best['keras']:.1f} | {count / best['fused']:.1f} "
                 f"| {best['keras'] / best['fused']:.2f}x | {same:.1%}",

@@ -412,6 +412,37 @@ def test_sources(
     return [source for source, _ in grouped], [refs for _, refs in grouped]
 
 
+def source_batches(sources, batch_size: int, sentences: int) -> list:
+    """The first `sentences` sources (a whole number of batches, at least one) in
+    batches of `batch_size`, as string tensors."""
+    import tensorflow as tf
+
+    count = min(sentences, len(sources))
+    count = max(batch_size, count - count % batch_size)
+    return [tf.constant(sources[i : i + batch_size]) for i in range(0, count, batch_size)]
+
+
+def same_rows(a, b):
+    """The share of rows (token sequences, padded with 0) that two outputs agree on."""
+    import numpy as np
+
+    width = max(a.shape[1], b.shape[1])
+    a, b = (np.pad(x, [(0, 0), (0, width - x.shape[1])]) for x in (a, b))
+    return float(np.mean(np.all(a == b, axis=1)))
+
+
+def race(functions: dict, batches: list, repeats: int) -> dict:
+    """Best seconds of each function over all `batches`, the functions taking turns."""
+    best = {name: float("inf") for name in functions}
+    for _ in range(repeats):
+        for name, function in functions.items():
+            with Stopwatch() as watch:
+                for batch in batches:
+                    function(batch)
+            best[name] = min(best[name], watch.seconds)
+    return best
+
+
 def variables_bytes(version: str | os.PathLike) -> int:
     """Bytes of the files in a SavedModel's `variables/` directory."""
     return sum(f.stat().st_size for f in (Path(version) / "variables").iterdir() if f.is_file())

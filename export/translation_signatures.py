@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -59,7 +60,11 @@ class _CompiledStrategy:
     def __call__(self, next_fn, initial_state, start_ids, **options):
         if options:
             step = tf.function(next_fn, jit_compile=True, autograph=False)
-            return self.strategy(step, initial_state, start_ids, **options)
+            # Every row stays: a batch that shrinks would compile the step again
+            # for each of its sizes.
+            strategy = copy.copy(self.strategy)
+            strategy.drop_finished = False
+            return strategy(step, initial_state, start_ids, **options)
         decode = tf.function(
             lambda state, ids: self.strategy(next_fn, state, ids),
             jit_compile=True,

@@ -92,8 +92,9 @@ class Translator:
         """The decoding strategy for these settings.
 
         Greedy search for `beam_width == 1` (and no `n_best` above 1), beam
-        search otherwise (`n_best` hypotheses per sentence when given); with
-        `sample=True`, `RandomSampling(temperature, top_k, top_p, seed)`
+        search otherwise (`n_best` hypotheses per sentence when given), both
+        with `drop_finished=True` (only the running sentences are computed);
+        with `sample=True`, `RandomSampling(temperature, top_k, top_p, seed)`
         (which needs `beam_width == 1`). Bad values raise `ValueError`.
         """
         common = dict(
@@ -111,10 +112,16 @@ class Translator:
             return RandomSampling(
                 temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, **common
             )
+        # `step_function`'s next_fn finds all of a row in its state, so the
+        # searches may drop finished sentences (the same results, less work).
         if beam_width == 1 and n_best in (None, 1):
-            return GreedySearch(**common)
+            return GreedySearch(**common, drop_finished=True)
         return BeamSearch(
-            beam_width=beam_width, length_penalty=length_penalty, n_best=n_best, **common
+            beam_width=beam_width,
+            length_penalty=length_penalty,
+            n_best=n_best,
+            drop_finished=True,
+            **common,
         )
 
     def encode_source(self, texts) -> tuple[tf.Tensor, tf.Tensor]:

@@ -1,6 +1,8 @@
-"""`Translator.translate_all` with sampling, on the tiny trained digits run."""
+"""`Translator`: sampling, and searches that drop finished rows, on the tiny trained digits run."""
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_attention.training.trainer import load_translator
 
@@ -14,6 +16,21 @@ def translator(trained_digits_run):
 
 def _outputs(results):
     return [(r["translation"], round(r["score"], 4)) for r in results]
+
+
+@pytest.mark.parametrize("beam_width, n_best", [(1, None), (3, None), (3, 2)])
+def test_searches_drop_finished_rows_with_the_same_results(translator, beam_width, n_best):
+    dropping = translator.strategy(beam_width, n_best=n_best)
+    assert dropping.drop_finished
+    keeping = type(dropping).from_config({**dropping.get_config(), "drop_finished": False})
+    texts = tf.constant(TEXTS)
+    want = translator.translate(texts, keeping)
+    assert len(set(want["length"].numpy().ravel())) > 2  # sentences end at different steps
+    got = translator.translate(texts, dropping)
+    for key in ("translation", "tokens", "length", "source_tokens"):
+        np.testing.assert_array_equal(got[key].numpy(), want[key].numpy(), err_msg=key)
+    np.testing.assert_allclose(got["score"].numpy(), want["score"].numpy(), atol=1e-5)
+    np.testing.assert_allclose(got["attention"].numpy(), want["attention"].numpy(), atol=1e-6)
 
 
 def test_top_k_one_samples_the_greedy_translations(translator):

@@ -10,7 +10,12 @@ import keras
 import tensorflow as tf
 
 from keras_attention.decoding.decode_result import DecodeResult
-from keras_attention.decoding.decoding_strategy import DecodingStrategy, check_int, write_column
+from keras_attention.decoding.decoding_strategy import (
+    DecodingStrategy,
+    check_bool,
+    check_int,
+    write_column,
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -78,6 +83,10 @@ class BeamSearch(DecodingStrategy):
         end_id: int >= 0, the id that ends a sentence. Defaults to 3.
         pad_id: int >= 0, the id written after a sentence has ended. Defaults
             to 0.
+        drop_finished: bool, whether the rows of a sentence whose hypotheses
+            have all finished leave the loop, so that `next_fn` computes only
+            the sentences still running (`GreedySearch`'s argument; the
+            results are the same). Defaults to False.
 
     Call arguments:
         next_fn: `next_fn(step, token_ids, state) -> (logits, new_state,
@@ -130,8 +139,10 @@ class BeamSearch(DecodingStrategy):
         end_id: int = 3,
         pad_id: int = 0,
         n_best: int | None = None,
+        drop_finished: bool = False,
     ):
         super().__init__(max_length=max_length, end_id=end_id, pad_id=pad_id)
+        self.drop_finished = check_bool("drop_finished", drop_finished)
         self.beam_width = check_int("beam_width", beam_width, minimum=1)
         if (
             not isinstance(length_penalty, numbers.Real)
@@ -158,6 +169,8 @@ class BeamSearch(DecodingStrategy):
         config.update({"beam_width": self.beam_width, "length_penalty": self.length_penalty})
         if self.n_best is not None:
             config["n_best"] = self.n_best
+        if self.drop_finished:
+            config["drop_finished"] = True
         return config
 
     def normalize(self, scores: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
@@ -185,7 +198,7 @@ class BeamSearch(DecodingStrategy):
             "lengths": tf.zeros([batch_size, beam_width], tf.int32),
             "finished": tf.zeros([batch_size, beam_width], tf.bool),
             "tokens": tf.fill([batch_size, beam_width, max_length], tf.constant(self.pad_id)),
-            # The flat row (batch * beam layout) of each step's ancestor.
+            # The beam (of its sentence) of each step's ancestor.
             "ancestry": tf.zeros([batch_size, beam_width, max_length], tf.int32),
         }
         return tf.repeat(start_ids, beam_width), state, search
@@ -228,12 +241,17 @@ class BeamSearch(DecodingStrategy):
             "lengths": tf.gather(candidate_lengths, parents, batch_dims=1),
             "finished": tf.logical_or(stopped, dead),
             "tokens": write_column(tokens, step, tf.where(stopped, pad, ids)),
-            "ancestry": write_column(ancestry, step, parent_rows),
+            "ancestry": write_column(ancestry, step, parents),
         }
         next_ids = tf.reshape(tf.where(parent_finished, pad, ids), [-1])
         # Attention is recorded in the order of this step's rows; `ancestry`
         # finds the best hypothesis' rows in `finalize`.
         return next_ids, state, search, attention
+
+    def _ancestor_rows(self, search):
+        """`ancestry` as rows of the recorded attention (batch * beam layout)."""
+        sentences = tf.range(tf.shape(search["ancestry"])[0])
+        return search["ancestry"] + sentences[:, tf.newaxis, tf.newaxis] * self.beam_width
 
     def finalize(self, steps, search, attention):
         if self.n_best is not None:
@@ -246,7 +264,7 @@ class BeamSearch(DecodingStrategy):
         # attention: (max_length, batch * beam, Tv); pick, at every step, the
         # row of the best hypothesis' ancestor. Everything stays max_length
         # long until the final slice (XLA needs static shapes in between).
-        best_rows = tf.transpose(search["ancestry"][:, 0, :])  # (max_length, batch)
+        best_rows = tf.transpose(self._ancestor_rows(search)[:, 0, :])  # (max_length, batch)
         best_attention = tf.gather(attention, best_rows, batch_dims=1)
         best_attention = tf.transpose(best_attention, [1, 0, 2])  # (batch, max_length, Tv)
         emitted = tf.range(max_length)[tf.newaxis, :] < best_lengths[:, tf.newaxis]
@@ -265,7 +283,9 @@ class BeamSearch(DecodingStrategy):
         scores = search["log_probs"][:, :n_best]
         lengths = search["lengths"][:, :n_best] - tf.cast(search["finished"][:, :n_best], tf.int32)
         # The ancestors' rows of each kept hypothesis: (max_length, batch * n_best).
-        rows = tf.transpose(tf.reshape(search["ancestry"][:, :n_best, :], [-1, max_length]))
+        rows = tf.transpose(
+            tf.reshape(self._ancestor_rows(search)[:, :n_best, :], [-1, max_length])
+        )
         kept_attention = tf.gather(attention, rows, batch_dims=1)  # (max_length, batch * n, Tv)
         kept_attention = tf.reshape(
             tf.transpose(kept_attention, [1, 0, 2]),

@@ -24,6 +24,13 @@ Strategies run the base class's single `tf.while_loop` with
 core TensorFlow ops (no custom ops, no TF Addons), and work eagerly, inside
 `tf.function`, with `jit_compile=True`, and inside an exported SavedModel run
 by TensorFlow Serving.
+
+`GreedySearch` and `BeamSearch` can also drop the rows of finished
+sentences from the loop (`drop_finished=True`): the model then computes only
+the sentences still running, and its `next_fn` sees a batch that shrinks.
+Such a `next_fn` must find everything that belongs to a row in `token_ids`
+and `state` (not by the row's position), which is what the contract above
+asks.
 """
 
 from __future__ import annotations
@@ -46,6 +53,13 @@ def check_int(name: str, value: Any, minimum: int) -> int:
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or int(value) < minimum:
         raise ValueError(f"`{name}` must be an integer >= {minimum}. Received: {name}={value!r}")
     return int(value)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Returns `value` if it is a `bool`, or raises `ValueError` naming it."""
+    if not isinstance(value, bool):
+        raise ValueError(f"`{name}` must be True or False. Received: {name}={value!r}")
+    return value
 
 
 def relaxed_shape(tensor: tf.Tensor) -> tf.TensorShape:
@@ -96,6 +110,21 @@ def call_next_fn(
     return log_probs, new_state, attention
 
 
+def in_xla_context() -> bool:
+    """Whether the graph being built is compiled by XLA (`jit_compile=True`).
+
+    TensorFlow has no public test for it; this is the one its own
+    `tf.while_loop` uses. Eagerly, and where the test is unavailable: False.
+    """
+    if tf.executing_eagerly():
+        return False
+    try:
+        from tensorflow.python.ops import control_flow_util
+    except ImportError:  # pragma: no cover - a TensorFlow without the module
+        return False
+    return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
+
+
 def prepare_start_ids(start_ids: Any) -> tf.Tensor:
     """Converts `start_ids` to an int32 vector, or raises `ValueError`."""
     start_ids = tf.convert_to_tensor(start_ids)
@@ -121,7 +150,7 @@ class DecodingStrategy:
     1. `initialize(initial_state, start_ids)` returns `(token_ids, state,
        search)`: the ids fed at step 0, the model state (e.g. tiled for beam
        search), and the strategy's own loop variables, a dict of tensors
-       whose leaves have a leading row dimension and which holds
+       whose leaves have a leading sentence dimension and which holds
        `"finished"`, a bool tensor.
     2. `step(step, log_probs, state, attention, search)` picks the next
        tokens and returns `(token_ids, state, search, attention)`: the ids fed
@@ -132,9 +161,16 @@ class DecodingStrategy:
        attention, stacked to `(max_length, rows, Tv)` (rows past `steps` are
        not meaningful).
 
-    Everything is core TensorFlow with shapes fixed inside the loop, so every
-    strategy runs eagerly, in `tf.function`, with `jit_compile=True`, and in an
-    exported SavedModel run by TensorFlow Serving.
+    With `drop_finished` (a strategy's choice), `step` sees only the rows of
+    the sentences still running and their slice of `search`
+    (`_drop_finished_loop`): a sentence's rows must be consecutive in
+    `token_ids` and `state`, and `step` must not record flat row positions
+    (beam search records each hypothesis' parent as a beam index).
+
+    Everything is core TensorFlow, with shapes fixed inside the loop unless
+    rows are dropped (never under XLA, which needs them fixed), so every
+    strategy runs eagerly, in `tf.function`, with `jit_compile=True`, and in
+    an exported SavedModel run by TensorFlow Serving.
 
     This class also holds the arguments every strategy shares, validates them,
     and round-trips them through `get_config` / `from_config`.
@@ -163,6 +199,11 @@ class DecodingStrategy:
 
     call_options: tuple[str, ...] = ("max_length",)
     """The options `__call__` may override per call."""
+
+    drop_finished: bool = False
+    """Whether the loop drops the rows of finished sentences
+    (`_drop_finished_loop`); only a strategy whose `step` treats sentences
+    alike and records no flat row position may set it."""
 
     def __init__(self, max_length: int = 50, end_id: int = 3, pad_id: int = 0):
         self.max_length = check_int("max_length", max_length, minimum=1)
@@ -217,6 +258,8 @@ class DecodingStrategy:
         start_ids = prepare_start_ids(start_ids)
         initial_state = tf.nest.map_structure(tf.convert_to_tensor, initial_state)
         token_ids, state, search = self.initialize(initial_state, start_ids)
+        if self.drop_finished and not in_xla_context():  # XLA needs static shapes
+            return self._drop_finished_loop(next_fn, token_ids, state, search)
 
         def body(step, token_ids, state, search, attention):
             log_probs, new_state, step_attention = call_next_fn(next_fn, step, token_ids, state)
@@ -246,6 +289,98 @@ class DecodingStrategy:
             tf.TensorShape(None),
         )
         steps, _, _, search, attention = tf.while_loop(
+            cond,
+            body,
+            loop_vars,
+            shape_invariants=shape_invariants,
+            maximum_iterations=self.max_steps,
+        )
+        return self.finalize(steps, search, attention.stack())
+
+    def _drop_finished_loop(self, next_fn, token_ids, state, search) -> DecodeResult:
+        """`__call__`'s loop, computing only the rows of the sentences still running.
+
+        A sentence is one row of `search` (the leading dimension of its
+        leaves) and `k` consecutive rows of `token_ids` and `state` (1 for
+        greedy search, the beam width for beam search). The loop carries
+        `sentences`, the positions of the running ones, and only their rows of
+        `token_ids` and `state`; `search` stays whole. Each iteration runs the
+        model and `step` on the running rows (with their sentences' slice of
+        `search`, written back after), records the step's attention at their
+        rows' positions (zero elsewhere), and drops the sentences whose every
+        `"finished"` flag is set from `sentences`, `token_ids` and every leaf
+        of `state`. A finished sentence's search variables no longer change
+        (its hypotheses only continue with pad, at no cost), so the results
+        are those of the whole-batch loop, while the model computes about half
+        the rows at batch 64 (a batch runs as long as its longest sentence).
+        """
+        num_sentences = tf.shape(search["finished"])[0]
+        num_rows = tf.shape(token_ids)[0]
+        rows_per_sentence = num_rows // tf.maximum(num_sentences, 1)
+
+        def rows_of(sentences):
+            """The rows `(len(sentences) * k,)` of `sentences` `(n,)`."""
+            rows = sentences[:, tf.newaxis] * rows_per_sentence + tf.range(rows_per_sentence)
+            return tf.reshape(rows, [-1])
+
+        def body(step, sentences, token_ids, state, search, attention):
+            log_probs, new_state, step_attention = call_next_fn(next_fn, step, token_ids, state)
+            running = {key: tf.gather(value, sentences) for key, value in search.items()}
+            token_ids, new_state, running, step_attention = self.step(
+                step, log_probs, new_state, step_attention, running
+            )
+            positions = sentences[:, tf.newaxis]
+            search = {
+                key: tf.tensor_scatter_nd_update(value, positions, running[key])
+                for key, value in search.items()
+            }
+            step_attention = tf.scatter_nd(
+                rows_of(sentences)[:, tf.newaxis],
+                step_attention,
+                [num_rows, tf.shape(step_attention)[1]],
+            )
+            finished = tf.reshape(running["finished"], [tf.shape(sentences)[0], -1])
+            still_running = tf.logical_not(tf.reduce_all(finished, axis=1))
+
+            def drop():
+                keep = tf.cast(tf.where(still_running)[:, 0], tf.int32)
+                rows = rows_of(keep)
+                return tf.gather(sentences, keep), *tf.nest.map_structure(
+                    lambda x: tf.gather(x, rows), (token_ids, new_state)
+                )
+
+            sentences, token_ids, new_state = tf.cond(
+                tf.reduce_all(still_running), lambda: (sentences, token_ids, new_state), drop
+            )
+            return (
+                step + 1,
+                sentences,
+                token_ids,
+                new_state,
+                search,
+                attention.write(step, step_attention),
+            )
+
+        def cond(step, sentences, token_ids, state, search, attention):
+            return tf.logical_or(tf.equal(step, 0), tf.size(sentences) > 0)
+
+        loop_vars = (
+            tf.constant(0, tf.int32),
+            tf.range(num_sentences),
+            token_ids,
+            state,
+            search,
+            tf.TensorArray(tf.float32, size=self.max_length),
+        )
+        shape_invariants = (
+            tf.TensorShape([]),
+            tf.TensorShape([None]),
+            relaxed_shape(token_ids),
+            tf.nest.map_structure(relaxed_shape, state),
+            tf.nest.map_structure(relaxed_shape, search),
+            tf.TensorShape(None),
+        )
+        steps, _, _, _, search, attention = tf.while_loop(
             cond,
             body,
             loop_vars,

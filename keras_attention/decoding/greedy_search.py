@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import keras
 import tensorflow as tf
 
 from keras_attention.decoding.decode_result import DecodeResult
-from keras_attention.decoding.decoding_strategy import DecodingStrategy, write_column
+from keras_attention.decoding.decoding_strategy import DecodingStrategy, check_bool, write_column
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -35,6 +37,15 @@ class GreedySearch(DecodingStrategy):
         end_id: int >= 0, the id that ends a sentence. Defaults to 3.
         pad_id: int >= 0, the id written after a sentence has ended. Defaults
             to 0.
+        drop_finished: bool, whether a finished sentence's row leaves the
+            loop, so that `next_fn` computes only the sentences still running
+            (its batch shrinks from step to step). The results are the same;
+            at batch 64 the loop ran 1.4x faster on a trained model
+            (docs/benchmarks.md). Needs a `next_fn` that finds everything
+            belonging to a row in `token_ids` and `state`, not by the row's
+            position (`Translator.step_function`'s does). Under XLA
+            (`jit_compile=True`) every row stays, as XLA needs static shapes.
+            Defaults to False.
 
     Call arguments:
         next_fn: `next_fn(step, token_ids, state) -> (logits, new_state,
@@ -64,6 +75,18 @@ class GreedySearch(DecodingStrategy):
     Two steps ran (the second emitted the end token), so `tokens` has two
     columns; the end token itself is replaced by `pad_id`.
     """
+
+    def __init__(
+        self, max_length: int = 50, end_id: int = 3, pad_id: int = 0, drop_finished: bool = False
+    ):
+        super().__init__(max_length=max_length, end_id=end_id, pad_id=pad_id)
+        self.drop_finished = check_bool("drop_finished", drop_finished)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        if self.drop_finished:  # a subclass that never drops rows keeps its own config
+            config["drop_finished"] = True
+        return config
 
     def initialize(self, initial_state, start_ids):
         batch_size = tf.shape(start_ids)[0]

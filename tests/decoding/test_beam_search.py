@@ -27,6 +27,15 @@ def run(strategy, next_fn, state, start_ids, mode="eager"):
     return fn(state, start_ids)
 
 
+def assert_same_results(got, want):
+    """Tokens and lengths equal; scores and attention up to float32 rounding (the
+    log-softmax of a smaller batch may round differently: 1 ulp seen)."""
+    np.testing.assert_array_equal(got.tokens, want.tokens)
+    np.testing.assert_array_equal(got.lengths, want.lengths)
+    np.testing.assert_allclose(got.scores, want.scores, rtol=1e-6)
+    np.testing.assert_allclose(got.attention, want.attention, rtol=1e-6, atol=1e-7)
+
+
 def markov_table(rows: dict, vocab_size: int, max_length: int) -> np.ndarray:
     """Log-prob table (max_length, V, V); `rows[(step, prev)]` = {token: prob}.
 
@@ -116,7 +125,8 @@ def test_length_penalty_changes_the_choice(alpha, expected, mode):
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 1.5])
-def test_exhaustive_beam_finds_the_brute_force_best(seed, alpha):
+@pytest.mark.parametrize("drop_finished", [False, True])
+def test_exhaustive_beam_finds_the_brute_force_best(seed, alpha, drop_finished):
     """With more beams than hypotheses nothing is pruned: beam == enumeration.
 
     PrefixModel's distribution depends on the whole prefix, kept in the state,
@@ -124,7 +134,9 @@ def test_exhaustive_beam_finds_the_brute_force_best(seed, alpha):
     """
     model = PrefixModel(batch_size=2, max_length=4, seed=seed)
     # At most 16 running + 15 finished hypotheses over 2 content tokens.
-    beam = BeamSearch(beam_width=32, length_penalty=alpha, max_length=4)
+    beam = BeamSearch(
+        beam_width=32, length_penalty=alpha, max_length=4, drop_finished=drop_finished
+    )
     result = beam(model.next_fn, model.initial_state(), model.start_ids())
     for b in range(2):
         model.assert_result_row(result, b, *model.exhaustive_best(b, alpha))
@@ -144,7 +156,8 @@ def test_beam_width_one_equals_greedy(seed):
 
 # Seeds whose best outputs are long enough (>= 3 tokens) to check t >= 2.
 @pytest.mark.parametrize("seed", [0, 1, 2, 4, 5])
-def test_state_and_attention_follow_their_hypotheses(seed):
+@pytest.mark.parametrize("drop_finished", [False, True])
+def test_state_and_attention_follow_their_hypotheses(seed, drop_finished):
     """Attention = (one_hot(token fed now) + one_hot(state)) / 2.
 
     The state echoes the token fed one step earlier, so at step t the
@@ -167,7 +180,7 @@ def test_state_and_attention_follow_their_hypotheses(seed):
         attention = (tf.one_hot(token_ids, vocab_size) + tf.one_hot(state, vocab_size)) / 2
         return tf.gather(table[step], token_ids), token_ids, attention
 
-    result = BeamSearch(beam_width=3, max_length=max_length)(
+    result = BeamSearch(beam_width=3, max_length=max_length, drop_finished=drop_finished)(
         next_fn, tf.fill([2], PAD), tf.fill([2], START)
     )
     for b in range(2):
@@ -354,10 +367,13 @@ def ranked_hypotheses(model: PrefixModel, sentence: int, alpha: float):
 
 
 @pytest.mark.parametrize("seed, alpha", [(0, 0.0), (1, 0.6), (2, 1.5)])
-def test_n_best_lists_the_enumerations_ranking(seed, alpha):
+@pytest.mark.parametrize("drop_finished", [False, True])
+def test_n_best_lists_the_enumerations_ranking(seed, alpha, drop_finished):
     """With beams for every hypothesis, the n-best list is the enumeration's top n."""
     model = PrefixModel(batch_size=2, max_length=4, seed=seed)
-    beam = BeamSearch(beam_width=32, length_penalty=alpha, max_length=4, n_best=6)
+    beam = BeamSearch(
+        beam_width=32, length_penalty=alpha, max_length=4, n_best=6, drop_finished=drop_finished
+    )
     result = beam(model.next_fn, model.initial_state(), model.start_ids())
     assert result.tokens.shape[:2] == (2, 6) and result.attention.shape[:2] == (2, 6)
     for b in range(2):
@@ -376,11 +392,12 @@ def test_n_best_one_is_the_best_hypothesis_with_an_axis(mode):
         np.testing.assert_array_equal(listed_field.numpy()[:, 0], field.numpy())
 
 
-def test_tensor_options_in_one_graph_equal_python_values():
+@pytest.mark.parametrize("drop_finished", [False, True])
+def test_tensor_options_in_one_graph_equal_python_values(drop_finished):
     """One traced graph, the beam width (and penalty, steps, n-best) fed as tensors."""
     model = PrefixModel(batch_size=3, max_length=5, seed=4)
     state, start_ids = model.initial_state(), model.start_ids()
-    strategy = BeamSearch(beam_width=2, max_length=5, n_best=1)
+    strategy = BeamSearch(beam_width=2, max_length=5, n_best=1, drop_finished=drop_finished)
 
     @tf.function(
         input_signature=[tf.TensorSpec([], tf.int32)] * 3 + [tf.TensorSpec([], tf.float32)]
@@ -426,3 +443,37 @@ def test_invalid_call_options(options, match):
         BeamSearch(beam_width=2, max_length=5)(
             model.next_fn, model.initial_state(), model.start_ids(), **options
         )
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("beam_width, n_best", [(2, None), (3, 3)])
+def test_drop_finished_gives_the_same_results_and_shrinks_the_batch(mode, beam_width, n_best):
+    model = PrefixModel(batch_size=8, max_length=5, seed=3)
+    rows, results = {}, {}
+    for drop in (False, True):
+        rows[drop] = []
+
+        def next_fn(step, token_ids, state, seen=rows[drop]):
+            if tf.executing_eagerly():
+                seen.append(int(tf.shape(token_ids)[0]))
+            return model.next_fn(step, token_ids, state)
+
+        strategy = BeamSearch(
+            beam_width=beam_width, max_length=5, n_best=n_best, drop_finished=drop
+        )
+        results[drop] = run(strategy, next_fn, model.initial_state(), model.start_ids(), mode)
+    assert_same_results(results[True], results[False])
+    if mode == "eager":
+        assert len(rows[True]) == len(rows[False]) and set(rows[False]) == {8 * beam_width}
+        # Whole sentences (beam_width rows each) leave, and fewer rows run in all.
+        assert all(n % beam_width == 0 for n in rows[True])
+        assert rows[True] == sorted(rows[True], reverse=True) and rows[True][-1] < 8 * beam_width
+
+
+def test_drop_finished_config():
+    strategy = BeamSearch(beam_width=3, drop_finished=True)
+    assert strategy.get_config()["drop_finished"] is True
+    assert BeamSearch.from_config(strategy.get_config()).drop_finished is True
+    assert "drop_finished" not in BeamSearch().get_config()
+    with pytest.raises(ValueError, match="drop_finished"):
+        BeamSearch(drop_finished="yes")

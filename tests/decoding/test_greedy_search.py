@@ -4,6 +4,7 @@ import tensorflow as tf
 from helpers.reference_decoders import END, PAD, START, PrefixModel, scripted_next_fn
 
 from keras_attention.decoding import DecodeResult, GreedySearch
+from keras_attention.decoding.decoding_strategy import in_xla_context
 
 
 def run(strategy, next_fn, state, start_ids, mode):
@@ -211,3 +212,111 @@ def test_bad_next_fn_outputs():
 
     with pytest.raises(ValueError, match="start_ids.shape"):
         GreedySearch(max_length=2)(two_outputs, (), tf.constant([[START]]))
+
+
+# ------------------------------------------------------------ drop_finished
+
+
+def _script_in_state(script: np.ndarray, vocab_size: int, tv: int, batch_sizes: list):
+    """A `next_fn` that follows `script` like `scripted_next_fn`, but finds each
+    row's script line in its state (as `drop_finished` needs), records the batch
+    size of each call (eagerly), and attends to `one_hot(row, tv)`, so that an
+    attention row written at the wrong position shows."""
+
+    def next_fn(step, token_ids, state):
+        batch_sizes.append(int(tf.shape(token_ids)[0]) if tf.executing_eagerly() else None)
+        ids = tf.gather(state["script"], step, axis=1)
+        logits = tf.one_hot(ids, vocab_size) * 1e9 + tf.cast(state["row"], tf.float32)[:, None]
+        return logits, state, tf.one_hot(state["row"], tv)
+
+    state = {"script": tf.constant(script, tf.int32), "row": tf.range(len(script), dtype=tf.int32)}
+    return next_fn, state
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_drop_finished_gives_the_same_results_and_shrinks_the_batch(mode):
+    # Sentences end at steps 2, 1, 4 and 1 (0-based): after step 1 two rows
+    # leave, after step 2 a third; the last runs alone to step 4.
+    script = np.array(
+        [
+            [5, 6, END, 7, 7, 7],
+            [5, END, 8, 8, 8, 8],
+            [9, 8, 7, 6, END, 6],
+            [4, END, 4, 4, 4, 4],
+        ]
+    )
+    results, sizes = {}, {}
+    for drop in (False, True):
+        sizes[drop] = []
+        next_fn, state = _script_in_state(script, vocab_size=10, tv=4, batch_sizes=sizes[drop])
+        strategy = GreedySearch(max_length=6, drop_finished=drop)
+        results[drop] = run(strategy, next_fn, state, tf.fill([4], START), mode)
+    kept, dropped = results[False], results[True]
+    np.testing.assert_array_equal(
+        dropped.tokens.numpy(),
+        [
+            [5, 6, PAD, PAD, PAD],
+            [5, PAD, PAD, PAD, PAD],
+            [9, 8, 7, 6, PAD],
+            [4, PAD, PAD, PAD, PAD],
+        ],
+    )
+    for field in DecodeResult._fields:  # the logits are exact, so rounding cannot differ
+        np.testing.assert_array_equal(getattr(dropped, field), getattr(kept, field), err_msg=field)
+    if mode == "eager":  # one model call per step, on the running rows only
+        assert sizes[False] == [4, 4, 4, 4, 4]
+        assert sizes[True] == [4, 4, 2, 1, 1]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("mode", ["eager", "function"])
+def test_drop_finished_matches_numpy_greedy_on_prefix_model(seed, mode):
+    model = PrefixModel(batch_size=5, max_length=4, seed=seed)
+    strategy = GreedySearch(max_length=4, drop_finished=True)
+    result = run(strategy, model.next_fn, model.initial_state(), model.start_ids(), mode)
+    for b in range(5):
+        model.assert_result_row(result, b, *model.greedy(b))
+
+
+def test_drop_finished_keeps_every_row_under_xla():
+    # Under XLA every row stays (static shapes); the results are greedy's.
+    model = PrefixModel(batch_size=3, max_length=4, seed=0)
+    decode = tf.function(
+        lambda state, ids: GreedySearch(max_length=4, drop_finished=True)(
+            model.next_fn, state, ids
+        ),
+        jit_compile=True,
+    )
+    result = decode(model.initial_state(), model.start_ids())
+    refs = [model.greedy(b) for b in range(3)]
+    assert result.tokens.shape[1] == max(len(tokens) + int(ended) for tokens, ended in refs)
+    for b, (tokens, ended) in enumerate(refs):
+        model.assert_result_row(result, b, tokens, ended)
+
+
+def test_in_xla_context():
+    seen = {}
+
+    def probe(name):
+        seen[name] = in_xla_context()
+        return tf.constant(0)
+
+    probe("eager")
+    tf.function(lambda: probe("function"))()
+    tf.function(lambda: probe("xla"), jit_compile=True)()
+    assert seen == {"eager": False, "function": False, "xla": True}
+
+
+def test_drop_finished_config_and_validation():
+    strategy = GreedySearch(max_length=7, drop_finished=True)
+    assert strategy.get_config() == {
+        "max_length": 7,
+        "end_id": 3,
+        "pad_id": 0,
+        "drop_finished": True,
+    }
+    assert GreedySearch.from_config(strategy.get_config()).drop_finished is True
+    assert strategy.with_options(max_length=3).drop_finished is True
+    assert "drop_finished" not in GreedySearch().get_config()
+    with pytest.raises(ValueError, match="drop_finished"):
+        GreedySearch(drop_finished=1)
