@@ -87,14 +87,18 @@ The last line printed is
 
     default export: A.AAx float32 at batch 64, B.BBx at batch 1, BLEU delta C.CC, int8 D.DDx smaller, E.EEx tutorial
 
-A: greedy tokens/s of the default export over the float32 export's at the
-largest batch size (64 by default; the line names the batch); B: batch-1
-greedy p50 latency of the float32 export over the default export's; C: beam
-BLEU of the default export minus the float32 export's; D: the float32
-export's `variables/` bytes over the int8 export's (both `--precision
-float32`); E: greedy tokens/s of the default export over the tutorial
-design's (dynamic loop) at the largest batch size. "float32 export" means
-`--precision float32 --weights float32`.
+A: greedy tokens/s of the default export over the baseline's at the largest
+batch size (64 by default; the line names the batch); B: batch-1 greedy p50
+latency of the baseline over the default export's; C: beam BLEU of the
+default export minus the float32 export's; D: the float32 export's
+`variables/` bytes over the int8 export's (both `--precision float32`); E:
+greedy tokens/s of the default export over the tutorial design's (dynamic
+loop) at the largest batch size. "float32 export" means `--precision float32
+--weights float32`; the baseline (row `float32 / float32, every row`) is the
+float32 export as exports decoded before 2026-12-02, computing every row of a
+batch until its longest sentence ends (`drop_finished=False`, see
+`benchmarks/finished_rows.py`). The line before it gives A and B against
+today's float32 export.
 
     python benchmarks/export_table.py --run-dir RUN [--xla] [--out table.json]
     python benchmarks/export_table.py --max-sentences 50 --batch-sizes 1,8,16 --repeats 1
@@ -125,6 +129,7 @@ from keras_attention.export.translator_exporter import with_precision  # noqa: E
 from keras_attention.precision import resolve_precision  # noqa: E402
 from keras_attention.training.train_config import TrainConfig  # noqa: E402
 from keras_attention.training.trainer import load_translator  # noqa: E402
+from keras_attention.translator import Translator  # noqa: E402
 
 TUTORIAL_URL = "https://www.tensorflow.org/text/tutorials/nmt_with_attention"
 
@@ -315,6 +320,7 @@ class Row:
         self.session = ServingSession(path)
         self.flags: list[str] | None = None
         self.default = False
+        self.baseline = False  # the float32 export as exports decoded before drop_finished
         self.count_tokens = None  # texts -> lengths, for a row without a `length` output
         defs = self.session.signature_defs
         self.input_key = {s: next(iter(defs[s].inputs)) for s in signatures}
@@ -408,6 +414,39 @@ def build_export_rows(
     return rows, failed, refused
 
 
+BASELINE = "float32 / float32, every row"
+
+
+@contextlib.contextmanager
+def every_row_to_the_end():
+    """Within: `Translator.strategy` builds searches that compute every row to the
+    end (`drop_finished=False`), as exports decoded before 2026-12-02."""
+    original = Translator.strategy
+
+    def strategy(self, *args, **kwargs):
+        built = original(self, *args, **kwargs)
+        if not built.drop_finished:
+            return built
+        return type(built).from_config({**built.get_config(), "drop_finished": False})
+
+    Translator.strategy = strategy
+    try:
+        yield
+    finally:
+        Translator.strategy = original
+
+
+def build_baseline_row(cli: argparse.ArgumentParser, run_dir: Path, scratch: Path) -> Row:
+    """The summary's baseline: the float32 export, its searches computing every row
+    to the end (`every_row_to_the_end`)."""
+    with harness.Stopwatch() as watch, every_row_to_the_end():
+        path = cli_export(cli, run_dir, scratch / "export-baseline", FLOAT32_FLAGS)
+        row = Row(BASELINE, path, (GREEDY, BEAM), "float32")
+    row.flags, row.baseline = FLOAT32_FLAGS, True
+    print(f"{BASELINE}: exported and loaded in {watch.seconds:.1f} s", flush=True)
+    return row
+
+
 def build_tutorial_rows(translator, scratch: Path) -> list[Row]:
     rows = []
     for name, dynamic in (("tutorial (dynamic loop)", True), ("tutorial (unrolled)", False)):
@@ -469,6 +508,7 @@ def row_figures(
         "name": row.name,
         "flags": row.flags,
         "default_export": row.default,
+        "baseline": row.baseline,
         "precision": row.precision,
         "variables_bytes": harness.variables_bytes(row.path),
         "rss_mib": row.rss,
@@ -556,7 +596,8 @@ def summary(figures: list[dict], largest: int) -> dict:
         return next((row for row in figures if condition(row)), None)
 
     default = find(lambda row: row["default_export"])
-    float32 = find(lambda row: row["flags"] == FLOAT32_FLAGS)
+    float32 = find(lambda row: row["flags"] == FLOAT32_FLAGS and not row.get("baseline"))
+    before = find(lambda row: row.get("baseline")) or float32
     int8 = find(lambda row: row["flags"] == INT8_FLAGS)
     tutorial = find(lambda row: row["name"] == "tutorial (dynamic loop)")
 
@@ -566,11 +607,14 @@ def summary(figures: list[dict], largest: int) -> dict:
     def divide(a, b):
         return None if a is None or b is None or b == 0 else a / b
 
+    def p50(row):
+        return None if row is None else row["latency_ms"]["p50"]
+
     return {
-        "default_over_float32_greedy": divide(greedy(default), greedy(float32)),
-        "float32_over_default_p50": divide(
-            float32 and float32["latency_ms"]["p50"], default and default["latency_ms"]["p50"]
-        ),
+        "default_over_float32_greedy": divide(greedy(default), greedy(before)),
+        "float32_over_default_p50": divide(p50(before), p50(default)),
+        "default_over_float32_now_greedy": divide(greedy(default), greedy(float32)),
+        "float32_now_over_default_p50": divide(p50(float32), p50(default)),
         "beam_bleu_delta": None
         if default is None or float32 is None
         else default["bleu"]["beam"] - float32["bleu"]["beam"],
@@ -653,6 +697,7 @@ def main(argv: list[str] | None = None) -> int:
         wanted, notes = variants(cli, args.xla, args.shortlist)
         rows, failed, refused = build_export_rows(cli, run_dir, scratch, wanted)
         notes += refused
+        rows.append(build_baseline_row(cli, run_dir, scratch))
         translator = with_precision(load_translator(run_dir), "float32")
         rows += build_tutorial_rows(translator, scratch)
         failed += warm_up(rows, timed, batch_sizes)
@@ -694,7 +739,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             for row in rows
         ]
-        float32_row = next((row for row in rows if row.flags == FLOAT32_FLAGS), None)
+        float32_row = next(
+            (row for row in rows if row.flags == FLOAT32_FLAGS and not row.baseline), None
+        )
         agreement = {}
         if float32_row is not None:
             reference = float32_row.bleu_outputs[GREEDY]
@@ -748,7 +795,9 @@ def main(argv: list[str] | None = None) -> int:
             f"shortlist {size}: --shortlist {size} --shortlist-frequent "
             f"{cli_default(cli, '--shortlist-frequent')} (the CLI's default)"
         )
-    float32 = next((row for row in figures if row["flags"] == FLOAT32_FLAGS), None)
+    float32 = next(
+        (row for row in figures if row["flags"] == FLOAT32_FLAGS and not row["baseline"]), None
+    )
     for row in figures:
         if float32 is not None and row["name"].startswith("tutorial"):
             speed = row["tokens_per_second"]["greedy"][largest]
@@ -790,6 +839,15 @@ def main(argv: list[str] | None = None) -> int:
                 "summary": {**figures_summary, "line": summary_line(figures_summary)},
             },
             machine,
+        )
+    now, now_p50 = (
+        figures_summary["default_over_float32_now_greedy"],
+        figures_summary["float32_now_over_default_p50"],
+    )
+    if now is not None and now_p50 is not None:
+        print(
+            f"against the float32 export that also drops finished rows: {now:.2f}x at batch "
+            f"{largest}, {now_p50:.2f}x at batch 1"
         )
     print(summary_line(figures_summary))
     return 0
