@@ -303,16 +303,22 @@ class DecodingStrategy:
         A sentence is one row of `search` (the leading dimension of its
         leaves) and `k` consecutive rows of `token_ids` and `state` (1 for
         greedy search, the beam width for beam search). The loop carries
-        `sentences`, the positions of the running ones, and only their rows of
-        `token_ids` and `state`; `search` stays whole. Each iteration runs the
-        model and `step` on the running rows (with their sentences' slice of
-        `search`, written back after), records the step's attention at their
-        rows' positions (zero elsewhere), and drops the sentences whose every
-        `"finished"` flag is set from `sentences`, `token_ids` and every leaf
-        of `state`. A finished sentence's search variables no longer change
-        (its hypotheses only continue with pad, at no cost), so the results
-        are those of the whole-batch loop, while the model computes about half
-        the rows at batch 64 (a batch runs as long as its longest sentence).
+        `sentences`, the batch positions of the running ones, in order, and
+        only their rows of everything else, so `step` runs as in the
+        whole-batch loop, on fewer rows. A step after which a sentence has
+        finished (every `"finished"` flag of its row set) writes the search
+        rows into `results`, notes the step the finished sentences leave at,
+        and drops them; the loop stops when none is left. A step that drops
+        nothing adds a check of the flags and nothing else, so a batch of one
+        costs about what it did.
+
+        The attention recorded at step `t` has the rows of the sentences
+        running at `t`, in batch order; after the loop, from the steps the
+        sentences left at, one scatter puts every row at its batch position
+        (zero where a sentence had finished, as `step` writes). A finished
+        sentence's search variables no longer change (its hypotheses only
+        continue with pad, at no cost), so the results are those of the
+        whole-batch loop.
         """
         num_sentences = tf.shape(search["finished"])[0]
         num_rows = tf.shape(token_ids)[0]
@@ -323,46 +329,79 @@ class DecodingStrategy:
             rows = sentences[:, tf.newaxis] * rows_per_sentence + tf.range(rows_per_sentence)
             return tf.reshape(rows, [-1])
 
-        def body(step, sentences, token_ids, state, search, attention):
-            log_probs, new_state, step_attention = call_next_fn(next_fn, step, token_ids, state)
-            running = {key: tf.gather(value, sentences) for key, value in search.items()}
-            token_ids, new_state, running, step_attention = self.step(
-                step, log_probs, new_state, step_attention, running
-            )
-            positions = sentences[:, tf.newaxis]
-            search = {
-                key: tf.tensor_scatter_nd_update(value, positions, running[key])
-                for key, value in search.items()
+        def write(results, sentences, search):
+            return {
+                key: tf.tensor_scatter_nd_update(value, sentences[:, tf.newaxis], search[key])
+                for key, value in results.items()
             }
-            step_attention = tf.scatter_nd(
-                rows_of(sentences)[:, tf.newaxis],
-                step_attention,
-                [num_rows, tf.shape(step_attention)[1]],
-            )
-            finished = tf.reshape(running["finished"], [tf.shape(sentences)[0], -1])
-            still_running = tf.logical_not(tf.reduce_all(finished, axis=1))
 
-            def drop():
-                keep = tf.cast(tf.where(still_running)[:, 0], tf.int32)
-                rows = rows_of(keep)
-                return tf.gather(sentences, keep), *tf.nest.map_structure(
-                    lambda x: tf.gather(x, rows), (token_ids, new_state)
-                )
+        max_steps = tf.convert_to_tensor(self.max_steps, tf.int32)
 
-            sentences, token_ids, new_state = tf.cond(
-                tf.reduce_all(still_running), lambda: (sentences, token_ids, new_state), drop
+        def sentences_finished(search, count):
+            """Whether each of `count` sentences has finished: `(count,)` bool."""
+            return tf.reduce_all(tf.reshape(search["finished"], [count, -1]), axis=1)
+
+        def step_body(step, token_ids, state, search, attention, _, count):
+            log_probs, state, step_attention = call_next_fn(next_fn, step, token_ids, state)
+            token_ids, state, search, step_attention = self.step(
+                step, log_probs, state, step_attention, search
             )
+            some_finished = tf.reduce_any(sentences_finished(search, count))
             return (
                 step + 1,
-                sentences,
                 token_ids,
-                new_state,
+                state,
                 search,
                 attention.write(step, step_attention),
+                (some_finished),
+                count,
             )
 
-        def cond(step, sentences, token_ids, state, search, attention):
-            return tf.logical_or(tf.equal(step, 0), tf.size(sentences) > 0)
+        def steps_until_one_finishes(step, sentences, token_ids, state, search, attention):
+            """The inner loop: steps on the same rows until a sentence finishes (or the
+            steps run out); always one step, so an empty batch still has one."""
+            count = tf.shape(sentences)[0]
+            first = step
+
+            def cond(step, token_ids, state, search, attention, some_finished, count):
+                go_on = tf.logical_and(
+                    tf.logical_not(some_finished), tf.logical_or(count > 0, step == first)
+                )
+                return tf.logical_and(step < max_steps, go_on)
+
+            loop_vars = (step, token_ids, state, search, attention, tf.constant(False), count)
+            relaxed = tf.nest.map_structure(relaxed_shape, (token_ids, state, search))
+            invariants = (tf.TensorShape([]), *relaxed, tf.TensorShape(None))
+            invariants += (tf.TensorShape([]), tf.TensorShape([]))
+            outputs = tf.while_loop(cond, step_body, loop_vars, shape_invariants=invariants)
+            return outputs[:5]
+
+        def segment(step, sentences, token_ids, state, search, results, left_at, attention):
+            """Steps until a sentence finishes, then its rows leave the loop."""
+            step, token_ids, state, search, attention = steps_until_one_finishes(
+                step, sentences, token_ids, state, search, attention
+            )
+            finished = sentences_finished(search, tf.shape(sentences)[0])
+            keep = tf.cast(tf.where(tf.logical_not(finished))[:, 0], tf.int32)
+            gone = tf.boolean_mask(sentences, finished)
+            rows = rows_of(keep)
+            return (
+                step,
+                tf.gather(sentences, keep),
+                tf.gather(token_ids, rows),
+                tf.nest.map_structure(lambda x: tf.gather(x, rows), state),
+                tf.nest.map_structure(lambda x: tf.gather(x, keep), search),
+                write(results, sentences, search),
+                tf.tensor_scatter_nd_update(
+                    left_at, gone[:, tf.newaxis], tf.fill(tf.shape(gone), step)
+                ),
+                attention,
+            )
+
+        def cond(step, sentences, *_):
+            return tf.logical_and(
+                step < max_steps, tf.logical_or(tf.equal(step, 0), tf.size(sentences) > 0)
+            )
 
         loop_vars = (
             tf.constant(0, tf.int32),
@@ -370,24 +409,36 @@ class DecodingStrategy:
             token_ids,
             state,
             search,
-            tf.TensorArray(tf.float32, size=self.max_length),
+            search,
+            tf.fill([num_sentences], tf.constant(self.max_length, tf.int32)),
+            tf.TensorArray(
+                tf.float32, size=0, dynamic_size=True, infer_shape=False, element_shape=[None, None]
+            ),
         )
+        relaxed = tf.nest.map_structure(relaxed_shape, (token_ids, state, search, search))
         shape_invariants = (
             tf.TensorShape([]),
             tf.TensorShape([None]),
-            relaxed_shape(token_ids),
-            tf.nest.map_structure(relaxed_shape, state),
-            tf.nest.map_structure(relaxed_shape, search),
+            *relaxed,
+            tf.TensorShape([None]),
             tf.TensorShape(None),
         )
-        steps, _, _, _, search, attention = tf.while_loop(
-            cond,
-            body,
-            loop_vars,
-            shape_invariants=shape_invariants,
-            maximum_iterations=self.max_steps,
+        steps, sentences, _, _, search, results, left_at, attention = tf.while_loop(
+            cond, segment, loop_vars, shape_invariants=shape_invariants
         )
-        return self.finalize(steps, search, attention.stack())
+        results = write(results, sentences, search)  # the sentences max_length stopped
+        # Step t recorded the rows of the sentences still running at t, in batch order.
+        running = tf.range(steps)[:, tf.newaxis] < left_at[tf.newaxis, :]  # (steps, sentences)
+        step_and_sentence = tf.cast(tf.where(running), tf.int32)
+        rows = rows_of(step_and_sentence[:, 1])
+        at_step = tf.repeat(step_and_sentence[:, 0], rows_per_sentence)
+        recorded = attention.concat()
+        attention = tf.scatter_nd(
+            tf.stack([at_step, rows], axis=1),
+            recorded,
+            [self.max_length, num_rows, tf.shape(recorded)[1]],
+        )
+        return self.finalize(steps, results, attention)
 
     def initialize(
         self, initial_state: Any, start_ids: tf.Tensor

@@ -46,7 +46,14 @@ def test_base_class_is_abstract():
 
 @pytest.mark.parametrize(
     "strategy",
-    [GreedySearch(max_length=3), BeamSearch(2, max_length=3), RandomSampling(max_length=3)],
+    [
+        GreedySearch(max_length=3),
+        GreedySearch(max_length=3, drop_finished=True),
+        BeamSearch(2, max_length=3),
+        BeamSearch(2, max_length=3, drop_finished=True),
+        RandomSampling(max_length=3),
+    ],
+    ids=repr,
 )
 @pytest.mark.parametrize("in_function", [False, True])
 def test_empty_batch(strategy, in_function):
