@@ -461,6 +461,7 @@ def test_drop_finished_gives_the_same_results_and_shrinks_the_batch(mode, beam_w
         strategy = BeamSearch(
             beam_width=beam_width, max_length=5, n_best=n_best, drop_finished=drop
         )
+        strategy.drop_min_rows = 1  # drop each sentence as it finishes
         results[drop] = run(strategy, next_fn, model.initial_state(), model.start_ids(), mode)
     assert_same_results(results[True], results[False])
     if mode == "eager":

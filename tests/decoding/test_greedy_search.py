@@ -250,6 +250,7 @@ def test_drop_finished_gives_the_same_results_and_shrinks_the_batch(mode):
         sizes[drop] = []
         next_fn, state = _script_in_state(script, vocab_size=10, tv=4, batch_sizes=sizes[drop])
         strategy = GreedySearch(max_length=6, drop_finished=drop)
+        strategy.drop_min_rows = 1  # drop each sentence as it finishes
         results[drop] = run(strategy, next_fn, state, tf.fill([4], START), mode)
     kept, dropped = results[False], results[True]
     np.testing.assert_array_equal(
@@ -266,6 +267,29 @@ def test_drop_finished_gives_the_same_results_and_shrinks_the_batch(mode):
     if mode == "eager":  # one model call per step, on the running rows only
         assert sizes[False] == [4, 4, 4, 4, 4]
         assert sizes[True] == [4, 4, 2, 1, 1]
+
+
+def test_drop_finished_waits_for_drop_min_rows():
+    # 40 sentences; sentence i ends at step i % 10 (0-based), so 4 end at each step.
+    batch, max_length = 40, 12
+    ends = np.arange(batch) % 10
+    script = np.full([batch, max_length], 5)
+    script[np.arange(batch), ends] = END
+    sizes = []
+    next_fn, state = _script_in_state(script, vocab_size=10, tv=3, batch_sizes=sizes)
+    strategy = GreedySearch(max_length=max_length, drop_finished=True)
+    strategy.drop_min_rows = 16
+    result = strategy(next_fn, state, tf.fill([batch], START))
+    np.testing.assert_array_equal(result.lengths.numpy(), ends)
+    # The rows in the loop at each step: the finished ones leave once 16 of
+    # them (or all) have finished.
+    expected, running, finished = [], batch, 0
+    for _ in range(10):
+        expected.append(running)
+        finished += 4
+        if finished >= 16 or finished == running:
+            running, finished = running - finished, 0
+    assert sizes == expected == [40, 40, 40, 40, 24, 24, 24, 24, 8, 8]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
