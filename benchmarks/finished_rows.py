@@ -45,22 +45,11 @@ def translate_function(translator, strategy):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--run-dir", required=True, help="a trained run")
-    parser.add_argument("--batch-sizes", default="1,8,64", help="comma-separated batch sizes")
-    parser.add_argument("--sentences", type=int, default=256, help="test sentences per pass")
-    parser.add_argument("--repeats", type=int, default=3, help="timed rounds (best is kept)")
+    harness.add_race_arguments(parser, sentences=256)
     args = parser.parse_args(argv)
-    batch_sizes = sorted({int(b) for b in args.batch_sizes.split(",")})
-
-    harness.quiet_tensorflow()
+    batch_sizes, translator, sources = harness.race_setup(args)
     import numpy as np
 
-    from keras_attention.training.trainer import load_translator
-
-    harness.print_machine_header()
-    translator = load_translator(args.run_dir)
-    print(f"Run {args.run_dir}: policy {translator.model.dtype_policy.name}", flush=True)
-    sources, _ = harness.test_sources(args.run_dir)
     drawn = sources[: args.sentences]
     orders = {"drawn": drawn, "by length": sorted(drawn, key=lambda s: (len(s.split()), s))}
     ratios = {}

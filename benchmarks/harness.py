@@ -412,6 +412,29 @@ def test_sources(
     return [source for source, _ in grouped], [refs for _, refs in grouped]
 
 
+def add_race_arguments(parser, sentences: int, run_help: str = "a trained run") -> None:
+    """`--run-dir`, `--batch-sizes`, `--sentences`, `--repeats`: the arguments of a
+    benchmark that races ways of translating one run's test sources (`race`)."""
+    parser.add_argument("--run-dir", required=True, help=run_help)
+    parser.add_argument("--batch-sizes", default="1,8,64", help="comma-separated batch sizes")
+    parser.add_argument("--sentences", type=int, default=sentences, help="test sentences per pass")
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds (best is kept)")
+
+
+def race_setup(args) -> tuple[list[int], object, list[str]]:
+    """`(batch sizes, translator, test sources)` of `add_race_arguments`' `args`, after
+    the machine header and a line naming the run's dtype policy."""
+    batch_sizes = sorted({int(b) for b in args.batch_sizes.split(",")})
+    quiet_tensorflow()
+    from keras_attention.training.trainer import load_translator
+
+    print_machine_header()
+    translator = load_translator(args.run_dir)
+    print(f"Run {args.run_dir}: policy {translator.model.dtype_policy.name}", flush=True)
+    sources, _ = test_sources(args.run_dir)
+    return batch_sizes, translator, sources
+
+
 def source_batches(sources, batch_size: int, sentences: int) -> list:
     """The first `sentences` sources (a whole number of batches, at least one) in
     batches of `batch_size`, as string tensors."""
