@@ -436,15 +436,21 @@ def every_row_to_the_end():
         Translator.strategy = original
 
 
-def build_baseline_row(cli: argparse.ArgumentParser, run_dir: Path, scratch: Path) -> Row:
+def build_baseline_row(
+    cli: argparse.ArgumentParser, run_dir: Path, scratch: Path
+) -> tuple[list[Row], list[tuple[str, str]]]:
     """The summary's baseline: the float32 export, its searches computing every row
-    to the end (`every_row_to_the_end`)."""
-    with harness.Stopwatch() as watch, every_row_to_the_end():
-        path = cli_export(cli, run_dir, scratch / "export-baseline", FLOAT32_FLAGS)
-        row = Row(BASELINE, path, (GREEDY, BEAM), "float32")
+    to the end (`every_row_to_the_end`). Returns `([row], [])`, or `([], [(name,
+    error)])` when it fails (the summary then compares with today's float32 export)."""
+    try:
+        with harness.Stopwatch() as watch, every_row_to_the_end():
+            path = cli_export(cli, run_dir, scratch / "export-baseline", FLOAT32_FLAGS)
+            row = Row(BASELINE, path, (GREEDY, BEAM), "float32")
+    except Exception as error:  # noqa: BLE001 - reported with the table
+        return [], [(BASELINE, f"{type(error).__name__}: {error}"[:300])]
     row.flags, row.baseline = FLOAT32_FLAGS, True
     print(f"{BASELINE}: exported and loaded in {watch.seconds:.1f} s", flush=True)
-    return row
+    return [row], []
 
 
 def build_tutorial_rows(translator, scratch: Path) -> list[Row]:
@@ -697,7 +703,9 @@ def main(argv: list[str] | None = None) -> int:
         wanted, notes = variants(cli, args.xla, args.shortlist)
         rows, failed, refused = build_export_rows(cli, run_dir, scratch, wanted)
         notes += refused
-        rows.append(build_baseline_row(cli, run_dir, scratch))
+        baseline, baseline_failed = build_baseline_row(cli, run_dir, scratch)
+        rows += baseline
+        failed += baseline_failed
         translator = with_precision(load_translator(run_dir), "float32")
         rows += build_tutorial_rows(translator, scratch)
         failed += warm_up(rows, timed, batch_sizes)
