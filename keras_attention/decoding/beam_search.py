@@ -169,8 +169,6 @@ class BeamSearch(DecodingStrategy):
         config.update({"beam_width": self.beam_width, "length_penalty": self.length_penalty})
         if self.n_best is not None:
             config["n_best"] = self.n_best
-        if self.drop_finished:
-            config["drop_finished"] = True
         return config
 
     def normalize(self, scores: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:

@@ -467,7 +467,10 @@ class DecodingStrategy:
         raise NotImplementedError(f"{type(self).__name__} must implement `finalize`.")
 
     def get_config(self) -> dict[str, Any]:
-        return {"max_length": self.max_length, "end_id": self.end_id, "pad_id": self.pad_id}
+        config = {"max_length": self.max_length, "end_id": self.end_id, "pad_id": self.pad_id}
+        if self.drop_finished:  # only a strategy that takes the argument sets it
+            config["drop_finished"] = True
+        return config
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> DecodingStrategy:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import keras
 import tensorflow as tf
 
@@ -82,12 +80,6 @@ class GreedySearch(DecodingStrategy):
     ):
         super().__init__(max_length=max_length, end_id=end_id, pad_id=pad_id)
         self.drop_finished = check_bool("drop_finished", drop_finished)
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        if self.drop_finished:  # a subclass that never drops rows keeps its own config
-            config["drop_finished"] = True
-        return config
 
     def initialize(self, initial_state, start_ids):
         batch_size = tf.shape(start_ids)[0]
