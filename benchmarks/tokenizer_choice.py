@@ -11,8 +11,10 @@ references). The options are `words` (the word tokenizer at its default vocabula
 sizes) and `subwords-N` (SentencePiece BPE, N pieces per side), `--options` chooses.
 
 It also records what the training split of each (direction, size) shows, the inputs a
-rule for choosing the tokenizer can read before training: pairs, distinct words and
-mean characters per sentence on each side.
+rule for choosing the tokenizer can read before training (`CorpusStatistics` of
+`keras_attention.training.tokenizer_choice`): pairs, distinct words, mean characters per
+sentence, distinct word tokens and the share of the word tokens `auto` word vocabularies
+hold, on each side; statistics recorded by an older version are counted again.
 
 It writes `OUT/results.json` after every run (a rerun with the same `--out` skips what is
 done and resumes an interrupted training from its last epoch) and `OUT/tokenizers.md`
@@ -104,6 +106,15 @@ def run_config(direction: str, size: str, steps: int, option: str, args):
     )
 
 
+def statistics_fields() -> set[str]:
+    """The fields `corpus_statistics` records (its module imports no TensorFlow)."""
+    import dataclasses
+
+    from keras_attention.training.tokenizer_choice import CorpusStatistics
+
+    return {field.name for field in dataclasses.fields(CorpusStatistics)}
+
+
 def corpus_statistics(config) -> dict:
     """What the training split shows before any tokenizer is trained: the inputs of
     `--tokenizer auto` (`keras_attention.training.tokenizer_choice.corpus_statistics`)."""
@@ -181,15 +192,18 @@ def write_report(results: dict, out: Path) -> None:
         if statistics:
             lines += [
                 "| pairs | training pairs | distinct words (source / target) "
-                "| characters per sentence (source / target) |",
-                "| ---: | ---: | ---: | ---: |",
+                "| characters per sentence (source / target) | distinct word tokens "
+                "| `auto` word vocabularies hold |",
+                "| ---: | ---: | ---: | ---: | ---: | ---: |",
             ]
             for size in sorted(statistics, key=lambda s: _order(f"{s}/0/words")):
                 s = statistics[size]
                 lines.append(
                     f"| {size} | {s['train_pairs']:,} | {s['source_distinct_words']:,} / "
                     f"{s['target_distinct_words']:,} | {s['source_characters_per_sentence']:.1f}"
-                    f" / {s['target_characters_per_sentence']:.1f} |"
+                    f" / {s['target_characters_per_sentence']:.1f} | "
+                    f"{s['source_distinct_tokens']:,} / {s['target_distinct_tokens']:,} | "
+                    f"{s['source_word_coverage']:.2%} / {s['target_word_coverage']:.2%} |"
                 )
             lines.append("")
     report = "\n".join(lines)
@@ -216,14 +230,16 @@ def main(argv: list[str] | None = None) -> dict:
         for direction in args.directions:
             for size in args.sizes:
                 statistics = results.setdefault("statistics", {}).setdefault(direction, {})
+                if set(statistics.get(size, {})) != statistics_fields():  # new, or older fields
+                    config = run_config(direction, size, STEPS_PER_EPOCH, "words", args)
+                    statistics[size] = corpus_statistics(config)
+                    harness.write_json(results_path, results)
                 for option in args.options:
                     key = f"{size}/{steps}/{option}"
                     cells = results.setdefault("runs", {}).setdefault(direction, {})
                     if "beam" in cells.get(key, {}):
                         continue
                     config = run_config(direction, size, steps, option, args)
-                    if size not in statistics:
-                        statistics[size] = corpus_statistics(config)
                     try:
                         cells[key] = train_and_evaluate(config, args.max_sentences)
                     except ValueError as error:  # e.g. more pieces than the corpus has

@@ -1,27 +1,28 @@
-"""`--tokenizer auto`: words or subwords, and the vocabulary sizes, from the corpus and budget.
+"""`--tokenizer auto`: words or subwords, and the vocabulary sizes, from the corpus.
 
 A new run resolves `auto` once, before its vocabularies are learned, from
-what its training split shows (`CorpusStatistics`) and the training it plans
-(`TrainingBudget`). The rule (`choose_tokenizer`):
+what its training split shows (`CorpusStatistics`). The rule
+(`choose_tokenizer`):
 
-1. Subwords, SentencePiece with `SUBWORD_PIECES` pieces per side, when the
-   run plans at least `SUBWORDS_MIN_BUDGET_PAIRS` sentence pairs of training
-   (epochs x steps per epoch x batch size) on a training split of at least
-   `SUBWORDS_MIN_TRAINING_PAIRS` pairs.
-2. Words otherwise, each side's vocabulary holding every word (token of
+1. Words, each side's vocabulary holding every word (token of
    `keras_attention.text.tokenize`) of the training split, at most
    `VOCABULARY_SIZES["words"]` entries (reserved tokens included; the most
-   frequent words are kept).
+   frequent words are kept), when those vocabularies hold at least
+   `WORDS_MIN_COVERAGE` of each side's word tokens in the training split.
+2. Subwords otherwise, SentencePiece with `SUBWORD_PIECES` pieces per side:
+   a capped word vocabulary would leave too many words `[UNK]`.
 
-Why: on the bundled English→French corpus, words scored the best beam BLEU
-at 1,500 steps of 64 pairs with 28,806, 57,659 and 160,498 training pairs
-and at 4,000 steps with 28,806 and 57,659, and 8,000 pieces beat words by
-4.2 beam BLEU at 3,000 steps with 160,498 in an earlier recipe. At 4,000
-steps with 160,498 pairs, 8,000 pieces scored 1.25 below 16,000 pieces and
-words (which tied): the rule misses that cell (docs/training.md).
+Why: on the bundled corpus, in both directions, with 28,800 to 160,500
+training pairs and 1,500 or 4,000 steps of 64 pairs, words scored the best
+beam BLEU or came within 0.5 of the best of 2,000 to 16,000 pieces in every
+cell measured, and their capped vocabularies held at least 98.6 % of the
+training tokens (the least: French with 160,447 pairs, 12,000 entries).
 Leaving out the words seen once cost 3.4 and 2.2 beam BLEU with 28,806 and
-57,659 pairs. The table: docs/training.md ("Choosing the tokenizer") and
-benchmarks/results/tokenizer_choice.json.
+57,659 pairs. The subword branch is for corpora whose vocabulary the caps
+cannot hold (many more distinct words, or languages that build long
+words); the bundled corpus does not reach it, so its threshold is a
+judgement, not a measurement. The table: docs/training.md ("Choosing the
+tokenizer") and benchmarks/results/tokenizer_choice.json.
 
 An explicit `tokenizer` or vocabulary size is kept; a size of `None` is the
 chosen tokenizer's fixed default (`VOCABULARY_SIZES`). A run that resumes, or
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -41,23 +41,17 @@ from keras_attention.training.train_config import AUTO, VOCABULARY_SIZES, TrainC
 
 logger = logging.getLogger(__name__)
 
-# The thresholds of the rule. Measured cells: docs/training.md ("Choosing the
-# tokenizer") and benchmarks/results/tokenizer_choice.json; any value between the
-# largest budget (corpus) where words won and the smallest where subwords won fits
-# them all.
-SUBWORDS_MIN_BUDGET_PAIRS = 192_000
-"""Planned sentence pairs of training (3,000 steps of 64) from which subwords are
-chosen: words won at 96,000 (1,500 steps of 64) at every corpus size measured,
-subwords (8,000 pieces) at 192,000 on the full corpus."""
-
-SUBWORDS_MIN_TRAINING_PAIRS = 100_000
-"""Training pairs from which subwords are chosen: subwords won only on the full
-corpus (160,498 pairs); words on 28,806 and 57,659 pairs at 1,500 and 4,000
-steps."""
+WORDS_MIN_COVERAGE = 0.98
+"""The share of each side's word tokens in the training split (counted with
+repeats) that `auto` word vocabularies must hold for words to be chosen. The
+bundled corpus's least was 0.9864 (French, 160,447 pairs, 12,000 entries),
+where words still scored best; below 0.98, one sentence in six of eight
+words would meet an `[UNK]`."""
 
 SUBWORD_PIECES = 8000
 """Pieces per side of an `auto` subword vocabulary: the best of 2,000 to 16,000 at
-1,500 steps with 28,806 and 57,659 training pairs."""
+1,500 steps with 28,806 and 57,659 English→French training pairs, within 1.3 BLEU
+of the best at 4,000 steps."""
 
 RESERVED_TOKENS = 4
 """Entries every vocabulary reserves (padding, `[UNK]`, `[START]`, `[END]`:
@@ -73,11 +67,8 @@ CHOICE_INPUTS = (
     "validation_fraction",
     "test_fraction",
     "seed",
-    "epochs",
-    "steps_per_epoch",
-    "batch_size",
 )
-"""The `TrainConfig` fields the choice depends on: the training split and the budget."""
+"""The `TrainConfig` fields the choice depends on: those that draw the training split."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +85,10 @@ class CorpusStatistics:
             word tokenizer (`keras_attention.text.tokenize`: cased, punctuation
             split off), the entries a complete word vocabulary needs besides the
             reserved tokens.
+        source_word_coverage, target_word_coverage: the share of each side's
+            word tokens (counted with repeats) that an `auto` word vocabulary,
+            the most frequent `VOCABULARY_SIZES["words"]` entries less the
+            reserved tokens, holds; rounded to 4 places.
     """
 
     train_pairs: int
@@ -103,54 +98,35 @@ class CorpusStatistics:
     target_characters_per_sentence: float
     source_distinct_tokens: int
     target_distinct_tokens: int
+    source_word_coverage: float
+    target_word_coverage: float
 
 
 def corpus_statistics(pairs: Sequence[tuple[str, str]]) -> CorpusStatistics:
     """The `CorpusStatistics` of a training split, `(source, target)` pairs.
 
     Counting the word tokenizer's tokens runs it once over both sides (a few
-    seconds for 160,000 pairs).
+    seconds for 160,000 pairs). An empty split covers all of its (no) tokens.
     """
     from keras_attention.text import count_tokens
 
     values: dict = {"train_pairs": len(pairs)}
-    for side, index in (("source", 0), ("target", 1)):
+    for side, index, cap in zip(
+        ("source", "target"), (0, 1), VOCABULARY_SIZES["words"], strict=True
+    ):
         texts = [pair[index] for pair in pairs]
         words = {word for text in texts for word in text.lower().split()}
         values[f"{side}_distinct_words"] = len(words)
         values[f"{side}_characters_per_sentence"] = round(
             sum(len(text) for text in texts) / max(1, len(texts)), 2
         )
-        values[f"{side}_distinct_tokens"] = len(count_tokens(texts)) if texts else 0
-    return CorpusStatistics(**values)
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingBudget:
-    """The training a run plans: `epochs x steps_per_epoch` batches of `batch_size` pairs."""
-
-    epochs: int
-    steps_per_epoch: int
-    batch_size: int
-
-    @classmethod
-    def of(cls, config: TrainConfig, train_pairs: int) -> TrainingBudget:
-        """The budget of `config`; `steps_per_epoch=None` (one pass per epoch) counts
-        `ceil(train_pairs / batch_size)` steps per epoch."""
-        steps = config.steps_per_epoch or max(1, math.ceil(train_pairs / config.batch_size))
-        return cls(config.epochs, steps, config.batch_size)
-
-    @property
-    def pairs(self) -> int:
-        """Sentence pairs of training planned (a pair seen twice counts twice)."""
-        return self.epochs * self.steps_per_epoch * self.batch_size
-
-    def describe(self) -> str:
-        """E.g. `8 x 500 steps x 64 = 256,000 pairs`."""
-        return (
-            f"{self.epochs} x {self.steps_per_epoch:,} steps x {self.batch_size} = "
-            f"{self.pairs:,} pairs"
+        counts = count_tokens(texts) if texts else {}
+        values[f"{side}_distinct_tokens"] = len(counts)
+        held = sorted(counts.values(), reverse=True)[: cap - RESERVED_TOKENS]
+        values[f"{side}_word_coverage"] = (
+            round(sum(held) / max(1, sum(counts.values())), 4) if counts else 1.0
         )
+    return CorpusStatistics(**values)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,7 +148,7 @@ class TokenizerChoice:
     reason: str = "given"
 
     def describe(self) -> str:
-        """One line, e.g. `words 4664/6540 (auto: 28,806 training pairs < 100,000; ...)`."""
+        """One line, e.g. `words 7439/11539 (auto: the word vocabularies hold 100.00% / ...)`."""
         line = f"{self.tokenizer} {self.source_vocabulary_size}/{self.target_vocabulary_size}"
         if AUTO not in self.requested:
             return line
@@ -194,38 +170,33 @@ def word_vocabulary_sizes(statistics: CorpusStatistics) -> tuple[int, int]:
     return tuple(map(min, sizes, VOCABULARY_SIZES["words"]))
 
 
-def choose_tokenizer(statistics: CorpusStatistics, budget: TrainingBudget) -> TokenizerChoice:
+def choose_tokenizer(statistics: CorpusStatistics) -> TokenizerChoice:
     """The tokenizer and vocabulary sizes of `auto` (see the module docstring).
 
     Args:
         statistics: the training split's `CorpusStatistics`.
-        budget: the run's `TrainingBudget`.
 
     Returns:
         A `TokenizerChoice` with `requested=("auto", "auto", "auto")` and a
-        reason naming the inputs and thresholds, e.g. `160,498 training pairs
-        >= 100,000 and 8 x 500 steps x 64 = 256,000 pairs >= 192,000`.
+        reason naming the inputs and the threshold, e.g. `the word vocabularies
+        hold 98.64% / 100.00% of the training tokens >= 98%; 25,575 / 15,799
+        distinct word tokens`.
     """
-    pairs = f"{statistics.train_pairs:,} training pairs"
-    enough_pairs = statistics.train_pairs >= SUBWORDS_MIN_TRAINING_PAIRS
-    enough_budget = budget.pairs >= SUBWORDS_MIN_BUDGET_PAIRS
-    if enough_pairs and enough_budget:
+    coverage = (statistics.source_word_coverage, statistics.target_word_coverage)
+    held = (
+        f"the word vocabularies hold {coverage[0]:.2%} / {coverage[1]:.2%} of the training tokens"
+    )
+    if min(coverage) >= WORDS_MIN_COVERAGE:
         return TokenizerChoice(
-            "subwords",
-            SUBWORD_PIECES,
-            SUBWORD_PIECES,
-            reason=f"{pairs} >= {SUBWORDS_MIN_TRAINING_PAIRS:,} and {budget.describe()} "
-            f">= {SUBWORDS_MIN_BUDGET_PAIRS:,}",
+            "words",
+            *word_vocabulary_sizes(statistics),
+            reason=f"{held} >= {WORDS_MIN_COVERAGE:.0%}; {_word_sizes_reason(statistics)}",
         )
-    short = []
-    if not enough_pairs:
-        short.append(f"{pairs} < {SUBWORDS_MIN_TRAINING_PAIRS:,}")
-    if not enough_budget:
-        short.append(f"{budget.describe()} < {SUBWORDS_MIN_BUDGET_PAIRS:,}")
     return TokenizerChoice(
-        "words",
-        *word_vocabulary_sizes(statistics),
-        reason=f"{' and '.join(short)}; {_word_sizes_reason(statistics)}",
+        "subwords",
+        SUBWORD_PIECES,
+        SUBWORD_PIECES,
+        reason=f"{held}, < {WORDS_MIN_COVERAGE:.0%} on a side; {_word_sizes_reason(statistics)}",
     )
 
 
@@ -275,7 +246,7 @@ def resolve_tokenizer(
 
         statistics = corpus_statistics(read_splits().train)
         if config.tokenizer == AUTO:
-            choice = choose_tokenizer(statistics, TrainingBudget.of(config, statistics.train_pairs))
+            choice = choose_tokenizer(statistics)
         else:
             choice = TokenizerChoice(
                 "words", *word_vocabulary_sizes(statistics), reason=_word_sizes_reason(statistics)
@@ -297,7 +268,7 @@ def resolve_run_tokenizer(
     """Resolves `config`'s `auto` tokenizer and sizes in place, before its run starts or resumes.
 
     When the run directory's config.json was saved with the same training
-    split and budget (`CHOICE_INPUTS`) and the same explicit tokenizer
+    split (`CHOICE_INPUTS`) and the same explicit tokenizer
     values, its saved choice is taken: a run resumes, or is recognised as
     completed, with the tokenizer it started with, and reads no data for it.
     Otherwise the choice is made from the training split (`resolve_tokenizer`).

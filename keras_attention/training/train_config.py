@@ -65,8 +65,8 @@ FIELD_HELP = {
     "dropout": "dropout rate",
     "tokenizer": "subwords: SentencePiece models learned from the training split, any "
     "language, no [UNK]; words: rule-based word tokens (tuned for English and French) and "
-    "word vocabularies; auto = subwords when the training split has at least 100,000 pairs "
-    "and the run plans at least 192,000 (epochs x steps x batch), else words (measured: "
+    "word vocabularies; auto = words when vocabularies of every word of the training split "
+    "(at most 12000 / 16000) hold at least 98% of each side's tokens, else subwords (measured: "
     "docs/training.md); resolved once for a new run and saved in config.json (default: auto)",
     "source_vocabulary_size": "source vocabulary size (words or subword pieces), reserved "
     "tokens included; auto = 8000 pieces, or every word of the training split (at most "

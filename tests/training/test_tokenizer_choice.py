@@ -14,7 +14,6 @@ from keras_attention.training import tokenizer_choice
 from keras_attention.training.tokenizer_choice import (
     CorpusStatistics,
     TokenizerChoice,
-    TrainingBudget,
     choose_tokenizer,
     corpus_statistics,
     resolve_run_tokenizer,
@@ -23,59 +22,56 @@ from keras_attention.training.tokenizer_choice import (
 from keras_attention.training.train_config import TrainConfig
 
 
-def statistics(train_pairs=28_806, distinct=(7_435, 11_535)):
+def statistics(coverage=(1.0, 1.0), distinct=(7_435, 11_535)):
     """Hand-made statistics (the defaults: the 30,000-pair English→French split)."""
     return CorpusStatistics(
-        train_pairs=train_pairs,
+        train_pairs=28_806,
         source_distinct_words=10_876,
         target_distinct_words=16_606,
         source_characters_per_sentence=30.55,
         target_characters_per_sentence=36.25,
         source_distinct_tokens=distinct[0],
         target_distinct_tokens=distinct[1],
+        source_word_coverage=coverage[0],
+        target_word_coverage=coverage[1],
     )
 
 
-# 3 x 1,000 steps x 64 = 192,000 pairs, the budget threshold; 999 steps fall 64 x 3 short.
-AT_BUDGET, BELOW_BUDGET = TrainingBudget(3, 1000, 64), TrainingBudget(3, 999, 64)
+FULL_FRENCH_ENGLISH = {"coverage": (0.9864, 1.0), "distinct": (25_575, 15_799)}
+"""The full corpus French→English: the least coverage measured (words won there)."""
 
 
 @pytest.mark.parametrize(
-    "train_pairs, budget, expected",
+    "given, expected",
     [
-        (100_000, AT_BUDGET, ("subwords", 8000, 8000)),
-        (99_999, AT_BUDGET, ("words", 7439, 11539)),
-        (100_000, BELOW_BUDGET, ("words", 7439, 11539)),
-        (99_999, BELOW_BUDGET, ("words", 7439, 11539)),
-        (160_498, TrainingBudget(8, 500, 64), ("subwords", 8000, 8000)),  # the default run
-        (160_498, TrainingBudget(3, 500, 64), ("words", 7439, 11539)),  # 1,500 steps
-        (1_000_000, TrainingBudget(1, 96_000, 2), ("subwords", 8000, 8000)),  # pairs, not steps
-        (1_000_000, TrainingBudget(1, 96_000, 1), ("words", 7439, 11539)),
+        ({"coverage": (1.0, 1.0)}, ("words", 7439, 11539)),
+        ({"coverage": (0.98, 0.98)}, ("words", 7439, 11539)),  # the threshold itself
+        ({"coverage": (0.9799, 1.0)}, ("subwords", 8000, 8000)),  # the source side short
+        ({"coverage": (1.0, 0.9799)}, ("subwords", 8000, 8000)),  # the target side short
+        ({"coverage": (0.5, 0.6)}, ("subwords", 8000, 8000)),
+        (FULL_FRENCH_ENGLISH, ("words", 12000, 15803)),
     ],
 )
-def test_the_rule_at_each_side_of_each_threshold(train_pairs, budget, expected):
-    choice = choose_tokenizer(statistics(train_pairs), budget)
+def test_the_rule_at_each_side_of_the_threshold(given, expected):
+    choice = choose_tokenizer(statistics(**given))
     assert (choice.tokenizer, choice.source_vocabulary_size, choice.target_vocabulary_size) == (
         expected
     )
     assert choice.requested == ("auto", "auto", "auto")
-    # The reason names each input on the short side of its threshold.
-    short = [f"{train_pairs:,} training pairs < 100,000"] if train_pairs < 100_000 else []
-    short += [f"{budget.describe()} < 192,000"] if budget.pairs < 192_000 else []
-    assert all(part in choice.reason for part in short), choice.reason
-    assert (expected[0] == "words") == bool(short)
+    source, target = given["coverage"]
+    assert f"hold {source:.2%} / {target:.2%} of the training tokens" in choice.reason
 
 
-def test_the_reason_names_the_inputs_and_thresholds():
-    words = choose_tokenizer(statistics(), TrainingBudget(3, 500, 64))
+def test_the_reason_names_the_inputs_and_the_threshold():
+    words = choose_tokenizer(statistics(**FULL_FRENCH_ENGLISH))
     assert words.describe() == (
-        "words 7439/11539 (auto: 28,806 training pairs < 100,000 and 3 x 500 steps x 64 = "
-        "96,000 pairs < 192,000; 7,435 / 11,535 distinct word tokens)"
+        "words 12000/15803 (auto: the word vocabularies hold 98.64% / 100.00% of the training "
+        "tokens >= 98%; 25,575 / 15,799 distinct word tokens)"
     )
-    subwords = choose_tokenizer(statistics(160_498), TrainingBudget(8, 500, 64))
+    subwords = choose_tokenizer(statistics(coverage=(0.9, 0.99), distinct=(60_000, 80_000)))
     assert subwords.describe() == (
-        "subwords 8000/8000 (auto: 160,498 training pairs >= 100,000 and 8 x 500 steps x 64 = "
-        "256,000 pairs >= 192,000)"
+        "subwords 8000/8000 (auto: the word vocabularies hold 90.00% / 99.00% of the training "
+        "tokens, < 98% on a side; 60,000 / 80,000 distinct word tokens)"
     )
     assert TokenizerChoice("words", 100, 120, requested=("words", 100, 120)).describe() == (
         "words 100/120"
@@ -92,15 +88,8 @@ def test_the_reason_names_the_inputs_and_thresholds():
     ],
 )
 def test_word_vocabulary_sizes(distinct, expected):
-    choice = choose_tokenizer(statistics(distinct=distinct), BELOW_BUDGET)
+    choice = choose_tokenizer(statistics(distinct=distinct))
     assert (choice.source_vocabulary_size, choice.target_vocabulary_size) == expected
-
-
-def test_a_budget_of_one_pass_per_epoch_counts_the_batches_of_a_pass(make_train_config):
-    config = make_train_config("corpus.tsv", "out", epochs=2, steps_per_epoch=None, batch_size=64)
-    budget = TrainingBudget.of(config, train_pairs=1_000)
-    assert (budget.steps_per_epoch, budget.pairs) == (16, 2 * 16 * 64)  # ceil(1000 / 64)
-    assert TrainingBudget.of(TrainConfig(), 160_498).pairs == 8 * 500 * 64
 
 
 def test_corpus_statistics_of_a_hand_counted_split():
@@ -113,7 +102,20 @@ def test_corpus_statistics_of_a_hand_counted_split():
         target_characters_per_sentence=8.5,
         source_distinct_tokens=4,  # The, cat, ., dog
         target_distinct_tokens=4,  # Le, chat, ., chien
+        source_word_coverage=1.0,  # 4 tokens fit in 12,000 entries
+        target_word_coverage=1.0,
     )
+
+
+def test_word_coverage_counts_the_tokens_the_capped_vocabularies_hold(monkeypatch):
+    # Vocabularies of at most 6 and 7 entries: 4 reserved, so 2 and 3 words.
+    monkeypatch.setitem(tokenizer_choice.VOCABULARY_SIZES, "words", (6, 7))
+    pairs = [("The cat.", "Le chat."), ("The dog.", "Le chien."), ("The cat.", "Le chat.")]
+    result = corpus_statistics(pairs)
+    # Source: The 3, . 3, cat 2, dog 1: the 2 most frequent hold 6 of 9 tokens.
+    # Target: Le 3, . 3, chat 2, chien 1: the 3 most frequent hold 8 of 9.
+    assert (result.source_word_coverage, result.target_word_coverage) == (0.6667, 0.8889)
+    assert choose_tokenizer(result).tokenizer == "subwords"
 
 
 def splits_of(pairs):
@@ -235,8 +237,8 @@ def test_a_run_with_a_saved_choice_keeps_it_without_reading_the_data(tmp_path):
 @pytest.mark.parametrize(
     "given",
     [
-        {"epochs": 9},  # another budget
         {"max_pairs": 100},  # another training split
+        {"seed": 1},  # the same size, drawn otherwise
         {"tokenizer": "subwords"},  # an explicit value the saved run does not have
         {"source_vocabulary_size": 21},
         {"source_vocabulary_size": None},  # none = 12000, not the saved 20
@@ -248,6 +250,15 @@ def test_a_saved_choice_of_other_inputs_or_values_is_decided_afresh(tmp_path, gi
     choice = resolve_run_tokenizer(config, splits_of(SMALL))
     assert "saved choice" not in choice.describe()
     assert (config.source_vocabulary_size, config.target_vocabulary_size) != (20, 30)
+
+
+@pytest.mark.parametrize("given", [{"epochs": 9}, {"steps_per_epoch": 7}, {"batch_size": 8}])
+def test_a_saved_choice_survives_another_budget(tmp_path, given):
+    saved_run(tmp_path)
+    config = TrainConfig(out=str(tmp_path), **given)
+    read = splits_of(SMALL)
+    assert "saved choice" in resolve_run_tokenizer(config, read).describe()
+    assert (config.source_vocabulary_size, config.target_vocabulary_size, read.calls) == (20, 30, 0)
 
 
 def test_an_explicit_choice_needs_no_resolution(tmp_path):
@@ -284,7 +295,10 @@ def test_a_new_run_prints_and_saves_the_resolved_choice(digits_corpus, tmp_path,
     assert lines[0] == "Precision: float32"
     # The digits corpus: 10 digits and 10 French words, + 4 reserved tokens.
     assert lines[1].startswith("Tokenizer: words 14/14 (auto: ")
-    assert "training pairs < 100,000 and 1 x 3 steps x 16 = 48 pairs < 192,000" in lines[1]
+    assert lines[1].endswith(
+        "the word vocabularies hold 100.00% / 100.00% of the training tokens >= 98%; "
+        "10 / 10 distinct word tokens)"
+    )
     assert saved_choice(out) == ("words", 14, 14)
     vocabulary = (out / "source_vocabulary.txt").read_text().split()
     assert vocabulary[:3] == ["[UNK]", "[START]", "[END]"]  # padding is not written
