@@ -17,8 +17,9 @@ sentence, distinct word tokens and the share of the word tokens `auto` word voca
 hold, on each side; statistics recorded by an older version are counted again.
 
 It writes `OUT/results.json` after every run (a rerun with the same `--out` skips what is
-done and resumes an interrupted training from its last epoch) and `OUT/tokenizers.md`
-(one table per direction). Runs go in order of budget, then direction, then size, so
+done and resumes an interrupted training from its last epoch) and, at the end,
+`OUT/tokenizers.md` (one table per direction, also printed; a rerun with nothing left
+to train just refreshes the statistics and writes it). Runs go in order of budget, then direction, then size, so
 the short budget's table fills first.
 
     python benchmarks/tokenizer_choice.py --out runs/tokenizers          # everything, ~8 h
@@ -252,7 +253,7 @@ def main(argv: list[str] | None = None) -> dict:
                         + (f"beam BLEU {beam:.2f}" if beam is not None else "failed"),
                         flush=True,
                     )
-                    write_report(results, out)
+    write_report(results, out)
     return results
 
 
