@@ -11,20 +11,20 @@ SignatureDef's tensor names (`ServingSession`). The variants:
   `--weights`; `export/weight_storage.py`), each at `--precision float32` and
   at the policy `--precision auto` picks on this machine (`mixed_bfloat16`
   on a CPU with AVX512_BF16 or AMX; those rows are left out where it picks
-  float32);
+  float32), over the whole target vocabulary (`--shortlist none`);
 - each of these again with a vocabulary shortlist (`--shortlist K`, K from
-  this script's `--shortlist`, default 100, and the CLI's default
-  `--shortlist-frequent`), when `keras-attention export` has that flag;
+  this script's `--shortlist`, default `AUTO_K` = 100, and the CLI's default
+  `--shortlist-frequent`);
 - with `--xla`, each of these again with `--jit-compile`.
 
 The script prints which rows it left out and why: no mixed precision where
-`auto` picks float32, no shortlist where the CLI lacks the flag, no XLA
-without `--xla`, and any flags the CLI refuses (it refuses `--shortlist` with
-`--jit-compile`). Then
+`auto` picks float32, no XLA without `--xla`, and any flags the CLI refuses
+(it refuses `--shortlist K` with `--jit-compile`). Then
 the default export: what `keras-attention export RUN --export-dir BASE`
 writes with no flag, its settings read from the CLI's parser (not assumed).
-Where they equal a variant's (`auto` resolved), that row is the default
-(marked `*`); otherwise the default export is a row of its own.
+Where they equal a variant's (`auto` resolved: the precision on this
+machine, the shortlist for the run's target vocabulary), that row is the
+default (marked `*`); otherwise the default export is a row of its own.
 
 Then two rows for the design most users copy: the exported `Translator` of
 TensorFlow's "Neural machine translation with attention" tutorial
@@ -109,7 +109,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import inspect
+import functools
 import io
 import tempfile
 import time
@@ -123,21 +123,19 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_attention.evaluation.bleu import score_translations  # noqa: E402
-from keras_attention.export import ServingSession, TranslatorExporter  # noqa: E402
+from keras_attention.export import ServingSession  # noqa: E402
 from keras_attention.export import cli as export_cli  # noqa: E402
 from keras_attention.export.translator_exporter import with_precision  # noqa: E402
 from keras_attention.precision import resolve_precision  # noqa: E402
 from keras_attention.training.train_config import TrainConfig  # noqa: E402
 from keras_attention.training.trainer import load_translator  # noqa: E402
 from keras_attention.translator import Translator  # noqa: E402
+from keras_attention.vocabulary_shortlist import AUTO_K, auto_shortlist_size  # noqa: E402
 
 TUTORIAL_URL = "https://www.tensorflow.org/text/tutorials/nmt_with_attention"
 
 GREEDY, BEAM = "serving_default", "beam_search"
 
-DEFAULT_SHORTLIST = 100
-"""`--shortlist K` of the shortlist rows when neither this script's `--shortlist` nor the
-CLI's default gives one: target tokens kept per source token."""
 
 COMPUTE_DTYPES = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 """The matmul dtype of each precision policy (whose peak a row is set against)."""
@@ -243,12 +241,22 @@ def cli_choices(parser: argparse.ArgumentParser, flag: str) -> list[str]:
 
 def export_settings(parser: argparse.ArgumentParser, run_dir: Path, flags: list[str]) -> dict:
     """What `keras-attention export RUN --export-dir BASE FLAGS` is asked to do, with
-    `--precision` resolved on this machine (so `auto` equals what it picks)."""
+    `--precision` resolved on this machine and `--shortlist` for the run's target
+    vocabulary (so `auto` equals what each picks)."""
     settings = vars(parser.parse_args([str(run_dir), "--export-dir", "BASE", *flags]))
     settings.pop("check", None)
     if settings.get("precision") is not None:
         settings["precision"] = resolve_precision(settings["precision"]).policy
+    if settings.get("shortlist") == "auto":
+        settings["shortlist"] = auto_shortlist_size(
+            target_vocabulary_size(run_dir), settings.get("jit_compile", False)
+        )
     return settings
+
+
+@functools.cache
+def target_vocabulary_size(run_dir: Path) -> int:
+    return load_translator(run_dir).target_vectorizer.vocabulary_size
 
 
 def variants(
@@ -262,17 +270,7 @@ def variants(
     if auto.policy == "float32":
         notes.append(f"no mixed-precision rows: --precision auto picks {auto.describe()}")
     weights = cli_choices(parser, "--weights")
-    shortlists: list[int | None] = [None]
-    exporter_takes = "shortlist" in inspect.signature(TranslatorExporter.__init__).parameters
-    if "--shortlist" in parser._option_string_actions:  # noqa: SLF001
-        default = cli_default(parser, "--shortlist")
-        size = shortlist or (default if isinstance(default, int) else None) or DEFAULT_SHORTLIST
-        shortlists.append(size)
-    else:
-        notes.append(
-            "no shortlist rows: `keras-attention export` has no --shortlist flag here"
-            + (" (TranslatorExporter takes `shortlist`)" if exporter_takes else "")
-        )
+    shortlists: list[int | None] = [None, shortlist or AUTO_K]
     jits = [False, True] if xla else [False]
     if not xla:
         notes.append("no XLA rows: run with --xla to add --jit-compile to every variant")
@@ -286,7 +284,9 @@ def variants(
                     if jit:
                         flags.append("--jit-compile")
                         name += " + XLA"
-                    if size is not None:
+                    if size is None:
+                        flags += ["--shortlist", "none"]
+                    else:
                         flags += ["--shortlist", str(size)]
                         name += f" + shortlist {size}"
                     rows.append((name, flags))
@@ -375,8 +375,8 @@ class Row:
         return seconds
 
 
-FLOAT32_FLAGS = ["--precision", "float32", "--weights", "float32"]
-INT8_FLAGS = ["--precision", "float32", "--weights", "int8"]
+FLOAT32_FLAGS = ["--precision", "float32", "--weights", "float32", "--shortlist", "none"]
+INT8_FLAGS = ["--precision", "float32", "--weights", "int8", "--shortlist", "none"]
 
 
 def build_export_rows(
@@ -667,8 +667,8 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         metavar="K",
-        help="size of the shortlist rows, when `keras-attention export` has --shortlist "
-        f"(default: its default, else {DEFAULT_SHORTLIST})",
+        help=f"K of the shortlist rows (default: {AUTO_K}, what --shortlist auto picks for a "
+        "large target vocabulary)",
     )
     parser.add_argument("--out", metavar="FILE.json", help="also write every figure here")
     args = parser.parse_args(argv)
@@ -784,7 +784,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"* default export = `keras-attention export` with no flags: precision "
             f"{cli_default(cli, '--precision')} -> {default_settings['precision']}, weights "
-            f"{default_settings['weights']}, beam width {beam_width}"
+            f"{default_settings['weights']}, shortlist {cli_default(cli, '--shortlist')} -> "
+            f"{default_settings['shortlist'] or 'none'}, beam width {beam_width}"
             + (", XLA" if default_settings.get("jit_compile") else "")
         )
     print(
@@ -797,6 +798,7 @@ def main(argv: list[str] | None = None) -> int:
             for row in figures
             if row["flags"] and "--shortlist" in row["flags"]
         }
+        - {"none"}
     )
     for size in sizes:
         print(

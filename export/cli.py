@@ -29,6 +29,18 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _shortlist_size(text: str) -> int | str | None:
+    """`--shortlist`: `auto`, `none`, or an integer >= 1."""
+    if text.lower() in ("auto", "none"):
+        return None if text.lower() == "none" else "auto"
+    try:
+        return _positive_int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be 'auto', 'none' or an integer >= 1. Received: {text}"
+        ) from None
+
+
 def _beam_width(text: str) -> int:
     value = int(text)
     if value < 2:
@@ -123,12 +135,13 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shortlist",
         metavar="K",
-        type=_positive_int,
-        default=None,
+        type=_shortlist_size,
+        default="auto",
         help="decode over a vocabulary shortlist: for each source token, the K target tokens "
         "that go with it most (local mutual information) in the run's training split, plus the "
         "--shortlist-frequent most frequent target tokens; scores are then log-probabilities "
-        "over the shortlist; without it, the whole vocabulary (default: none)",
+        "over the shortlist; none: the whole vocabulary; auto: K=100 for a target vocabulary "
+        "of 10000 tokens or more (not with --jit-compile), else none (default: auto)",
     )
     parser.add_argument(
         "--shortlist-frequent",

@@ -33,8 +33,10 @@ from keras_attention.export.weight_storage import WeightStorage
 from keras_attention.models.seq2seq import require_registered
 from keras_attention.translator import Translator
 from keras_attention.vocabulary_shortlist import (
+    AUTO,
     DEFAULT_FREQUENT,
     VocabularyShortlist,
+    auto_shortlist_size,
     check_shortlist_size,
 )
 
@@ -214,7 +216,7 @@ class TranslatorExporter:
         run_dir: str | os.PathLike,
         max_output_length: int | None = None,
         precision: str | None = None,
-        shortlist: int | VocabularyShortlist | None = None,
+        shortlist: int | str | VocabularyShortlist | None = None,
         shortlist_frequent: int = DEFAULT_FREQUENT,
         **kwargs,
     ) -> TranslatorExporter:
@@ -231,8 +233,10 @@ class TranslatorExporter:
             shortlist: `K`, an int in `[1, target vocabulary size]`, for a
                 vocabulary shortlist of `K` target ids per source id built
                 from the run's training split
-                (`VocabularyShortlist.from_run`); a `VocabularyShortlist`;
-                or `None` (the default) for none.
+                (`VocabularyShortlist.from_run`); `"auto"` for the `K` of
+                `auto_shortlist_size` (100 for a target vocabulary of 10,000
+                ids or more without `jit_compile`, else none); a
+                `VocabularyShortlist`; or `None` (the default) for none.
             shortlist_frequent: int >= 0, the most frequent target ids that
                 an int `shortlist` always keeps. Defaults to
                 `DEFAULT_FREQUENT` (300).
@@ -253,6 +257,10 @@ class TranslatorExporter:
                 f"Received: max_output_length={max_output_length!r}"
             )
         translator = load_translator(run_dir, max_output_length=max_output_length)
+        if isinstance(shortlist, str) and shortlist == AUTO:
+            shortlist = auto_shortlist_size(
+                translator.target_vectorizer.vocabulary_size, bool(kwargs.get("jit_compile"))
+            )
         if shortlist is None:
             shortlist = getattr(translator, "shortlist", None)  # a shortlisted Translator's
         if shortlist is not None and not isinstance(shortlist, VocabularyShortlist):
@@ -443,13 +451,14 @@ def export_translator(
     weights: str = "float32",
     max_beam_width: int | None = None,
     decoding_inputs: bool = True,
-    shortlist: int | None = None,
+    shortlist: int | str | None = "auto",
     shortlist_frequent: int = DEFAULT_FREQUENT,
 ) -> ExportedVersion:
     """Exports the model of `run_dir` as `export_dir/<version>/` (see `TranslatorExporter`).
 
     `precision` (default `"auto"`: resolved on this machine), `shortlist`
-    (`K` target ids per source id, or `None`: no shortlist) and
+    (`K` target ids per source id; the default `"auto"`: 100 for a target
+    vocabulary of 10,000 ids or more without `jit_compile`; `None`: no shortlist) and
     `shortlist_frequent` are `TranslatorExporter.from_run`'s, `weights`
     `TranslatorExporter`'s.
 

@@ -21,6 +21,19 @@ DEFAULT_FREQUENT = 300
 
 SPECIAL_IDS = (PAD_ID, UNK_ID, START_ID, END_ID)
 
+AUTO = "auto"
+"""The shortlist size an export resolves from the model (`auto_shortlist_size`)."""
+
+AUTO_K = 100
+"""Target ids per source id of the shortlist `auto` gives a large target vocabulary."""
+
+AUTO_MIN_TARGET_VOCABULARY = 10_000
+"""The smallest target vocabulary `auto` gives a shortlist: between the 8,000 subword
+pieces where a shortlist of `AUTO_K` measured mixed (bf16 exports of the bundled
+corpus on a 2-core AMD EPYC, greedy: 1.19x the whole vocabulary's tokens/s at batch 1,
+0.93x at batch 64) and the 16,000 target words where it was faster at every batch
+size (docs/benchmarks.md, "Export table"), at the same beam BLEU (within 0.02)."""
+
 _MERGE_EVERY = 20_000  # sentence pairs between two merges of the co-occurrence counts
 
 
@@ -331,6 +344,16 @@ class VocabularyShortlist:
             ),
             measure=measure,
         )
+
+
+def auto_shortlist_size(target_vocabulary_size: int, jit_compile: bool = False) -> int | None:
+    """`k` of the shortlist an export with `shortlist="auto"` gets: `AUTO_K` for a
+    target vocabulary of at least `AUTO_MIN_TARGET_VOCABULARY` ids, else `None` (no
+    shortlist: a small vocabulary costs little to score whole). `None` with
+    `jit_compile`, which a shortlist cannot be combined with."""
+    if jit_compile or target_vocabulary_size < AUTO_MIN_TARGET_VOCABULARY:
+        return None
+    return AUTO_K
 
 
 def check_shortlist_size(k, frequent, target_vocabulary_size: int) -> None:

@@ -29,13 +29,14 @@ class DecodingWeights(NamedTuple):
     """The weights a decoding step reads, in the decoder's compute dtype.
 
     `BaseDecoder.decoding_weights` reads and casts them once per decoding
-    call, before its loop; a step given them casts no weight matrix. (Keras
+    call, before its loop; a step given them casts no weight matrix (the
+    embeddings stay as stored, and a lookup casts only the rows it takes). (Keras
     layers cast their float32 variables to the compute dtype at every call:
     under `mixed_bfloat16` a step cast the whole embedding matrix twice, for
     the lookup and the tied logits, and every kernel once.)
     """
 
-    embeddings: tf.Tensor  # the target embeddings (V, E)
+    embeddings: tf.Tensor  # the target embeddings (V, E), as stored: `embed` casts the rows it takes
     cells: dict  # the step's cells: name -> `CellWeights`, unsplit
     dense: dict  # the step's Dense layers: name -> (kernel, bias or None)
     output: tuple  # (matrix, bias): the tied embeddings (V, D) or `output_projection`'s (D, C)
@@ -265,11 +266,13 @@ class BaseDecoder(keras.layers.Layer):
             layer.name: (cast(layer.kernel), cast(layer.bias) if layer.use_bias else None)
             for layer in self._step_dense_layers()
         }
-        embeddings = cast(self.embedding.embeddings)
+        # The lookup casts only the rows it takes (`embed`): casting the whole matrix
+        # cost more than a short decoding's lookups (16,000 x 256 per request).
+        embeddings = keras.ops.convert_to_tensor(self.embedding.embeddings)
         if projection is not None:
             output, transposed = tuple(cast(w) for w in projection), False
         elif self.tie_embeddings:
-            output, transposed = (embeddings, cast(self.output_bias)), True
+            output, transposed = (cast(embeddings), cast(self.output_bias)), True
         else:
             layer = self.output_layer
             output, transposed = (cast(layer.kernel), cast(layer.bias)), False
@@ -417,11 +420,12 @@ class BaseDecoder(keras.layers.Layer):
 
     def embed(self, token_ids, training=False, decoding_weights=None):
         """The target embeddings of `token_ids`, read from `decoding_weights` when given
-        (the same operations as `Embedding.call` on the cast matrix)."""
+        (the rows taken, then cast to the compute dtype: the values of `Embedding.call`)."""
         if decoding_weights is None:
             embedded = self.embedding(token_ids)
         else:
             embedded = keras.ops.take(decoding_weights.embeddings, token_ids, axis=0)
+            embedded = keras.ops.cast(embedded, self.compute_dtype)
         return self.dropout_layer(embedded, training=training)
 
     def output_projection(self, ids, gather=None):

@@ -166,3 +166,54 @@ def test_the_exporter_takes_a_shortlisted_translators_shortlist(translator):
     assert exporter.shortlist is shortlist
     assert exporter.translator.shortlist is shortlist
     assert exporter.translator.gather_weights == exporter.weight_storage.gather
+
+
+@pytest.mark.parametrize(
+    "size, jit_compile, expected",
+    [(9_999, False, None), (10_000, False, 100), (16_000, False, 100), (16_000, True, None)],
+)
+def test_auto_gives_a_shortlist_to_large_target_vocabularies_only(size, jit_compile, expected):
+    from keras_attention.vocabulary_shortlist import auto_shortlist_size
+
+    assert auto_shortlist_size(size, jit_compile) == expected
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [([], "auto"), (["--shortlist", "auto"], "auto"), (["--shortlist", "None"], None),
+     (["--shortlist", "7"], 7)],
+)  # fmt: skip
+def test_the_shortlist_flag_takes_auto_none_or_a_size(flags, expected):
+    import argparse
+
+    from keras_attention.export.cli import add_export_arguments
+
+    parser = argparse.ArgumentParser()
+    add_export_arguments(parser)
+    args = parser.parse_args(["run", "--export-dir", "models", *flags])
+    assert args.shortlist == expected
+
+
+def test_a_shortlist_size_that_is_no_number_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["export", "run", "--export-dir", "models", "--shortlist", "many"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --shortlist: must be 'auto', 'none' or an integer >= 1. Received: many" in err
+
+
+def test_auto_follows_the_target_vocabulary_size(run_dir, translator, monkeypatch):
+    """The tiny run's vocabulary is below the threshold: no shortlist; with the
+    threshold at its size, a shortlist of `AUTO_K` built from its training split."""
+    from keras_attention import vocabulary_shortlist
+    from keras_attention.export import TranslatorExporter
+
+    size = translator.target_vectorizer.vocabulary_size
+    assert size < vocabulary_shortlist.AUTO_MIN_TARGET_VOCABULARY
+    assert TranslatorExporter.from_run(run_dir, shortlist="auto").shortlist is None
+    monkeypatch.setattr(vocabulary_shortlist, "AUTO_MIN_TARGET_VOCABULARY", size)
+    monkeypatch.setattr(vocabulary_shortlist, "AUTO_K", 2)
+    exporter = TranslatorExporter.from_run(run_dir, shortlist="auto")
+    assert exporter.shortlist.describe()["k"] == 2
+    jit = TranslatorExporter.from_run(run_dir, shortlist="auto", jit_compile=True)
+    assert jit.shortlist is None
