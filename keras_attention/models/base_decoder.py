@@ -36,9 +36,7 @@ class DecodingWeights(NamedTuple):
     the lookup and the tied logits, and every kernel once.)
     """
 
-    embeddings: (
-        tf.Tensor
-    )  # the target embeddings (V, E), as stored: `embed` casts the rows it takes
+    embeddings: tf.Tensor  # the target embeddings (V, E) as stored; `embed` casts rows
     cells: dict  # the step's cells: name -> `CellWeights`, unsplit
     dense: dict  # the step's Dense layers: name -> (kernel, bias or None)
     output: tuple  # (matrix, bias): the tied embeddings (V, D) or `output_projection`'s (D, C)
