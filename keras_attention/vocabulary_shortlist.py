@@ -32,7 +32,8 @@ AUTO_MIN_TARGET_VOCABULARY = 10_000
 pieces where a shortlist of `AUTO_K` measured mixed (bf16 exports of the bundled
 corpus on a 2-core AMD EPYC, greedy: 1.19x the whole vocabulary's tokens/s at batch 1,
 0.93x at batch 64) and the 16,000 target words where it was faster at every batch
-size (docs/benchmarks.md, "Export table"), at the same beam BLEU (within 0.02)."""
+size (1.34x-1.79x at batch 1, 8 and 64; docs/benchmarks.md, "Export table"), at the
+same beam BLEU (within 0.02)."""
 
 _MERGE_EVERY = 20_000  # sentence pairs between two merges of the co-occurrence counts
 
