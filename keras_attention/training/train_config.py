@@ -66,8 +66,9 @@ FIELD_HELP = {
     "tokenizer": "subwords: SentencePiece models learned from the training split, any "
     "language, no [UNK]; words: rule-based word tokens (tuned for English and French) and "
     "word vocabularies; auto = words when vocabularies of every word of the training split "
-    "(at most 12000 / 16000) hold at least 98% of each side's tokens, else subwords (measured: "
-    "docs/training.md); resolved once for a new run and saved in config.json (default: auto)",
+    "(at most 12000 / 16000) hold at least 98% of each side's tokens and the source has under "
+    "0.15 words seen once per training pair, else subwords (measured: docs/training.md); "
+    "resolved once for a new run and saved in config.json (default: auto)",
     "source_vocabulary_size": "source vocabulary size (words or subword pieces), reserved "
     "tokens included; auto = 8000 pieces, or every word of the training split (at most "
     "12000); none = 8000 with subwords, 12000 with words (default: auto)",

@@ -22,10 +22,10 @@ from keras_attention.training.tokenizer_choice import (
 from keras_attention.training.train_config import TrainConfig
 
 
-def statistics(coverage=(1.0, 1.0), distinct=(7_435, 11_535)):
+def statistics(coverage=(1.0, 1.0), distinct=(7_435, 11_535), once=2_775, train_pairs=28_806):
     """Hand-made statistics (the defaults: the 30,000-pair English→French split)."""
     return CorpusStatistics(
-        train_pairs=28_806,
+        train_pairs=train_pairs,
         source_distinct_words=10_876,
         target_distinct_words=16_606,
         source_characters_per_sentence=30.55,
@@ -34,10 +34,17 @@ def statistics(coverage=(1.0, 1.0), distinct=(7_435, 11_535)):
         target_distinct_tokens=distinct[1],
         source_word_coverage=coverage[0],
         target_word_coverage=coverage[1],
+        source_words_seen_once=once,
+        target_words_seen_once=4_999,
     )
 
 
-FULL_FRENCH_ENGLISH = {"coverage": (0.9864, 1.0), "distinct": (25_575, 15_799)}
+FULL_FRENCH_ENGLISH = {
+    "coverage": (0.9864, 1.0),
+    "distinct": (25_575, 15_799),
+    "once": 9_458,
+    "train_pairs": 160_447,
+}
 """The full corpus French→English: the least coverage measured (words won there)."""
 
 
@@ -52,7 +59,7 @@ FULL_FRENCH_ENGLISH = {"coverage": (0.9864, 1.0), "distinct": (25_575, 15_799)}
         (FULL_FRENCH_ENGLISH, ("words", 12000, 15803)),
     ],
 )
-def test_the_rule_at_each_side_of_the_threshold(given, expected):
+def test_the_coverage_rule_at_each_side_of_its_threshold(given, expected):
     choice = choose_tokenizer(statistics(**given))
     assert (choice.tokenizer, choice.source_vocabulary_size, choice.target_vocabulary_size) == (
         expected
@@ -62,11 +69,25 @@ def test_the_rule_at_each_side_of_the_threshold(given, expected):
     assert f"hold {source:.2%} / {target:.2%} of the training tokens" in choice.reason
 
 
+# 0.15 x 28,806 training pairs = 4,320.9 source words seen once.
+@pytest.mark.parametrize(
+    "once, expected",
+    [(4_320, "words"), (4_321, "subwords"), (0, "words"), (28_806, "subwords"),
+     (5_647, "subwords")],  # the last: the 28,799-pair French→English split's count
+)  # fmt: skip
+def test_the_rare_source_word_rule_at_each_side_of_its_threshold(once, expected):
+    choice = choose_tokenizer(statistics(once=once))
+    assert choice.tokenizer == expected
+    rate = f"{once / 28_806:.3f} source words seen once per training pair"
+    assert f"{rate} {'<' if expected == 'words' else '>='} 0.15" in choice.reason
+
+
 def test_the_reason_names_the_inputs_and_the_threshold():
     words = choose_tokenizer(statistics(**FULL_FRENCH_ENGLISH))
     assert words.describe() == (
         "words 12000/15803 (auto: the word vocabularies hold 98.64% / 100.00% of the training "
-        "tokens >= 98%; 25,575 / 15,799 distinct word tokens)"
+        "tokens >= 98% and 0.059 source words seen once per training pair < 0.15; 25,575 / "
+        "15,799 distinct word tokens)"
     )
     subwords = choose_tokenizer(statistics(coverage=(0.9, 0.99), distinct=(60_000, 80_000)))
     assert subwords.describe() == (
@@ -104,6 +125,8 @@ def test_corpus_statistics_of_a_hand_counted_split():
         target_distinct_tokens=4,  # Le, chat, ., chien
         source_word_coverage=1.0,  # 4 tokens fit in 12,000 entries
         target_word_coverage=1.0,
+        source_words_seen_once=2,  # cat, dog (The and . twice)
+        target_words_seen_once=2,  # chat, chien
     )
 
 
@@ -296,8 +319,8 @@ def test_a_new_run_prints_and_saves_the_resolved_choice(digits_corpus, tmp_path,
     # The digits corpus: 10 digits and 10 French words, + 4 reserved tokens.
     assert lines[1].startswith("Tokenizer: words 14/14 (auto: ")
     assert lines[1].endswith(
-        "the word vocabularies hold 100.00% / 100.00% of the training tokens >= 98%; "
-        "10 / 10 distinct word tokens)"
+        "the word vocabularies hold 100.00% / 100.00% of the training tokens >= 98% and "
+        "0.000 source words seen once per training pair < 0.15; 10 / 10 distinct word tokens)"
     )
     assert saved_choice(out) == ("words", 14, 14)
     vocabulary = (out / "source_vocabulary.txt").read_text().split()
