@@ -194,8 +194,8 @@ def write_report(results: dict, out: Path) -> None:
             lines += [
                 "| pairs | training pairs | distinct words (source / target) "
                 "| characters per sentence (source / target) | distinct word tokens "
-                "| `auto` word vocabularies hold |",
-                "| ---: | ---: | ---: | ---: | ---: | ---: |",
+                "| `auto` word vocabularies hold | source words seen once per pair |",
+                "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
             ]
             for size in sorted(statistics, key=lambda s: _order(f"{s}/0/words")):
                 s = statistics[size]
@@ -204,7 +204,8 @@ def write_report(results: dict, out: Path) -> None:
                     f"{s['target_distinct_words']:,} | {s['source_characters_per_sentence']:.1f}"
                     f" / {s['target_characters_per_sentence']:.1f} | "
                     f"{s['source_distinct_tokens']:,} / {s['target_distinct_tokens']:,} | "
-                    f"{s['source_word_coverage']:.2%} / {s['target_word_coverage']:.2%} |"
+                    f"{s['source_word_coverage']:.2%} / {s['target_word_coverage']:.2%} | "
+                    f"{s['source_words_seen_once'] / max(1, s['train_pairs']):.3f} |"
                 )
             lines.append("")
     report = "\n".join(lines)
