@@ -60,8 +60,9 @@ SUBWORDS_MIN_SOURCE_ONCE_PER_PAIR = 0.15
 """Source words seen once per training pair from which `auto` picks subwords:
 between the 0.126 of 57,611 French→English pairs (words won at 4,000 steps,
 0.48 below 16,000 pieces at 1,500) and the 0.196 of 28,799 (8,000 pieces won by
-2.23 at 4,000 steps and came 0.33 below words at 1,500). One cell on the
-subword side: fitted, not yet confirmed by another corpus or seed."""
+2.23 at 4,000 steps and came 0.33 below words at 1,500; with another seed and
+split, 0.200, by 0.66). One split on the subword side: fitted, not yet tested on
+another corpus."""
 
 SUBWORD_PIECES = 8000
 """Pieces per side of an `auto` subword vocabulary: the best of 2,000 to 16,000 at
