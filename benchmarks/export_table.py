@@ -249,14 +249,17 @@ def export_settings(parser: argparse.ArgumentParser, run_dir: Path, flags: list[
         settings["precision"] = resolve_precision(settings["precision"]).policy
     if settings.get("shortlist") == "auto":
         settings["shortlist"] = auto_shortlist_size(
-            target_vocabulary_size(run_dir), settings.get("jit_compile", False)
+            run_translator(run_dir).target_vectorizer.vocabulary_size,
+            settings.get("jit_compile", False),
         )
     return settings
 
 
 @functools.cache
-def target_vocabulary_size(run_dir: Path) -> int:
-    return load_translator(run_dir).target_vectorizer.vocabulary_size
+def run_translator(run_dir: Path) -> Translator:
+    """The run's `Translator`, loaded once for the script (its vocabulary size decides
+    `--shortlist auto`; the tutorial rows are built from it)."""
+    return load_translator(run_dir)
 
 
 def variants(
@@ -706,7 +709,7 @@ def main(argv: list[str] | None = None) -> int:
         baseline, baseline_failed = build_baseline_row(cli, run_dir, scratch)
         rows += baseline
         failed += baseline_failed
-        translator = with_precision(load_translator(run_dir), "float32")
+        translator = with_precision(run_translator(run_dir), "float32")
         rows += build_tutorial_rows(translator, scratch)
         failed += warm_up(rows, timed, batch_sizes)
         rows = [row for row in rows if row.error is None]
