@@ -126,6 +126,8 @@ from keras_attention.evaluation.bleu import score_translations  # noqa: E402
 from keras_attention.export import ServingSession  # noqa: E402
 from keras_attention.export import cli as export_cli  # noqa: E402
 from keras_attention.export.translator_exporter import with_precision  # noqa: E402
+from keras_attention.export.weight_storage import AUTO as AUTO_WEIGHTS  # noqa: E402
+from keras_attention.export.weight_storage import resolve_weights  # noqa: E402
 from keras_attention.precision import resolve_precision  # noqa: E402
 from keras_attention.training.train_config import TrainConfig  # noqa: E402
 from keras_attention.training.trainer import load_translator  # noqa: E402
@@ -241,12 +243,15 @@ def cli_choices(parser: argparse.ArgumentParser, flag: str) -> list[str]:
 
 def export_settings(parser: argparse.ArgumentParser, run_dir: Path, flags: list[str]) -> dict:
     """What `keras-attention export RUN --export-dir BASE FLAGS` is asked to do, with
-    `--precision` resolved on this machine and `--shortlist` for the run's target
-    vocabulary (so `auto` equals what each picks)."""
+    `--precision` resolved on this machine, `--weights` for that precision and
+    `--shortlist` for the run's target vocabulary (so `auto` equals what each picks)."""
     settings = vars(parser.parse_args([str(run_dir), "--export-dir", "BASE", *flags]))
     settings.pop("check", None)
     if settings.get("precision") is not None:
         settings["precision"] = resolve_precision(settings["precision"]).policy
+    if settings.get("weights") == AUTO_WEIGHTS:
+        compute_dtype = COMPUTE_DTYPES.get(settings.get("precision"), "float32")
+        settings["weights"] = resolve_weights(AUTO_WEIGHTS, compute_dtype)
     if settings.get("shortlist") == "auto":
         settings["shortlist"] = auto_shortlist_size(
             run_translator(run_dir).target_vectorizer.vocabulary_size,
@@ -272,7 +277,7 @@ def variants(
     precisions = ["float32"] + ([auto.policy] if auto.policy != "float32" else [])
     if auto.policy == "float32":
         notes.append(f"no mixed-precision rows: --precision auto picks {auto.describe()}")
-    weights = cli_choices(parser, "--weights")
+    weights = [w for w in cli_choices(parser, "--weights") if w != AUTO_WEIGHTS]
     shortlists: list[int | None] = [None, shortlist or AUTO_K]
     jits = [False, True] if xla else [False]
     if not xla:

@@ -126,11 +126,13 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--weights",
-        choices=("float32", "bfloat16", "int8"),
-        default="float32",
-        help="how the variables are stored: float32 as trained; bfloat16 (half the size); "
+        choices=("auto", "float32", "bfloat16", "int8"),
+        default="auto",
+        help="how the variables are stored: float32 as trained; bfloat16 (half the size; read "
+        "as they are when the signatures compute in bfloat16, cast to float32 otherwise); "
         "int8: per-channel weight-only quantization of the weight matrices, float32 scales, "
-        "dequantized in the graph (about a quarter of the size) (default: float32)",
+        "dequantized in the graph (about a quarter of the size); auto: bfloat16 when the "
+        "signatures compute in bfloat16 (--precision), else float32 (default: auto)",
     )
     parser.add_argument(
         "--shortlist",
@@ -183,7 +185,7 @@ def run_export(args: argparse.Namespace) -> int:
             max_beam_width=getattr(args, "max_beam_width", None),
             decoding_inputs=getattr(args, "decoding_inputs", True),
             precision=getattr(args, "precision", "auto"),
-            weights=getattr(args, "weights", "float32"),
+            weights=getattr(args, "weights", "auto"),
             shortlist=getattr(args, "shortlist", None),
             shortlist_frequent=getattr(args, "shortlist_frequent", 300),
         )
@@ -194,9 +196,10 @@ def run_export(args: argparse.Namespace) -> int:
     signatures = ", ".join(exported.manifest.signatures)
     print(f"Signatures: {signatures}")
     weights = exported.manifest.weights
+    how = f"auto: read in {weights['value_dtype']}, " if weights["requested"] == "auto" else ""
     print(
         f"Precision: {exported.manifest.precision}; weights: {weights['weights']} "
-        f"({weights['bytes'] / 1e6:.1f} MB)"
+        f"({how}{weights['bytes'] / 1e6:.1f} MB)"
     )
     shortlist = exported.manifest.shortlist
     if shortlist is not None:

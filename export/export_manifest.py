@@ -46,9 +46,11 @@ class ExportManifest:
         precision: the dtype policy the signatures compute in (`None` in
             manifests written before it was recorded).
         weights: how the variables are stored (`WeightStorage.describe()`):
-            `{"weights": "float32" | "bfloat16" | "int8", "replaced": int,
-            "bytes": int}`; `{"weights": "float32"}` in manifests written
-            before it was recorded.
+            `{"weights": "float32" | "bfloat16" | "int8", "requested": "auto"
+            or the storage, "value_dtype": "float32" | "bfloat16",
+            "replaced": int, "bytes": int}`; without `requested` and
+            `value_dtype` in manifests written before 2026-12-03, `{"weights":
+            "float32"}` in those written before it was recorded.
         shortlist: the vocabulary shortlist of the decoding signatures
             (`VocabularyShortlist.describe()`: `k`, `frequent`, `measure`,
             `pairs`, `special_ids`, `table_shape`, `table_bytes`), or `None`

@@ -135,7 +135,10 @@ class TranslatorExporter:
         train_config: that run's `TrainConfig` as a dict (recorded).
         weights: how the variables are stored, one of
             `weight_storage.WEIGHTS` (`float32`, `bfloat16`, `int8`; see
-            `WeightStorage`). Defaults to `"float32"`.
+            `WeightStorage`), or `"auto"`: `bfloat16` when the translator's
+            model computes in bfloat16 (it then reads them with no cast and
+            translates as with float32 weights), else `float32`
+            (`weight_storage.resolve_weights`). Defaults to `"float32"`.
         shortlist: a `VocabularyShortlist` for every decoding signature
             (`serving_default`, `beam_search`, `search`, `sample`): each
             request scores only the candidates of its batch's source ids
@@ -448,7 +451,7 @@ def export_translator(
     jit_compile: bool = False,
     score_signature: bool = True,
     precision: str | None = "auto",
-    weights: str = "float32",
+    weights: str = "auto",
     max_beam_width: int | None = None,
     decoding_inputs: bool = True,
     shortlist: int | str | None = "auto",
@@ -460,7 +463,8 @@ def export_translator(
     (`K` target ids per source id; the default `"auto"`: 100 for a target
     vocabulary of 10,000 ids or more without `jit_compile`; `None`: no shortlist) and
     `shortlist_frequent` are `TranslatorExporter.from_run`'s, `weights`
-    `TranslatorExporter`'s.
+    `TranslatorExporter`'s (the default `"auto"`: bfloat16 when the export computes in
+    bfloat16, else float32).
 
     Raises:
         FileExistsError: `version` exists already (checked before the model is loaded).

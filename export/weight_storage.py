@@ -1,8 +1,12 @@
 """`WeightStorage`: how an export stores the model's variables (`--weights`).
 
-- `float32`: the variables as trained (the default).
-- `bfloat16`: every float variable stored in bfloat16, cast back to its
-  float32 dtype inside the graph: half the bytes on disk, 8 bits of mantissa.
+- `float32`: the variables as trained.
+- `bfloat16`: every float variable stored in bfloat16: half the bytes on
+  disk, 8 bits of mantissa. A model that computes in bfloat16
+  (`mixed_bfloat16`) reads the stored values as they are: they are the values
+  it would cast its float32 variables to, so it translates exactly as with
+  float32 weights, with no cast per request. A model that computes in
+  float32 (or float16) gets them cast back to float32 inside the graph.
 - `int8`: weight-only per-channel quantization of the weight matrices (the
   rank-2 variables named `embeddings` or `*kernel`, as Keras names them: the
   embeddings, the tied output projection, the input, recurrent and attention
@@ -11,11 +15,15 @@
   by at most `s / 2`. Vectors (biases, scales) stay float32.
 
 Either way the stored variables replace the model's own in the SavedModel:
-each signature function starts by computing the float32 values (`Cast`,
-`Mul`: core TensorFlow ops that TF Serving runs) once per call, and runs the
-model inside a `keras.StatelessScope` that maps each model variable to its
-value, so the decoding loops read them like the trained variables. The model's
-own float32 copies are not tracked and are not written.
+each signature function starts by computing their values (`Cast`, `Mul`:
+core TensorFlow ops that TF Serving runs; none for bfloat16 read in
+bfloat16) once per call, and runs the model inside a `keras.StatelessScope`
+that maps each model variable to its value, so the decoding loops read them
+like the trained variables. The model's own float32 copies are not tracked
+and are not written.
+
+`resolve_weights` turns `auto` (the CLI's default) into the storage of the
+model's compute dtype: `bfloat16` for `mixed_bfloat16`, `float32` otherwise.
 """
 
 from __future__ import annotations
@@ -30,7 +38,31 @@ import numpy as np
 import tensorflow as tf
 
 WEIGHTS = ("float32", "bfloat16", "int8")
-"""The `--weights` choices."""
+"""The ways to store the weights (`--weights` also takes `AUTO`)."""
+
+AUTO = "auto"
+"""The storage `resolve_weights` picks from the model's compute dtype."""
+
+
+def resolve_weights(weights: str, compute_dtype: str) -> str:
+    """`weights`, or for `"auto"` the storage that fits `compute_dtype`.
+
+    `auto` is `bfloat16` for a model computing in bfloat16: it reads the
+    stored values with no cast and translates exactly as with float32
+    weights (all 2,337 test sentences of the bundled corpus, greedy and
+    beam, 2026-12-03), from half the bytes. Otherwise `float32`: bfloat16 or
+    int8 storage would then be converted to float32 at every request.
+
+    Raises:
+        ValueError: `weights` is neither `"auto"` nor one of `WEIGHTS`.
+    """
+    if weights == AUTO:
+        return "bfloat16" if str(compute_dtype) == "bfloat16" else "float32"
+    if weights not in WEIGHTS:
+        raise ValueError(
+            f"`weights` must be one of {(AUTO, *WEIGHTS)}. Received: weights={weights!r}"
+        )
+    return weights
 
 
 INT8_MAX = 127  # symmetric range [-127, 127]: -128 is never used
@@ -94,9 +126,16 @@ class _Stored:
 class WeightStorage:
     """The variables an export writes for `model`, in `weights` form.
 
+    Stored variables are only ever read whole (`ReadVariableOp`) and
+    gathered from that value, never with `ResourceGather`: TensorFlow
+    switches a variable read sparsely to copy-on-read, after which every
+    read copies it (the default model's bfloat16 export spent about 40 % of
+    a one-sentence request copying its weights so, 2026-12-03).
+
     Args:
         model: the built Keras model the signatures run.
-        weights: one of `WEIGHTS`. Defaults to `"float32"` (the model's own
+        weights: one of `WEIGHTS`, or `"auto"` (`resolve_weights` for the
+            model's compute dtype). Defaults to `"float32"` (the model's own
             variables, unchanged).
 
     Example:
@@ -110,10 +149,15 @@ class WeightStorage:
     """
 
     def __init__(self, model: keras.Model, weights: str = "float32"):
-        if weights not in WEIGHTS:
-            raise ValueError(f"`weights` must be one of {WEIGHTS}. Received: weights={weights!r}")
+        self.requested = weights
+        weights = resolve_weights(weights, getattr(model, "compute_dtype", "float32"))
         self.model = model
         self.weights = weights
+        self.value_dtype = (
+            tf.bfloat16 if weights == "bfloat16" and model.compute_dtype == "bfloat16" else None
+        )
+        """The dtype the stored values are handed to the model in: bfloat16 for
+        bfloat16 weights read in bfloat16; `None`: each variable's own."""
         self._stored = [] if weights == "float32" else self._store(model.variables)
         self._by_variable = {id(stored.variable): stored for stored in self._stored}
 
@@ -128,7 +172,8 @@ class WeightStorage:
                 value = tf.Variable(
                     tf.cast(variable.value, tf.bfloat16), trainable=False, name=f"{name}_bf16"
                 )
-                stored.append(_Stored(variable, [value], functools.partial(tf.cast, value, dtype)))
+                read = functools.partial(tf.cast, value, self.value_dtype or dtype)
+                stored.append(_Stored(variable, [value], read))
             elif is_weight_matrix(variable):
                 q, s = quantize_per_channel(variable.value, channel_axis(variable))
                 q = tf.Variable(q, trainable=False, name=f"{name}_int8")
@@ -141,18 +186,21 @@ class WeightStorage:
 
         Only those slices are converted: for `int8`, the int8 slices and, when
         `axis` is the channel axis, their scales, then `q * s`; for
-        `bfloat16`, the bfloat16 slices cast back. A variable stored as
-        trained is gathered as it is. The result has the variable's dtype
-        (float32). A vocabulary shortlist reads the output projection's
-        columns this way (`Translator(gather_weights=...)`).
+        `bfloat16`, the bfloat16 slices (cast back unless `value_dtype`). A
+        variable stored as trained is gathered as it is. The result has the
+        dtype the model reads the variable in (`value_dtype`, else the
+        variable's, float32). A vocabulary shortlist reads the output
+        projection's columns this way (`Translator(gather_weights=...)`).
         """
         stored = self._by_variable.get(id(variable))
         if stored is None:
             return tf.gather(keras.ops.convert_to_tensor(variable), ids, axis=axis)
-        dtype = tf.as_dtype(variable.dtype)
+        dtype = tf.as_dtype(self.value_dtype or variable.dtype)
+        # From the values read, not the variables (see the class docstring: copy-on-read).
+        values = [tf.convert_to_tensor(v) for v in stored.stored]
         if self.weights == "bfloat16":
-            return tf.cast(tf.gather(stored.stored[0], ids, axis=axis), dtype)
-        quantized, scale = stored.stored
+            return tf.cast(tf.gather(values[0], ids, axis=axis), dtype)
+        quantized, scale = values
         rank = len(variable.shape)
         if axis % rank == channel_axis(variable) % rank:
             scale = tf.gather(scale, ids, axis=axis)
@@ -181,23 +229,32 @@ class WeightStorage:
 
         For `float32`, `fn` itself. Otherwise a function with `fn`'s signature
         that computes every stored variable's value once and calls `fn` inside
-        a `keras.StatelessScope` mapping each replaced variable to it.
+        a `keras.StatelessScope` mapping each replaced variable to it (in
+        `value_dtype` when set: the model then reads bfloat16 values of its
+        float32 variables, which it would cast to bfloat16 anyway).
         """
         if not self._stored:
             return fn
 
         @functools.wraps(fn)
         def with_stored_weights(*args, **kwargs):
-            mapping = [(stored.variable, stored.value()) for stored in self._stored]
-            with keras.StatelessScope(state_mapping=mapping):
+            scope = keras.StatelessScope()
+            for stored in self._stored:
+                # `add_update` keeps the value's dtype; `state_mapping=` would cast
+                # it to the variable's (float32).
+                scope.add_update((stored.variable, stored.value()))
+            with scope:
                 return fn(*args, **kwargs)
 
         return with_stored_weights
 
     def describe(self) -> dict[str, Any]:
-        """What the manifest records: `{"weights", "replaced", "bytes"}` — the
-        storage, how many model variables it replaced, and the bytes of the
-        model's float weights as written (stored ones for those replaced)."""
+        """What the manifest records: `{"weights", "requested", "value_dtype",
+        "replaced", "bytes"}` — the storage, what was asked for (`"auto"` or
+        the storage), the dtype the graph reads the stored values in
+        (`value_dtype`, else `"float32"`), how many model variables it
+        replaced, and the bytes of the model's float weights as written
+        (stored ones for those replaced)."""
         replaced = {id(stored.variable) for stored in self._stored}
         kept = [
             v
@@ -207,6 +264,8 @@ class WeightStorage:
         written = [*kept, *self.variables]
         return {
             "weights": self.weights,
+            "requested": self.requested,
+            "value_dtype": (self.value_dtype or tf.float32).name,
             "replaced": len(self._stored),
             "bytes": int(sum(_nbytes(v) for v in written)),
         }

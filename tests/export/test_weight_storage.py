@@ -11,6 +11,7 @@ from keras_attention.export.weight_storage import (
     WeightStorage,
     dequantize,
     quantize_per_channel,
+    resolve_weights,
 )
 
 STORED = ("bfloat16", "int8")
@@ -48,8 +49,107 @@ def test_quantize_per_channel_matches_numpy_and_its_error_bound(axis):
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match=r"axis=2"):
         quantize_per_channel(np.ones((2, 3)), 2)
-    with pytest.raises(ValueError, match=r"one of \('float32', 'bfloat16', 'int8'\).*'int4'"):
+    choices = r"one of \('auto', 'float32', 'bfloat16', 'int8'\).*'int4'"
+    with pytest.raises(ValueError, match=choices):
         WeightStorage(object(), "int4")
+    with pytest.raises(ValueError, match=choices):
+        resolve_weights("int4", "bfloat16")
+
+
+@pytest.mark.parametrize(
+    "weights, compute_dtype, expected",
+    [
+        ("auto", "bfloat16", "bfloat16"),
+        ("auto", "float32", "float32"),
+        ("auto", "float16", "float32"),
+        ("int8", "bfloat16", "int8"),
+        ("float32", "bfloat16", "float32"),
+        ("bfloat16", "float32", "bfloat16"),
+    ],
+)
+def test_auto_stores_the_weights_in_the_dtype_the_model_computes_in(
+    weights, compute_dtype, expected
+):
+    assert resolve_weights(weights, compute_dtype) == expected
+
+
+# ------------------------------------------------------- bfloat16 weights read in bfloat16
+
+
+@pytest.fixture(scope="module")
+def bfloat16_translator(translator):
+    from keras_attention.export.translator_exporter import with_precision
+
+    return with_precision(translator, "mixed_bfloat16")
+
+
+def translate_fn(translator, storage=None, **strategy_options):
+    strategy = translator.strategy(**strategy_options)
+    fn = translator.translate if storage is None else storage.wrap(translator.translate)
+    return tf.function(
+        lambda texts: fn(texts, strategy),
+        input_signature=[tf.TensorSpec([None], tf.string)],
+        autograph=False,
+    )
+
+
+@pytest.mark.parametrize("shortlisted", [False, True], ids=["vocabulary", "shortlist"])
+@pytest.mark.parametrize("beam_width", [1, 3])
+def test_bfloat16_weights_read_in_bfloat16_translate_exactly_as_float32_weights(
+    bfloat16_translator, run_dir, shortlisted, beam_width
+):
+    """A model computing in bfloat16 casts its float32 weights to bfloat16, the values
+    the bfloat16 storage holds: handed over as they are, every output is the same to
+    the bit, and no stored value is cast."""
+    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+    translator = bfloat16_translator
+    storage = WeightStorage(translator.model, "auto")
+    assert (storage.weights, storage.value_dtype) == ("bfloat16", tf.bfloat16)
+    assert storage.describe()["value_dtype"] == "bfloat16"
+    reference, stored = translator, translator
+    if shortlisted:
+        shortlist = VocabularyShortlist.from_run(run_dir, k=2, frequent=2)
+        reference = translator.with_shortlist(shortlist)
+        stored = translator.with_shortlist(shortlist, gather_weights=storage.gather)
+    texts = tf.constant(SENTENCES)
+    expected = translate_fn(reference, beam_width=beam_width)(texts)
+    function = translate_fn(stored, storage, beam_width=beam_width)
+    outputs = function(texts)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(outputs[key].numpy(), value.numpy(), err_msg=key)
+    assert {v.dtype for v in storage.variables} == {tf.bfloat16}
+    graph = function.get_concrete_function().graph
+    reads = [op for op in graph.get_operations() if op.type == "ReadVariableOp"]
+    cast_reads = [
+        consumer.name
+        for op in reads
+        if op.outputs[0].dtype == tf.bfloat16
+        for consumer in op.outputs[0].consumers()
+        if consumer.type == "Cast"
+    ]
+    assert not cast_reads, "stored bfloat16 values are cast"
+
+
+@pytest.mark.parametrize("weights", STORED)
+def test_stored_variables_are_never_read_sparsely(bfloat16_translator, run_dir, weights):
+    """A `ResourceGather` puts a variable in copy-on-read mode, after which every read
+    of it copies it whole: the shortlist's columns are gathered from the values read."""
+    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+    storage = WeightStorage(bfloat16_translator.model, weights)
+    shortlist = VocabularyShortlist.from_run(run_dir, k=2, frequent=2)
+    translator = bfloat16_translator.with_shortlist(shortlist, gather_weights=storage.gather)
+    graph = translate_fn(translator, storage).get_concrete_function().graph
+    stored_dtypes = {v.dtype for v in storage.variables}
+    sparse_reads = [
+        op
+        for op in graph.get_operations()
+        if op.type == "ResourceGather" and tf.as_dtype(op.get_attr("dtype")) in stored_dtypes
+    ]
+    assert not sparse_reads
+    gathers = [op for op in graph.get_operations() if op.type == "GatherV2"]
+    assert any(op.inputs[0].dtype in stored_dtypes for op in gathers)  # the columns, stored
 
 
 def test_export_cli_refuses_a_bad_weights_value(run_dir, tmp_path, capsys):
