@@ -97,8 +97,9 @@ loop) at the largest batch size. "float32 export" means `--precision float32
 --weights float32`; the baseline (row `float32 / float32, every row`) is the
 float32 export as exports decoded before 2026-12-02, computing every row of a
 batch until its longest sentence ends (`drop_finished=False`, see
-`benchmarks/finished_rows.py`). The line before it gives A and B against
-today's float32 export.
+`benchmarks/finished_rows.py`). The line before it gives the default export
+against the tutorial design at batch 1 (greedy tokens/s, and p50 latency), and
+the one before that A and B against today's float32 export.
 
     python benchmarks/export_table.py --run-dir RUN [--xla] [--out table.json]
     python benchmarks/export_table.py --max-sentences 50 --batch-sizes 1,8,16 --repeats 1
@@ -615,8 +616,8 @@ def summary(figures: list[dict], largest: int) -> dict:
     int8 = find(lambda row: row["flags"] == INT8_FLAGS)
     tutorial = find(lambda row: row["name"] == "tutorial (dynamic loop)")
 
-    def greedy(row):
-        return None if row is None else row["tokens_per_second"]["greedy"][largest]
+    def greedy(row, batch_size=largest):
+        return None if row is None else row["tokens_per_second"]["greedy"].get(batch_size)
 
     def divide(a, b):
         return None if a is None or b is None or b == 0 else a / b
@@ -636,6 +637,8 @@ def summary(figures: list[dict], largest: int) -> dict:
             float32 and float32["variables_bytes"], int8 and int8["variables_bytes"]
         ),
         "default_over_tutorial_greedy": divide(greedy(default), greedy(tutorial)),
+        "default_over_tutorial_greedy_batch_1": divide(greedy(default, 1), greedy(tutorial, 1)),
+        "tutorial_over_default_p50": divide(p50(tutorial), p50(default)),
         "batch_size": largest,
     }
 
@@ -858,15 +861,21 @@ def main(argv: list[str] | None = None) -> int:
             },
             machine,
         )
-    now, now_p50 = (
-        figures_summary["default_over_float32_now_greedy"],
-        figures_summary["float32_now_over_default_p50"],
-    )
-    if now is not None and now_p50 is not None:
-        print(
-            f"against the float32 export that also drops finished rows: {now:.2f}x at batch "
-            f"{largest}, {now_p50:.2f}x at batch 1"
-        )
+    for text, keys in (
+        (
+            "against the float32 export that also drops finished rows: {:.2f}x at batch "
+            f"{largest}, {{:.2f}}x at batch 1",
+            ("default_over_float32_now_greedy", "float32_now_over_default_p50"),
+        ),
+        (
+            "against the tutorial's design (dynamic loop) at batch 1: {:.2f}x its greedy "
+            "tokens/s, {:.2f}x its p50 latency",
+            ("default_over_tutorial_greedy_batch_1", "tutorial_over_default_p50"),
+        ),
+    ):
+        values = [figures_summary[key] for key in keys]
+        if None not in values:
+            print(text.format(*values))
     print(summary_line(figures_summary))
     return 0
 

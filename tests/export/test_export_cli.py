@@ -34,6 +34,11 @@ def test_export_command_with_flags(run_dir, exported, tmp_path, capsys):
     assert manifest.decoding["beam_search"]["length_penalty"] == 1.0
     assert manifest.max_output_length == 4
     assert manifest.decoding["serving_default"]["max_length"] == 4
+    # --weights auto: stored in the dtype the signatures compute in.
+    stored = "bfloat16" if manifest.precision == "mixed_bfloat16" else "float32"
+    assert manifest.weights["requested"] == "auto"
+    assert (manifest.weights["weights"], manifest.weights["value_dtype"]) == (stored, stored)
+    assert f"weights: {stored} (auto: read in {stored}, " in out
     with ServingSession(base / "4") as session:
         texts = np.array([b"you like the red cat and the big dog ."] * 2, dtype=object)
         for signature in ("serving_default", "beam_search"):
@@ -79,6 +84,7 @@ def test_export_arguments_defaults():
     assert (args.run_dir, args.export_dir, args.version) == ("run", "models", None)
     assert (args.beam_width, args.length_penalty, args.max_output_length) == (4, 0.6, None)
     assert (args.jit_compile, args.score_signature, args.check) == (False, True, True)
+    assert (args.precision, args.weights, args.shortlist) == ("auto", "auto", "auto")
 
 
 def test_check_export_command(exported, capsys):

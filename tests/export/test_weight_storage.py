@@ -162,19 +162,24 @@ def test_export_cli_refuses_a_bad_weights_value(run_dir, tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
+def export_each(run_dir, base, precision, storages):
+    """`{weights: ExportedVersion}`: the tiny run exported under `precision` with each
+    of `storages` (no check)."""
+    from keras_attention.export import TranslatorExporter
+
+    return {
+        weights: TranslatorExporter.from_run(
+            run_dir, beam_width=3, precision=precision, weights=weights
+        ).export(base / weights)
+        for weights in storages
+    }
+
+
 # Three exports of the tiny run take about 100 s on 2 cores: the tests that use them are slow.
 @pytest.fixture(scope="module")
 def exports(run_dir, tmp_path_factory):
-    """The tiny run exported with each storage (float32 compute, no check)."""
-    from keras_attention.export import TranslatorExporter
-
-    base = tmp_path_factory.mktemp("weights")
-    return {
-        weights: TranslatorExporter.from_run(
-            run_dir, beam_width=3, precision="float32", weights=weights
-        ).export(base / weights)
-        for weights in ("float32", *STORED)
-    }
+    """The tiny run exported with each storage (float32 compute)."""
+    return export_each(run_dir, tmp_path_factory.mktemp("weights"), "float32", ("float32", *STORED))
 
 
 def checkpoint_tensors(version_dir):
@@ -249,3 +254,32 @@ def test_stored_exports_pass_check_export_native(exports, weights):
     report = ExportChecker(native=True).check(exports[weights].path)
     assert report.ok and report.native, report.errors
     assert report.ops["Cast"] == report.ops["Mul"] == "core"
+
+
+@pytest.fixture(scope="module")
+def bfloat16_exports(run_dir, tmp_path_factory):
+    """The tiny run exported computing in bfloat16, with float32 and with `auto` weights."""
+    base = tmp_path_factory.mktemp("bfloat16_weights")
+    return export_each(run_dir, base, "mixed_bfloat16", ("float32", "auto"))
+
+
+@pytest.mark.slow
+def test_a_bfloat16_export_with_auto_weights_serves_as_with_float32_weights(bfloat16_exports):
+    """On TF Serving's Session path every output is the same to the bit, from half the
+    bytes, and the export passes `check-export --native`."""
+    from keras_attention.export import ServingSession
+    from keras_attention.export.export_checker import ExportChecker
+
+    auto, float32 = bfloat16_exports["auto"], bfloat16_exports["float32"]
+    assert auto.manifest.weights["weights"] == auto.manifest.weights["value_dtype"] == "bfloat16"
+    assert auto.manifest.weights["bytes"] < 0.6 * float32.manifest.weights["bytes"]
+    text = np.array([s.encode("utf-8") for s in SENTENCES], dtype=object)
+    for signature in ("serving_default", "beam_search", "search"):
+        outputs = {}
+        for name, exported in bfloat16_exports.items():
+            with ServingSession(exported.path) as session:
+                outputs[name] = session.run(signature, {"text": text})
+        for key, value in outputs["float32"].items():
+            np.testing.assert_array_equal(outputs["auto"][key], value, err_msg=key)
+    report = ExportChecker(native=True).check(auto.path)
+    assert report.ok and report.native, report.errors
