@@ -196,10 +196,10 @@ def run_export(args: argparse.Namespace) -> int:
     signatures = ", ".join(exported.manifest.signatures)
     print(f"Signatures: {signatures}")
     weights = exported.manifest.weights
-    how = f"auto: read in {weights['value_dtype']}, " if weights["requested"] == "auto" else ""
+    auto = "auto, " if weights["requested"] == "auto" else ""
     print(
         f"Precision: {exported.manifest.precision}; weights: {weights['weights']} "
-        f"({how}{weights['bytes'] / 1e6:.1f} MB)"
+        f"({auto}read in {weights['value_dtype']}, {weights['bytes'] / 1e6:.1f} MB)"
     )
     shortlist = exported.manifest.shortlist
     if shortlist is not None:

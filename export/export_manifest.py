@@ -47,7 +47,8 @@ class ExportManifest:
             manifests written before it was recorded).
         weights: how the variables are stored (`WeightStorage.describe()`):
             `{"weights": "float32" | "bfloat16" | "int8", "requested": "auto"
-            or the storage, "value_dtype": "float32" | "bfloat16",
+            or the storage, "value_dtype": the dtypes the model reads the
+            stored values in ("float32", "bfloat16", or both joined by ", "),
             "replaced": int, "bytes": int}`; without `requested` and
             `value_dtype` in manifests written before 2026-12-03, `{"weights":
             "float32"}` in those written before it was recorded.

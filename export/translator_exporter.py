@@ -138,7 +138,7 @@ class TranslatorExporter:
             `WeightStorage`), or `"auto"`: `bfloat16` when the translator's
             model computes in bfloat16 (it then reads them with no cast and
             translates as with float32 weights), else `float32`
-            (`weight_storage.resolve_weights`). Defaults to `"float32"`.
+            (`weight_storage.resolve_weights`). Defaults to `"auto"`.
         shortlist: a `VocabularyShortlist` for every decoding signature
             (`serving_default`, `beam_search`, `search`, `sample`): each
             request scores only the candidates of its batch's source ids
@@ -168,7 +168,7 @@ class TranslatorExporter:
         warmup_pairs: Sequence[tuple[str, str]] | None = None,
         run_dir: str | os.PathLike | None = None,
         train_config: dict | None = None,
-        weights: str = "float32",
+        weights: str = "auto",
         max_beam_width: int | None = None,
         decoding_inputs: bool = True,
         shortlist: VocabularyShortlist | None = None,

@@ -49,15 +49,20 @@ def resolve_weights(weights: str, compute_dtype: str) -> str:
 
     `auto` is `bfloat16` for a model computing in bfloat16: it reads the
     stored values with no cast and translates exactly as with float32
-    weights (all 2,337 test sentences of the bundled corpus, greedy and
-    beam, 2026-12-03), from half the bytes. Otherwise `float32`: bfloat16 or
-    int8 storage would then be converted to float32 at every request.
+    weights, from half the bytes (measured: docs/export.md). Otherwise
+    `float32`: bfloat16 or int8 storage would then be converted to float32
+    at every request.
+
+    Args:
+        weights: `"auto"` or one of `WEIGHTS`.
+        compute_dtype: the model's compute dtype (a name or a dtype).
 
     Raises:
         ValueError: `weights` is neither `"auto"` nor one of `WEIGHTS`.
     """
     if weights == AUTO:
-        return "bfloat16" if str(compute_dtype) == "bfloat16" else "float32"
+        bfloat16 = keras.backend.standardize_dtype(compute_dtype) == "bfloat16"
+        return "bfloat16" if bfloat16 else "float32"
     if weights not in WEIGHTS:
         raise ValueError(
             f"`weights` must be one of {(AUTO, *WEIGHTS)}. Received: weights={weights!r}"
@@ -121,6 +126,7 @@ class _Stored:
     variable: Any  # the model's keras.Variable
     stored: list[tf.Variable]
     value: Callable[[], tf.Tensor]
+    value_dtype: tf.DType  # what `value()` returns: the variable's dtype, or bfloat16
 
 
 class WeightStorage:
@@ -129,8 +135,11 @@ class WeightStorage:
     Stored variables are only ever read whole (`ReadVariableOp`) and
     gathered from that value, never with `ResourceGather`: TensorFlow
     switches a variable read sparsely to copy-on-read, after which every
-    read copies it (the default model's bfloat16 export spent about 40 % of
-    a one-sentence request copying its weights so, 2026-12-03).
+    read copies it (docs/export.md).
+
+    With `bfloat16` weights, a variable whose layer computes in bfloat16 is
+    handed to it in bfloat16, as stored (the values it would cast its
+    float32 variable to); the others are cast back to float32.
 
     Args:
         model: the built Keras model the signatures run.
@@ -150,18 +159,13 @@ class WeightStorage:
 
     def __init__(self, model: keras.Model, weights: str = "float32"):
         self.requested = weights
-        weights = resolve_weights(weights, getattr(model, "compute_dtype", "float32"))
+        self.weights = resolve_weights(weights, getattr(model, "compute_dtype", "float32"))
         self.model = model
-        self.weights = weights
-        self.value_dtype = (
-            tf.bfloat16 if weights == "bfloat16" and model.compute_dtype == "bfloat16" else None
-        )
-        """The dtype the stored values are handed to the model in: bfloat16 for
-        bfloat16 weights read in bfloat16; `None`: each variable's own."""
         self._stored = [] if weights == "float32" else self._store(model.variables)
         self._by_variable = {id(stored.variable): stored for stored in self._stored}
 
     def _store(self, variables) -> list[_Stored]:
+        compute_dtypes = _owner_compute_dtypes(self.model)
         stored = []
         for variable in variables:
             dtype = tf.as_dtype(variable.dtype)
@@ -172,30 +176,42 @@ class WeightStorage:
                 value = tf.Variable(
                     tf.cast(variable.value, tf.bfloat16), trainable=False, name=f"{name}_bf16"
                 )
-                read = functools.partial(tf.cast, value, self.value_dtype or dtype)
-                stored.append(_Stored(variable, [value], read))
+                if compute_dtypes.get(id(variable)) == "bfloat16":
+                    dtype = tf.bfloat16
+                read = functools.partial(_read, value, dtype)
+                stored.append(_Stored(variable, [value], read, dtype))
             elif is_weight_matrix(variable):
                 q, s = quantize_per_channel(variable.value, channel_axis(variable))
                 q = tf.Variable(q, trainable=False, name=f"{name}_int8")
                 s = tf.Variable(s, trainable=False, name=f"{name}_scale")
-                stored.append(_Stored(variable, [q, s], functools.partial(dequantize, q, s)))
+                read = functools.partial(dequantize, q, s)
+                stored.append(_Stored(variable, [q, s], read, dtype))
         return stored
+
+    @property
+    def value_dtypes(self) -> list[str]:
+        """The dtypes the model is handed the stored values in, sorted (none for
+        `float32`): `["bfloat16"]` for bfloat16 weights of a model that computes in
+        bfloat16, `["float32"]` for int8 weights, or for bfloat16 weights computed
+        in float32."""
+        return sorted({stored.value_dtype.name for stored in self._stored})
 
     def gather(self, variable, ids, axis: int) -> tf.Tensor:
         """The slices `ids` of a model variable along `axis`, from its stored form.
 
         Only those slices are converted: for `int8`, the int8 slices and, when
         `axis` is the channel axis, their scales, then `q * s`; for
-        `bfloat16`, the bfloat16 slices (cast back unless `value_dtype`). A
-        variable stored as trained is gathered as it is. The result has the
-        dtype the model reads the variable in (`value_dtype`, else the
-        variable's, float32). A vocabulary shortlist reads the output
-        projection's columns this way (`Translator(gather_weights=...)`).
+        `bfloat16`, the bfloat16 slices (cast to float32 unless the model
+        reads the variable in bfloat16). A variable stored as trained is
+        gathered as it is. The result has the dtype the model is handed the
+        variable in (float32, or bfloat16: see the class docstring). A
+        vocabulary shortlist reads the output projection's columns this way
+        (`Translator(gather_weights=...)`).
         """
         stored = self._by_variable.get(id(variable))
         if stored is None:
             return tf.gather(keras.ops.convert_to_tensor(variable), ids, axis=axis)
-        dtype = tf.as_dtype(self.value_dtype or variable.dtype)
+        dtype = stored.value_dtype
         # From the values read, not the variables (see the class docstring: copy-on-read).
         values = [tf.convert_to_tensor(v) for v in stored.stored]
         if self.weights == "bfloat16":
@@ -229,9 +245,9 @@ class WeightStorage:
 
         For `float32`, `fn` itself. Otherwise a function with `fn`'s signature
         that computes every stored variable's value once and calls `fn` inside
-        a `keras.StatelessScope` mapping each replaced variable to it (in
-        `value_dtype` when set: the model then reads bfloat16 values of its
-        float32 variables, which it would cast to bfloat16 anyway).
+        a `keras.StatelessScope` mapping each replaced variable to it (for a
+        variable whose layer computes in bfloat16, its bfloat16 value: see the
+        class docstring).
         """
         if not self._stored:
             return fn
@@ -251,10 +267,11 @@ class WeightStorage:
     def describe(self) -> dict[str, Any]:
         """What the manifest records: `{"weights", "requested", "value_dtype",
         "replaced", "bytes"}` — the storage, what was asked for (`"auto"` or
-        the storage), the dtype the graph reads the stored values in
-        (`value_dtype`, else `"float32"`), how many model variables it
-        replaced, and the bytes of the model's float weights as written
-        (stored ones for those replaced)."""
+        the storage), the dtypes the model is handed the stored values in
+        (`value_dtypes` joined by `", "`; `"float32"` for float32 weights, read
+        as trained), how many model variables it replaced, and the bytes of
+        the model's float weights as written (stored ones for those
+        replaced)."""
         replaced = {id(stored.variable) for stored in self._stored}
         kept = [
             v
@@ -265,10 +282,27 @@ class WeightStorage:
         return {
             "weights": self.weights,
             "requested": self.requested,
-            "value_dtype": (self.value_dtype or tf.float32).name,
+            "value_dtype": ", ".join(self.value_dtypes) or "float32",
             "replaced": len(self._stored),
             "bytes": int(sum(_nbytes(v) for v in written)),
         }
+
+
+def _read(variable: tf.Variable, dtype: tf.DType) -> tf.Tensor:
+    """`variable`'s value in `dtype`: one read, here (`tf.cast` to the variable's own
+    dtype would return the variable, read again wherever it is used)."""
+    return tf.cast(tf.convert_to_tensor(variable), dtype)
+
+
+def _owner_compute_dtypes(model) -> dict[int, str]:
+    """`id(variable) -> compute dtype` of the innermost layer holding each of `model`'s
+    variables (a layer lists its sublayers' weights too; Keras lists a layer before
+    its sublayers, so the innermost comes last)."""
+    dtypes = {}
+    for layer in model._flatten_layers():  # noqa: SLF001 - Keras 3 has no public walk
+        for variable in layer.weights:
+            dtypes[id(variable)] = keras.backend.standardize_dtype(layer.compute_dtype)
+    return dtypes
 
 
 def _nbytes(variable) -> int:

@@ -38,7 +38,7 @@ def test_export_command_with_flags(run_dir, exported, tmp_path, capsys):
     stored = "bfloat16" if manifest.precision == "mixed_bfloat16" else "float32"
     assert manifest.weights["requested"] == "auto"
     assert (manifest.weights["weights"], manifest.weights["value_dtype"]) == (stored, stored)
-    assert f"weights: {stored} (auto: read in {stored}, " in out
+    assert f"weights: {stored} (auto, read in {stored}, " in out
     with ServingSession(base / "4") as session:
         texts = np.array([b"you like the red cat and the big dog ."] * 2, dtype=object)
         for signature in ("serving_default", "beam_search"):
