@@ -161,7 +161,7 @@ class WeightStorage:
         self.requested = weights
         self.weights = resolve_weights(weights, getattr(model, "compute_dtype", "float32"))
         self.model = model
-        self._stored = [] if weights == "float32" else self._store(model.variables)
+        self._stored = [] if self.weights == "float32" else self._store(model.variables)
         self._by_variable = {id(stored.variable): stored for stored in self._stored}
 
     def _store(self, variables) -> list[_Stored]:

@@ -83,6 +83,22 @@ def bfloat16_translator(translator):
     return with_precision(translator, "mixed_bfloat16")
 
 
+@pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
+def test_auto_replaces_the_variables_only_for_a_bfloat16_model(
+    translator, bfloat16_translator, precision
+):
+    model = (translator if precision == "float32" else bfloat16_translator).model
+    assert model.dtype_policy.name == precision
+    description = WeightStorage(model, "auto").describe()
+    floats = [v for v in model.variables if tf.as_dtype(v.dtype).is_floating]
+    if precision == "float32":
+        expected = {"weights": "float32", "value_dtype": "float32", "replaced": 0}
+    else:
+        expected = {"weights": "bfloat16", "value_dtype": "bfloat16", "replaced": len(floats)}
+    assert {key: description[key] for key in expected} == expected
+    assert description["requested"] == "auto"
+
+
 def translate_fn(translator, storage=None, **strategy_options):
     strategy = translator.strategy(**strategy_options)
     fn = translator.translate if storage is None else storage.wrap(translator.translate)
