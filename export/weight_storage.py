@@ -4,8 +4,8 @@
 - `bfloat16`: every float variable stored in bfloat16: half the bytes on
   disk, 8 bits of mantissa. A model that computes in bfloat16
   (`mixed_bfloat16`) reads the stored values as they are: they are the values
-  it would cast its float32 variables to, so it translates exactly as with
-  float32 weights, with no cast per request. A model that computes in
+  it would cast its float32 variables to, so it gives the translations of
+  float32 weights (scores within bfloat16 rounding), with no cast per request. A model that computes in
   float32 (or float16) gets them cast back to float32 inside the graph.
 - `int8`: weight-only per-channel quantization of the weight matrices (the
   rank-2 variables named `embeddings` or `*kernel`, as Keras names them: the
@@ -48,7 +48,7 @@ def resolve_weights(weights: str, compute_dtype: str) -> str:
     """`weights`, or for `"auto"` the storage that fits `compute_dtype`.
 
     `auto` is `bfloat16` for a model computing in bfloat16: it reads the
-    stored values with no cast and translates exactly as with float32
+    stored values with no cast and gives the translations of float32
     weights, from half the bytes (measured: docs/export.md). Otherwise
     `float32`: bfloat16 or int8 storage would then be converted to float32
     at every request.
