@@ -192,10 +192,10 @@ class TranslatorExporter:
             )
         self.weight_storage = WeightStorage(translator.model, weights)
         self.shortlist = shortlist
-        if shortlist is not None:
-            translator = translator.with_shortlist(
-                shortlist, gather_weights=self.weight_storage.gather
-            )
+        # Stored weights: the lookups and the shortlist read only the slices they use.
+        gather = self.weight_storage.gather if self.weight_storage.variables else None
+        if shortlist is not None or gather is not None:
+            translator = translator.with_shortlist(shortlist, gather_weights=gather)
         self.translator = translator
         self.signatures = TranslationSignatures(
             translator,

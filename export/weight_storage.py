@@ -15,12 +15,15 @@
   by at most `s / 2`. Vectors (biases, scales) stay float32.
 
 Either way the stored variables replace the model's own in the SavedModel:
-each signature function starts by computing their values (`Cast`, `Mul`:
-core TensorFlow ops that TF Serving runs; none for bfloat16 read in
-bfloat16) once per call, and runs the model inside a `keras.StatelessScope`
-that maps each model variable to its value, so the decoding loops read them
-like the trained variables. The model's own float32 copies are not tracked
-and are not written.
+each signature function reads them once per call and computes their values
+(`Cast`, `Mul`: core TensorFlow ops that TF Serving runs; none for bfloat16
+read in bfloat16), and runs the model inside a `keras.StatelessScope` that
+maps each model variable to its value, so the decoding loops read them like
+the trained variables. Slices taken with `gather` (the embeddings' rows a
+request looks up, a shortlist's columns) are converted from the same reads,
+and a value nothing else uses (an embedding matrix converted whole) is then
+not computed. The model's own float32 copies are not tracked and are not
+written.
 
 `resolve_weights` turns `auto` (the CLI's default) into the storage of the
 model's compute dtype: `bfloat16` for `mixed_bfloat16`, `float32` otherwise.
@@ -121,12 +124,18 @@ def channel_axis(variable) -> int:
 
 @dataclasses.dataclass
 class _Stored:
-    """One model variable's stored form: `value()` rebuilds it in the graph."""
+    """One model variable's stored form: `value(reads)` rebuilds it in the graph from
+    the values read of `stored`."""
 
     variable: Any  # the model's keras.Variable
-    stored: list[tf.Variable]
-    value: Callable[[], tf.Tensor]
-    value_dtype: tf.DType  # what `value()` returns: the variable's dtype, or bfloat16
+    stored: list[tf.Variable]  # [bfloat16 values] or [int8 values, float32 scales]
+    value_dtype: tf.DType  # what `value` returns: the variable's dtype, or bfloat16
+
+    def value(self, reads: list[tf.Tensor]) -> tf.Tensor:
+        if len(reads) == 1:
+            return tf.cast(reads[0], self.value_dtype)
+        quantized, scale = reads
+        return dequantize(quantized, scale, self.value_dtype)
 
 
 class WeightStorage:
@@ -163,6 +172,7 @@ class WeightStorage:
         self.model = model
         self._stored = [] if self.weights == "float32" else self._store(model.variables)
         self._by_variable = {id(stored.variable): stored for stored in self._stored}
+        self._reads = []  # while a wrapped function traces: `{id(stored): its value read}`
 
     def _store(self, variables) -> list[_Stored]:
         compute_dtypes = _owner_compute_dtypes(self.model)
@@ -178,14 +188,12 @@ class WeightStorage:
                 )
                 if compute_dtypes.get(id(variable)) == "bfloat16":
                     dtype = tf.bfloat16
-                read = functools.partial(_read, value, dtype)
-                stored.append(_Stored(variable, [value], read, dtype))
+                stored.append(_Stored(variable, [value], dtype))
             elif is_weight_matrix(variable):
                 q, s = quantize_per_channel(variable.value, channel_axis(variable))
                 q = tf.Variable(q, trainable=False, name=f"{name}_int8")
                 s = tf.Variable(s, trainable=False, name=f"{name}_scale")
-                read = functools.partial(dequantize, q, s)
-                stored.append(_Stored(variable, [q, s], read, dtype))
+                stored.append(_Stored(variable, [q, s], dtype))
         return stored
 
     @property
@@ -206,14 +214,20 @@ class WeightStorage:
         gathered as it is. The result has the dtype the model is handed the
         variable in (float32, or bfloat16: see the class docstring). A
         vocabulary shortlist reads the output projection's columns this way
-        (`Translator(gather_weights=...)`).
+        (`Translator(gather_weights=...)`), and so do the embedding lookups
+        (`Seq2Seq.step_function(gather=...)`).
+
+        Inside a function `wrap` returns, the slices are taken from the values
+        it read (each stored variable is read once per call); elsewhere the
+        stored variables are read here.
         """
         stored = self._by_variable.get(id(variable))
         if stored is None:
             return tf.gather(keras.ops.convert_to_tensor(variable), ids, axis=axis)
         dtype = stored.value_dtype
         # From the values read, not the variables (see the class docstring: copy-on-read).
-        values = [tf.convert_to_tensor(v) for v in stored.stored]
+        reads = self._reads[-1] if self._reads else {}
+        values = [reads[id(v)] if id(v) in reads else tf.convert_to_tensor(v) for v in stored.stored]
         if self.weights == "bfloat16":
             return tf.cast(tf.gather(values[0], ids, axis=axis), dtype)
         quantized, scale = values
@@ -244,23 +258,32 @@ class WeightStorage:
         """`fn` running with the model's variables read from this storage.
 
         For `float32`, `fn` itself. Otherwise a function with `fn`'s signature
-        that computes every stored variable's value once and calls `fn` inside
-        a `keras.StatelessScope` mapping each replaced variable to it (for a
+        that reads every stored variable once, computes each replaced
+        variable's value from the reads and calls `fn` inside a
+        `keras.StatelessScope` mapping each replaced variable to it (for a
         variable whose layer computes in bfloat16, its bfloat16 value: see the
-        class docstring).
+        class docstring). `gather` called by `fn` slices the same reads.
         """
         if not self._stored:
             return fn
 
         @functools.wraps(fn)
         def with_stored_weights(*args, **kwargs):
+            # `tf.convert_to_tensor` reads a variable (`tf.cast` to its own dtype
+            # would return it, read again wherever it is used).
+            reads = {id(v): tf.convert_to_tensor(v) for v in self.variables}
             scope = keras.StatelessScope()
             for stored in self._stored:
+                value = stored.value([reads[id(v)] for v in stored.stored])
                 # `add_update` keeps the value's dtype; `state_mapping=` would cast
                 # it to the variable's (float32).
-                scope.add_update((stored.variable, stored.value()))
-            with scope:
-                return fn(*args, **kwargs)
+                scope.add_update((stored.variable, value))
+            self._reads.append(reads)
+            try:
+                with scope:
+                    return fn(*args, **kwargs)
+            finally:
+                self._reads.pop()
 
         return with_stored_weights
 
@@ -286,12 +309,6 @@ class WeightStorage:
             "replaced": len(self._stored),
             "bytes": int(sum(_nbytes(v) for v in written)),
         }
-
-
-def _read(variable: tf.Variable, dtype: tf.DType) -> tf.Tensor:
-    """`variable`'s value in `dtype`: one read, here (`tf.cast` to the variable's own
-    dtype would return the variable, read again wherever it is used)."""
-    return tf.cast(tf.convert_to_tensor(variable), dtype)
 
 
 def _owner_compute_dtypes(model) -> dict[int, str]:

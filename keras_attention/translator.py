@@ -37,10 +37,14 @@ class Translator:
             ids are mapped back before the embedding lookup and in the
             outputs. Scores are then log-probabilities over the candidates.
         gather_weights: `gather(variable, ids, axis) -> tensor`, how the
-            shortlist reads the output projection's columns (see
-            `Seq2Seq.output_projection`). Defaults to `tf.gather` of the
-            weights; an export with int8 weights reads the int8 columns and
-            their scales.
+            model reads the slices of its weights that a call uses: the
+            source and target embeddings' rows it looks up, and the
+            shortlist's columns of the output projection (see
+            `Seq2Seq.output_projection`). Defaults to `None`: `tf.gather` of
+            the weights, the embeddings' rows taken from the whole matrices.
+            An export with int8 weights reads the int8 rows and columns and
+            their scales, so that a request converts only those
+            (`WeightStorage.gather`).
     """
 
     def __init__(
@@ -165,7 +169,7 @@ class Translator:
         if candidates is not None:
             projection = self.model.output_projection(candidates, self.gather_weights)
         if hasattr(self.model, "step_function"):
-            model_step = self.model.step_function(state, projection)
+            model_step = self.model.step_function(state, projection, **self._gather())
         elif projection is not None:
             model_step = functools.partial(self.model.next_logits, projection=projection)
         else:
@@ -182,6 +186,11 @@ class Translator:
             return logits, state, attention
 
         return next_fn
+
+    def _gather(self) -> dict:
+        """`{"gather": gather_weights}` for the model's decoding methods, `{}` when none
+        (a model of its own need not take the argument then)."""
+        return {} if self.gather_weights is None else {"gather": self.gather_weights}
 
     def _forbidden(self, ids):
         """Whether each of `ids` is a forbidden output id; `None` when none is."""
@@ -221,7 +230,7 @@ class Translator:
 
         batch_size = tf.shape(texts)[0]
         start_ids = tf.fill([batch_size], tf.constant(self.target_vectorizer.start_id, tf.int32))
-        state = self.model.initial_decode_state(source_ids)
+        state = self.model.initial_decode_state(source_ids, **self._gather())
         # With a shortlist, the start, end and padding ids are candidates at their own positions.
         candidates = None if self.shortlist is None else self.shortlist.candidates(source_ids)
         result = strategy(self.step_function(state, candidates), state, start_ids, **options)

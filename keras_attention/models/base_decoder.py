@@ -1,5 +1,7 @@
 """What every RNN decoder shares: embeddings, the cell's recurrence, tied logits, the fused GRU."""
 
+import functools
+from collections.abc import Callable
 from typing import NamedTuple
 
 import keras
@@ -9,6 +11,7 @@ from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.models.arguments import check_choice, check_positive_ints, check_rate
 from keras_attention.models.encoder import RNN_CELLS
 from keras_attention.models.fused_gru import gru_sequence
+from keras_attention.models.weight_slices import gather_slices
 
 # The parts of the decoding state that stay the same at every step.
 MEMORY_KEYS = ("values", "keys", "mask", "summary")
@@ -36,7 +39,7 @@ class DecodingWeights(NamedTuple):
     the lookup and the tied logits, and every kernel once.)
     """
 
-    embeddings: tf.Tensor  # the target embeddings (V, E) as stored; `embed` casts rows
+    embedding_rows: Callable  # ids -> the target embeddings' rows as stored; `embed` casts them
     cells: dict  # the step's cells: name -> `CellWeights`, unsplit
     dense: dict  # the step's Dense layers: name -> (kernel, bias or None)
     output: tuple  # (matrix, bias): the tied embeddings (V, D) or `output_projection`'s (D, C)
@@ -238,7 +241,7 @@ class BaseDecoder(keras.layers.Layer):
         weights = weights if output_weights is None else output_weights
         return output, new_state, keras.ops.cast(weights, "float32")
 
-    def decoding_weights(self, state, projection=None) -> DecodingWeights:
+    def decoding_weights(self, state, projection=None, gather=None) -> DecodingWeights:
         """Every weight matrix `step` and `logits` read, cast to the compute dtype once.
 
         Call it once per decoding, outside the loop, and pass the result to
@@ -250,6 +253,10 @@ class BaseDecoder(keras.layers.Layer):
             state: the decoding state (`initial_state`), for the cell's input size.
             projection: `None` (the logits of every target id), or
                 `output_projection(ids)` (the logits of `ids` only).
+            gather: `gather(variable, ids, axis) -> tensor`, how a step reads
+                the target embeddings' rows it looks up (see
+                `output_projection`), or `None` to read them from the whole
+                matrix, read here.
         """
         dtype = self.compute_dtype
 
@@ -268,7 +275,13 @@ class BaseDecoder(keras.layers.Layer):
         }
         # The lookup casts only the rows it takes (`embed`): casting the whole matrix
         # cost more than a short decoding's lookups (16,000 x 256 per request).
+        # With `gather` (stored weights), only those rows are read from their stored
+        # form too; a tensor nothing uses (the whole matrix, then) is not computed.
         embeddings = keras.ops.convert_to_tensor(self.embedding.embeddings)
+        if gather is None:
+            embedding_rows = functools.partial(tf.gather, embeddings, axis=0)
+        else:
+            embedding_rows = functools.partial(gather, self.embedding.embeddings, axis=0)
         if projection is not None:
             output, transposed = tuple(cast(w) for w in projection), False
         elif self.tie_embeddings:
@@ -276,7 +289,7 @@ class BaseDecoder(keras.layers.Layer):
         else:
             layer = self.output_layer
             output, transposed = (cast(layer.kernel), cast(layer.bias)), False
-        return DecodingWeights(embeddings, cells, dense, output, transposed)
+        return DecodingWeights(embedding_rows, cells, dense, output, transposed)
 
     def _step_cells(self, state):
         """`(cell, CellWeights unsplit)` of each cell a decoding step runs."""
@@ -424,7 +437,7 @@ class BaseDecoder(keras.layers.Layer):
         if decoding_weights is None:
             embedded = self.embedding(token_ids)
         else:
-            embedded = keras.ops.take(decoding_weights.embeddings, token_ids, axis=0)
+            embedded = decoding_weights.embedding_rows(token_ids)
             embedded = keras.ops.cast(embedded, self.compute_dtype)
         return self.dropout_layer(embedded, training=training)
 
@@ -444,11 +457,7 @@ class BaseDecoder(keras.layers.Layer):
             `b[ids]` (the target embeddings' rows `ids`, transposed, when
             tied).
         """
-        if gather is None:
-
-            def gather(variable, ids, axis):
-                return tf.gather(keras.ops.convert_to_tensor(variable), ids, axis=axis)
-
+        gather = gather_slices if gather is None else gather
         if self.tie_embeddings:
             kernel = tf.transpose(gather(self.embedding.embeddings, ids, 0))
             bias = gather(self.output_bias, ids, 0)

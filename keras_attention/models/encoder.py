@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from keras_attention.models.arguments import check_choice, check_positive_ints, check_rate
 from keras_attention.models.fused_gru import gru_layer_weights, gru_sequence
+from keras_attention.models.weight_slices import embedding_lookup
 
 RNN_CELLS = ("gru", "lstm")
 
@@ -50,6 +51,10 @@ class Encoder(keras.layers.Layer):
         source_ids: int tensor `(batch_size, Ts)`, 0 = padding.
         training: bool, whether dropout is applied (and, for a GRU, whether
             `fused_gru.gru_sequence` runs it). Defaults to `False`.
+        gather: `gather(variable, ids, axis) -> tensor`, how the embedding
+            rows of `source_ids` are read (an export's stored weights, see
+            `weight_slices.embedding_lookup`), or `None` (the default) for
+            the embedding layer's own lookup.
 
     Returns:
         `(annotations, summary)`: `(batch_size, Ts, output_dim)` and
@@ -101,9 +106,10 @@ class Encoder(keras.layers.Layer):
     def output_dim(self):
         return self.units * (2 if self.bidirectional else 1)
 
-    def call(self, source_ids, training=False):
+    def call(self, source_ids, training=False, gather=None):
         mask = keras.ops.not_equal(source_ids, 0)
-        x = self.dropout_layer(self.embedding(source_ids), training=training)
+        embedded = embedding_lookup(self.embedding, source_ids, gather)
+        x = self.dropout_layer(embedded, training=training)
         for i, rnn in enumerate(self.rnns):
             if self.cell == "gru" and (training or self._fused_inference):
                 x, states = self._run_gru(rnn, x, mask, training)

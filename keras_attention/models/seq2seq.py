@@ -237,15 +237,16 @@ class Seq2Seq(keras.Model):
 
     # ------------------------------------------------------------- decoding
 
-    def initial_decode_state(self, source_ids):
+    def initial_decode_state(self, source_ids, gather=None):
         """Encodes `source_ids` `(batch_size, Ts)` into the first decoding state.
 
         Every leaf of the returned nest has the batch as its first dimension,
-        so beam search can tile and reorder it.
+        so beam search can tile and reorder it. `gather(variable, ids, axis)`,
+        when given, reads the source embeddings' rows (as in `step_function`).
         """
         if not self.decoder.built:
             self.build()
-        annotations, summary = self.encoder(source_ids, training=False)
+        annotations, summary = self.encoder(source_ids, training=False, gather=gather)
         source_mask = keras.ops.not_equal(source_ids, 0)
         return self.decoder.initial_state(annotations, source_mask, summary)
 
@@ -266,7 +267,7 @@ class Seq2Seq(keras.Model):
         """
         return self.step_function(state, projection)(step, token_ids, state)
 
-    def step_function(self, state, projection=None):
+    def step_function(self, state, projection=None, gather=None):
         """`next_logits` with the decoder's weights read and cast once, here.
 
         Call it once per decoding, before the loop (`Translator` does): the
@@ -277,10 +278,15 @@ class Seq2Seq(keras.Model):
         Args:
             state: the nest from `initial_decode_state`.
             projection: as in `next_logits`.
+            gather: `gather(variable, ids, axis) -> tensor`, how a step reads
+                the target embeddings' rows it looks up; `None` (the default)
+                takes them from the whole matrix. An export with stored
+                weights passes its own (`WeightStorage.gather`: int8 rows and
+                their scales), so that a request converts only those rows.
         """
         if not self.decoder.built:
             self.build()
-        weights = self.decoder.decoding_weights(state, projection)
+        weights = self.decoder.decoding_weights(state, projection, gather)
 
         def next_fn(step, token_ids, state):
             del step

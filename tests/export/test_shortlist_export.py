@@ -168,6 +168,18 @@ def test_the_exporter_takes_a_shortlisted_translators_shortlist(translator):
     assert exporter.translator.gather_weights == exporter.weight_storage.gather
 
 
+@pytest.mark.parametrize("weights", ["float32", "bfloat16", "int8"])
+def test_stored_weights_are_gathered_with_or_without_a_shortlist(translator, weights):
+    """The embedding lookups read the rows they take from the stored form; weights kept
+    as trained are read as they are."""
+    from keras_attention.export import TranslatorExporter
+
+    exporter = TranslatorExporter(translator, weights=weights, shortlist=None)
+    assert exporter.translator.shortlist is None
+    expected = None if weights == "float32" else exporter.weight_storage.gather
+    assert exporter.translator.gather_weights == expected
+
+
 @pytest.mark.parametrize(
     "size, jit_compile, expected",
     [(9_999, False, None), (10_000, False, 100), (16_000, False, 100), (16_000, True, None)],

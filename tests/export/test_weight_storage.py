@@ -175,6 +175,61 @@ def test_stored_variables_are_never_read_sparsely(bfloat16_translator, run_dir, 
     np.testing.assert_array_equal(gather(ids).numpy(), expected.numpy())
 
 
+def _dequantized_matrices(graph, storage, variables) -> list:
+    """The ops of `graph` that compute the whole value of each of `variables` from
+    its stored form (`WeightStorage.wrap`'s `Mul` of int8 values and scales, or
+    `Cast` of bfloat16 values)."""
+    placeholders = {id(outer): inner for outer, inner in graph.captures}
+    ops = []
+    for variable in variables:
+        stored = storage._by_variable[id(variable)].stored[0]  # noqa: SLF001
+        reads = placeholders[id(stored.handle)].consumers()
+        assert [op.type for op in reads] == ["ReadVariableOp"], "read once per call"
+        casts = [c for c in reads[0].outputs[0].consumers() if c.type == "Cast"]
+        whole = [c for c in casts if c.outputs[0].shape == tuple(variable.shape)]
+        if storage.weights == "int8":  # q * s: the whole matrix times its scales
+            whole = [m for c in whole for m in c.outputs[0].consumers() if m.type == "Mul"]
+        ops.extend(op for op in whole if op.outputs[0].shape == tuple(variable.shape))
+    return ops
+
+
+@pytest.mark.parametrize("shortlisted", [False, True], ids=["vocabulary", "shortlist"])
+@pytest.mark.parametrize("weights", STORED)
+def test_stored_embeddings_are_converted_only_in_the_rows_a_request_uses(
+    translator, run_dir, weights, shortlisted
+):
+    """With `gather_weights=storage.gather`, the source and target lookups convert
+    only the rows they take (and a shortlist only its columns): nothing consumes an
+    embedding matrix converted whole, so it is not computed; the translations are
+    those of the stored weights converted whole, to the bit."""
+    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+    storage = WeightStorage(translator.model, weights)
+    shortlist = VocabularyShortlist.from_run(run_dir, k=2, frequent=2) if shortlisted else None
+    reference = translator.with_shortlist(shortlist)
+    routed = translator.with_shortlist(shortlist, gather_weights=storage.gather)
+    texts = tf.constant(SENTENCES)
+    for options in ({}, {"beam_width": 3}):
+        expected = translate_fn(reference, storage, **options)(texts)
+        function = translate_fn(routed, storage, **options)
+        outputs = function(texts)
+        for key, value in expected.items():
+            np.testing.assert_array_equal(outputs[key].numpy(), value.numpy(), err_msg=key)
+
+        model = translator.model
+        source, target = model.encoder.embedding.embeddings, model.decoder.embedding.embeddings
+        # Tied and not shortlisted, the logits need the whole target matrix.
+        whole_needed = model.decoder.tie_embeddings and not shortlisted
+        embeddings = [source] if whole_needed else [source, target]
+        graph = function.get_concrete_function().graph
+        computed = _dequantized_matrices(graph, storage, embeddings)
+        assert len(computed) == len(embeddings), "the whole conversions were not found"
+        assert all(not op.outputs[0].consumers() for op in computed)
+        reference_graph = translate_fn(reference, storage, **options).get_concrete_function().graph
+        used = _dequantized_matrices(reference_graph, storage, embeddings)
+        assert all(op.outputs[0].consumers() for op in used)  # the check can fail
+
+
 def test_export_cli_refuses_a_bad_weights_value(run_dir, tmp_path, capsys):
     from keras_attention.export.cli import main
 
