@@ -224,17 +224,19 @@ class WeightStorage:
         stored = self._by_variable.get(id(variable))
         if stored is None:
             return tf.gather(keras.ops.convert_to_tensor(variable), ids, axis=axis)
-        dtype = stored.value_dtype
         # From the values read, not the variables (see the class docstring: copy-on-read).
         reads = self._reads[-1] if self._reads else {}
         values = [reads[id(v)] if id(v) in reads else tf.convert_to_tensor(v) for v in stored.stored]
-        if self.weights == "bfloat16":
-            return tf.cast(tf.gather(values[0], ids, axis=axis), dtype)
-        quantized, scale = values
-        rank = len(variable.shape)
-        if axis % rank == channel_axis(variable) % rank:
-            scale = tf.gather(scale, ids, axis=axis)
-        return dequantize(tf.gather(quantized, ids, axis=axis), scale, dtype)
+        # The slices of the stored values and, for int8 sliced along the channel axis,
+        # of their scales, converted as `_Stored.value` converts the whole.
+        sliced = [tf.gather(values[0], ids, axis=axis)]
+        if len(values) == 2:
+            scale = values[1]
+            rank = len(variable.shape)
+            if axis % rank == channel_axis(variable) % rank:
+                scale = tf.gather(scale, ids, axis=axis)
+            sliced.append(scale)
+        return stored.value(sliced)
 
     @property
     def variables(self) -> list[tf.Variable]:
