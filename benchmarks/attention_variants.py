@@ -183,7 +183,7 @@ def measure_alignment(variant: dict, steps: int, seeds: list[int]) -> dict:
 
 def variant_config(name: str, args: argparse.Namespace):
     """The `TrainConfig` of variant `name` in this comparison."""
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
 
     sizes = {
         key: getattr(args, key)
@@ -213,8 +213,8 @@ IGNORED_FIELDS = ("out", "patience", "time_budget_minutes")
 def check_trained_run(name: str, run_dir: Path, expected) -> dict:
     """The `training` section of the run's metrics.json; refuses a run directory that was
     not trained as this comparison's `name`."""
-    from keras_attention.training.run_directory import RunDirectory
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.run_directory import RunDirectory
+    from keras_attention.runs.train_config import TrainConfig
 
     config = TrainConfig.load(run_dir)
     unused = {
@@ -249,8 +249,8 @@ def check_trained_run(name: str, run_dir: Path, expected) -> dict:
 
 def saved_translations_are_current(run_dir: Path) -> bool:
     """Whether the run's evaluation (beam 4, whole test split) is of its model now."""
-    from keras_attention.training import run_state
-    from keras_attention.training.run_directory import RunDirectory
+    from keras_attention.runs import run_state
+    from keras_attention.runs.run_directory import RunDirectory
 
     run = RunDirectory(run_dir)
     evaluation = run.read_metrics().get("evaluation") or {}
@@ -264,7 +264,7 @@ def saved_translations_are_current(run_dir: Path) -> bool:
 def test_references(run_dir: Path) -> list[tuple[str, list[str]]]:
     """The run's test split as `(source, all its references)`, in evaluate_run's order."""
     from keras_attention.data import group_references, load_corpus
-    from keras_attention.training.run_directory import RunDirectory
+    from keras_attention.runs.run_directory import RunDirectory
 
     return group_references(load_corpus(RunDirectory(run_dir).test_split).pairs)
 
@@ -302,7 +302,7 @@ def attention_sharpness(run_dir: Path, sentences: int = 256) -> dict | None:
     import numpy as np
     import tensorflow as tf
 
-    from keras_attention.training.trainer import load_translator
+    from keras_attention.inference.trained_run import load_translator
 
     translator = load_translator(run_dir)
     if translator.model.decoder.attention_layer is None:

@@ -68,7 +68,7 @@ def worker(args) -> int:
     import numpy as np
     import tensorflow as tf
 
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
     from keras_attention.training.trainer import train
 
     step_ends = []
@@ -108,8 +108,8 @@ def worker(args) -> int:
 def target_tokens_per_step(options) -> float:
     """Real (non-padding) target tokens per global batch over the timed steps."""
     from keras_attention.data import load_corpus, make_dataset, split_corpus
+    from keras_attention.runs.train_config import TrainConfig
     from keras_attention.text import TextVectorizer, build_vocabulary
-    from keras_attention.training.train_config import TrainConfig
 
     config = TrainConfig(**options)
     splits = split_corpus(

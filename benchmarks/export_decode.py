@@ -50,8 +50,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_attention.export import ServingSession, TranslatorExporter  # noqa: E402
-from keras_attention.training.run_directory import RunDirectory  # noqa: E402
-from keras_attention.training.trainer import load_translator  # noqa: E402
+from keras_attention.inference.trained_run import load_translator  # noqa: E402
+from keras_attention.runs.run_directory import RunDirectory  # noqa: E402
 
 
 def eager_greedy(translator, texts: list[str]) -> list[bytes]:

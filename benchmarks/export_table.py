@@ -129,9 +129,9 @@ from keras_attention.export import cli as export_cli  # noqa: E402
 from keras_attention.export.translator_exporter import with_precision  # noqa: E402
 from keras_attention.export.weight_storage import AUTO as AUTO_WEIGHTS  # noqa: E402
 from keras_attention.export.weight_storage import resolve_weights  # noqa: E402
+from keras_attention.inference.trained_run import load_translator  # noqa: E402
 from keras_attention.precision import resolve_precision  # noqa: E402
-from keras_attention.training.train_config import TrainConfig  # noqa: E402
-from keras_attention.training.trainer import load_translator  # noqa: E402
+from keras_attention.runs.train_config import TrainConfig  # noqa: E402
 from keras_attention.translator import Translator  # noqa: E402
 from keras_attention.vocabulary_shortlist import AUTO_K, auto_shortlist_size  # noqa: E402
 

@@ -67,7 +67,7 @@ def main(argv=None):
     import numpy as np
     import tensorflow as tf
 
-    from keras_attention.training import TrainConfig
+    from keras_attention.runs import TrainConfig
     from keras_attention.training.trainer import build_model
 
     # The default run's sizes: `auto` picks subwords for the bundled corpus at the default

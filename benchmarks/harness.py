@@ -79,7 +79,7 @@ def seq2seq_arguments(**settings) -> dict:
     `score`, `normalize`, sizes, `precision`, ...), through the one description the
     trainer uses (`TrainConfig.model_arguments()`); other `Seq2Seq` arguments (such as
     `deep_output`) pass through. Precision float32 and no dropout unless given."""
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
 
     fields = {field.name for field in dataclasses.fields(TrainConfig)}
     known = {key: value for key, value in settings.items() if key in fields}
@@ -368,7 +368,7 @@ def train_small_run(directory: Path, steps: int, size: str = "small") -> Path:
     """Trains a model on 20,000 pairs of the bundled corpus for `steps` steps (batch 64,
     float32, word vocabularies, `TrainConfig`'s other defaults) into `directory/run`;
     returns that run directory. `size` is a key of `SMALL_RUN_SIZES`."""
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
     from keras_attention.training.trainer import train
 
     if size not in SMALL_RUN_SIZES:
@@ -404,7 +404,7 @@ def test_sources(
     each, in the order `keras-attention evaluate` scores them (the first
     `max_sentences` with a limit)."""
     from keras_attention.data import group_references, load_corpus
-    from keras_attention.training.run_directory import RunDirectory
+    from keras_attention.runs.run_directory import RunDirectory
 
     grouped = group_references(load_corpus(RunDirectory(run_dir).test_split).pairs)
     if max_sentences is not None:
@@ -426,7 +426,7 @@ def race_setup(args) -> tuple[list[int], object, list[str]]:
     the machine header and a line naming the run's dtype policy."""
     batch_sizes = sorted({int(b) for b in args.batch_sizes.split(",")})
     quiet_tensorflow()
-    from keras_attention.training.trainer import load_translator
+    from keras_attention.inference.trained_run import load_translator
 
     print_machine_header()
     translator = load_translator(args.run_dir)

@@ -12,7 +12,7 @@ sizes) and `subwords-N` (SentencePiece BPE, N pieces per side), `--options` choo
 
 It also records what the training split of each (direction, size) shows, the inputs a
 rule for choosing the tokenizer can read before training (`CorpusStatistics` of
-`keras_attention.training.tokenizer_choice`): pairs, distinct words, mean characters per
+`keras_attention.runs.tokenizer_choice`): pairs, distinct words, mean characters per
 sentence, distinct word tokens and the share of the word tokens `auto` word vocabularies
 hold, on each side; statistics recorded by an older version are counted again.
 
@@ -78,7 +78,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run_config(direction: str, size: str, steps: int, option: str, args):
     """The `TrainConfig` of one cell of the table."""
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
 
     # None: the word tokenizer's fixed sizes (VOCABULARY_SIZES), not `auto`'s.
     tokenizer = {
@@ -111,25 +111,25 @@ def statistics_fields() -> set[str]:
     """The fields `corpus_statistics` records (its module imports no TensorFlow)."""
     import dataclasses
 
-    from keras_attention.training.tokenizer_choice import CorpusStatistics
+    from keras_attention.runs.tokenizer_choice import CorpusStatistics
 
     return {field.name for field in dataclasses.fields(CorpusStatistics)}
 
 
 def corpus_statistics(config) -> dict:
     """What the training split shows before any tokenizer is trained: the inputs of
-    `--tokenizer auto` (`keras_attention.training.tokenizer_choice.corpus_statistics`)."""
+    `--tokenizer auto` (`keras_attention.runs.tokenizer_choice.corpus_statistics`)."""
     import dataclasses
 
-    from keras_attention.training import tokenizer_choice
-    from keras_attention.training.trainer import read_splits
+    from keras_attention.runs import tokenizer_choice
+    from keras_attention.runs.run_data import read_splits
 
     return dataclasses.asdict(tokenizer_choice.corpus_statistics(read_splits(config).train))
 
 
 def train_and_evaluate(config, max_sentences: int | None) -> dict:
     from keras_attention.evaluation.run_evaluation import evaluate_run
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
     from keras_attention.training.trainer import train
 
     with harness.Stopwatch() as watch:

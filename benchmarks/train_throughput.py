@@ -51,7 +51,7 @@ import tensorflow as tf  # noqa: E402
 from keras_attention.decoding import GreedySearch  # noqa: E402
 from keras_attention.models.seq2seq import Seq2Seq  # noqa: E402
 from keras_attention.precision import resolve_precision  # noqa: E402
-from keras_attention.training import TrainConfig  # noqa: E402
+from keras_attention.runs import TrainConfig  # noqa: E402
 from keras_attention.training.masked_loss import sparse_cross_entropy  # noqa: E402
 from keras_attention.training.trainer import compile_model  # noqa: E402
 
@@ -232,8 +232,8 @@ def padding_fraction(config, batches=200):
     """Padding share of real training batches of the bundled corpus (source, target),
     with `config`'s tokenizer and vocabularies learned from its training split."""
     from keras_attention.data import load_corpus, make_dataset, split_corpus
-    from keras_attention.training.run_directory import RunDirectory
-    from keras_attention.training.run_vectorizers import load_vectorizers
+    from keras_attention.runs.run_directory import RunDirectory
+    from keras_attention.runs.run_vectorizers import load_vectorizers
 
     splits = split_corpus(load_corpus(None).pairs, seed=config.seed)
     source, target = load_vectorizers(RunDirectory(config.out), config, splits=splits)

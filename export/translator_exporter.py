@@ -246,9 +246,9 @@ class TranslatorExporter:
             **kwargs: the other constructor arguments. The warmup pairs
                 default to the first sentences of the run's test split.
         """
-        from keras_attention.training.run_directory import RunDirectory
-        from keras_attention.training.train_config import TrainConfig
-        from keras_attention.training.trainer import load_translator
+        from keras_attention.inference.trained_run import load_translator
+        from keras_attention.runs.run_directory import RunDirectory
+        from keras_attention.runs.train_config import TrainConfig
 
         if max_output_length is not None and (
             isinstance(max_output_length, bool)

@@ -15,8 +15,8 @@ import sys
 import typing
 
 from keras_attention import tensorflow_logging
+from keras_attention.runs.train_config import AUTO, CHOICES, FIELD_HELP, TrainConfig
 from keras_attention.training import distribution
-from keras_attention.training.train_config import AUTO, CHOICES, FIELD_HELP, TrainConfig
 
 VERBOSE_HELP = (
     "log progress details and keep TensorFlow's own logs and warnings "
@@ -106,18 +106,14 @@ def run_train(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     # The strategy first: it must exist before any other TensorFlow op.
     strategy = distribution.distribution_from_args(args)
-    from keras_attention.precision import resolve_run_precision
-    from keras_attention.training import run_state
     from keras_attention.training.interrupt_on_signal import TrainingInterrupted
-    from keras_attention.training.run_directory import RunDirectory
-    from keras_attention.training.tokenizer_choice import resolve_run_tokenizer
     from keras_attention.training.trainer import train
 
-    if not run_state.is_completed(RunDirectory(config.out)):  # else: nothing to train
-        print(f"Precision: {resolve_run_precision(config).describe()}", flush=True)
-        print(f"Tokenizer: {resolve_run_tokenizer(config).describe()}", flush=True)
+    def print_choice(name: str, choice) -> None:
+        print(f"{name.capitalize()}: {choice.describe()}", flush=True)
+
     try:
-        summary = train(config, distribute=strategy)
+        summary = train(config, distribute=strategy, on_choice=print_choice)
     except TrainingInterrupted as interrupted:
         if sys.stdout.isatty():
             print(file=sys.stdout)  # end Keras' progress bar line
@@ -147,7 +143,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from keras_attention.training import run_state
+    from keras_attention.runs import run_state
 
     status = run_state.run_status(args.run_dir)
     if args.json:
@@ -159,7 +155,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 def warn_if_partial(run_dir: str, command: str) -> None:
     """Says on stderr when RUN_DIR's training has not completed (the model is partial)."""
-    from keras_attention.training import run_state
+    from keras_attention.runs import run_state
 
     status = run_state.run_status(run_dir)
     if status["state"] != run_state.COMPLETED:
@@ -279,7 +275,7 @@ def run_translate(args: argparse.Namespace) -> int:
             print(f"keras-attention translate: server error: {error}", file=sys.stderr)
             return 1
     else:
-        from keras_attention.training.trainer import load_translator
+        from keras_attention.inference.trained_run import load_translator
 
         warn_if_partial(args.run_dir, "translate")
         translator = load_translator(args.run_dir, max_output_length=args.max_output_length)

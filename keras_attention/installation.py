@@ -163,8 +163,8 @@ def version_report() -> tuple[str, list[str]]:
         distributions that provide `keras_attention`, or a
         `keras_attention/__init__.py` that is not this distribution's.
     """
-    import keras_attention
-
+    # The package this module was imported from (loaded before any of its modules).
+    keras_attention = sys.modules[__name__.rpartition(".")[0]]
     version = installed_version()
     own_version = getattr(keras_attention, "__version__", None)
     if keras_attention.__file__:

@@ -305,10 +305,10 @@ class VocabularyShortlist:
             ValueError: a bad `k` or `frequent`.
         """
         from keras_attention.data import make_dataset
-        from keras_attention.training.run_directory import RunDirectory
-        from keras_attention.training.run_vectorizers import load_vectorizers
-        from keras_attention.training.train_config import TrainConfig
-        from keras_attention.training.trainer import read_splits
+        from keras_attention.runs.run_data import read_splits
+        from keras_attention.runs.run_directory import RunDirectory
+        from keras_attention.runs.run_vectorizers import load_vectorizers
+        from keras_attention.runs.train_config import TrainConfig
 
         run = RunDirectory(run_dir)
         run.require_trained()

@@ -179,7 +179,7 @@ def train_argv(config) -> list[str]:
 def test_train_twice_has_nothing_to_do_and_other_options_are_refused(
     trained_digits_run, tmp_path, capsys
 ):
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
 
     run = tmp_path / "fra-eng"
     shutil.copytree(trained_digits_run, run)

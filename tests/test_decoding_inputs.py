@@ -67,7 +67,7 @@ def server(golden, new_export, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def translator(golden):
-    from keras_attention.training.trainer import load_translator
+    from keras_attention.inference.trained_run import load_translator
 
     return load_translator(golden / "run")
 

@@ -10,9 +10,9 @@ import pytest
 
 from keras_attention.cli import main
 from keras_attention.export import TranslatorExporter
+from keras_attention.inference.trained_run import load_translator
 from keras_attention.serving import ModelServer, ServerOptions
 from keras_attention.serving.server.model_server import free_port
-from keras_attention.training.trainer import load_translator
 from keras_attention_client import RestTranslationClient, ServingError, TranslationClient
 
 TEXTS = ["1 2 3", "9 8 7 6 5", "", "4 4 4 4 4 4 4", "0"]

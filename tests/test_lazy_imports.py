@@ -7,7 +7,9 @@ from helpers.subprocesses import modules_loaded_by
 
 PACKAGES = [
     "keras_attention",
+    "keras_attention.runs",
     "keras_attention.training",
+    "keras_attention.inference",
     "keras_attention.export",
     "keras_attention.serving",
 ]
@@ -35,7 +37,7 @@ def test_every_public_name_resolves_to_the_object_of_its_module(package_name):
 def test_from_imports_work():
     from keras_attention import RandomSampling, Seq2Seq
     from keras_attention.export import TranslatorExporter
-    from keras_attention.training import TrainConfig
+    from keras_attention.runs import TrainConfig
 
     assert TranslatorExporter.__name__ == "TranslatorExporter"
     assert (RandomSampling.__name__, Seq2Seq.__name__) == ("RandomSampling", "Seq2Seq")
@@ -44,8 +46,9 @@ def test_from_imports_work():
 
 def test_importing_the_packages_does_not_load_tensorflow():
     code = (
-        "import keras_attention, keras_attention.training, keras_attention.export\n"
+        "import keras_attention, keras_attention.runs, keras_attention.training\n"
+        "import keras_attention.inference, keras_attention.data, keras_attention.export\n"
         "import keras_attention.serving\n"
-        "keras_attention.training.TrainConfig"
+        "keras_attention.runs.TrainConfig"
     )
     assert "tensorflow" not in modules_loaded_by(code)

@@ -15,7 +15,7 @@ from keras_attention.precision import (
     resolve_precision,
     resolve_run_precision,
 )
-from keras_attention.training.train_config import TrainConfig
+from keras_attention.runs.train_config import TrainConfig
 
 X86_CPUINFO = """processor\t: 0
 vendor_id\t: GenuineIntel

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from keras_attention.cli import main
-from keras_attention.training import run_state
-from keras_attention.training.run_directory import RunDirectory
+from keras_attention.runs import run_state
+from keras_attention.runs.run_directory import RunDirectory
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [

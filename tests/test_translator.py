@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_attention.training.trainer import load_translator
+from keras_attention.inference.trained_run import load_translator
 
 TEXTS = ["1 2 3", "4 5 6 7", "8 9", "0 1 2 3 4 5", "7 7", "3 1 4 1 5", "2 7 1 8", "9"]
 

@@ -1,34 +1,22 @@
-"""Corpus loading, leak-free splitting and the `tf.data` training pipeline."""
+"""Corpus loading, leak-free splitting and the `tf.data` training pipeline.
 
-from keras_attention.data.alignment_task import (
-    AlignmentTask,
-    alignment_accuracy,
-    alignment_offsets,
-    make_alignment_task,
-)
-from keras_attention.data.corpus import (
-    BUNDLED_CORPUS,
-    Corpus,
-    CorpusError,
-    load_corpus,
-    normalize_text,
-)
-from keras_attention.data.pipeline import DEFAULT_BUCKET_BOUNDARIES, make_dataset
-from keras_attention.data.split import CorpusSplits, group_references, split_corpus
+Names are imported lazily (through `lazy_loader`), so reading and splitting a
+corpus does not load TensorFlow.
+"""
 
-__all__ = [
-    "AlignmentTask",
-    "BUNDLED_CORPUS",
-    "DEFAULT_BUCKET_BOUNDARIES",
-    "alignment_accuracy",
-    "alignment_offsets",
-    "Corpus",
-    "CorpusError",
-    "CorpusSplits",
-    "group_references",
-    "load_corpus",
-    "make_alignment_task",
-    "make_dataset",
-    "normalize_text",
-    "split_corpus",
-]
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "alignment_task": [
+            "AlignmentTask",
+            "alignment_accuracy",
+            "alignment_offsets",
+            "make_alignment_task",
+        ],
+        "corpus": ["BUNDLED_CORPUS", "Corpus", "CorpusError", "load_corpus", "normalize_text"],
+        "pipeline": ["DEFAULT_BUCKET_BOUNDARIES", "make_dataset"],
+        "split": ["CorpusSplits", "group_references", "split_corpus"],
+    },
+)

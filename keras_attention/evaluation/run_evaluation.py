@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 from keras_attention.data import group_references, load_corpus
 from keras_attention.evaluation.bleu import DEFAULT_BUCKETS, bleu_by_length, score_translations
-from keras_attention.training import run_state
-from keras_attention.training.run_directory import RunDirectory
-from keras_attention.training.trainer import load_translator
+from keras_attention.inference.trained_run import load_translator
+from keras_attention.runs import run_state
+from keras_attention.runs.run_directory import RunDirectory
 
 logger = logging.getLogger(__name__)
 

@@ -59,7 +59,7 @@ class LuongAttention(BaseAttention):
     `"dot"`, `"scaled_dot"` and `"cosine"` need `dq == dv`. `"concat"` is
     Bahdanau's additive score (the same code as `BahdanauAttention`).
     `"location"` depends on the query only and needs `Tv <= max_length`.
-    The translation recipe (`keras_attention.training.TrainConfig`) turns on
+    The translation recipe (`keras_attention.runs.TrainConfig`) turns on
     `scale` for `"cosine"` and `"scaled_dot"` and `scale_by_dimension` for
     `"general"`; measurements: docs/results.md and
     docs/research/model-notes.md.

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_attention.attention_recipe import luong_scaling
 from keras_attention.layers.bahdanau_attention import BahdanauAttention
 from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.layers.luong_attention import LuongAttention
@@ -186,7 +187,10 @@ class Seq2Seq(keras.Model):
             return keras.saving.deserialize_keras_object(attention)
         if attention == "luong":
             return LuongAttention(
-                score="cosine", scale=True, dtype=self.dtype_policy, name="attention"
+                score="cosine",
+                **luong_scaling("cosine"),
+                dtype=self.dtype_policy,
+                name="attention",
             )
         if attention == "bahdanau":
             return BahdanauAttention(decoder_units, dtype=self.dtype_policy, name="attention")
@@ -352,7 +356,11 @@ def require_registered(layer) -> None:
 
 def legacy_config(config):
     """A model config saved before 0.2.0 (attention and its settings as flat
-    arguments) as today's, with the attention layer those models trained with."""
+    arguments) as today's, with the attention layer those models trained with.
+
+    The settings here describe files that no longer change, so they are written
+    out rather than taken from today's recipe (`keras_attention.attention_recipe`).
+    """
     config = dict(config)
     attention = config.pop("attention", "luong")
     score = config.pop("score", "cosine")

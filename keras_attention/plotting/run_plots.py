@@ -7,14 +7,14 @@ import os
 from pathlib import Path
 
 from keras_attention.data import group_references, load_corpus
+from keras_attention.inference.trained_run import load_translator
 from keras_attention.plotting.attention_plots import (
     plot_attention,
     plot_bleu_by_length,
     plot_training_curves,
 )
-from keras_attention.training import run_state
-from keras_attention.training.run_directory import RunDirectory
-from keras_attention.training.trainer import load_translator
+from keras_attention.runs import run_state
+from keras_attention.runs.run_directory import RunDirectory
 
 
 def read_history(path: Path) -> dict[str, list[float]]:

@@ -1,6 +1,6 @@
-"""Training runs: config, run directory and state, masked loss and accuracy, fused Adam, `train`.
+"""Training a run: `train`, its masked loss and accuracy, fused Adam, signal handling.
 
-Names are imported lazily (through `lazy_loader`), so reading a `TrainConfig`
+Names are imported lazily (through `lazy_loader`), so importing the package
 does not load TensorFlow.
 """
 
@@ -9,14 +9,11 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submod_attrs={
-        "train_config": ["TrainConfig"],
-        "run_directory": ["RunDirectory"],
         "masked_loss": ["MaskedSparseCategoricalCrossentropy"],
         "fused_adam": ["FusedAdam"],
         "masked_accuracy": ["MaskedAccuracy"],
-        "trainer": ["train", "load_translator"],
+        "trainer": ["train"],
         "distribution": ["Distribution", "DistributedTrainingError", "make_distribution"],
         "interrupt_on_signal": ["InterruptOnSignal", "TrainingInterrupted"],
-        "run_state": ["run_status"],
     },
 )

@@ -593,7 +593,7 @@ def writable_run_directory(distribution: Distribution, run):
     """
     if distribution.is_chief:
         return run
-    from keras_attention.training.run_directory import RunDirectory
+    from keras_attention.runs.run_directory import RunDirectory
 
     private = tempfile.mkdtemp(prefix=f"keras_attention_worker{distribution.task_index}_")
     atexit.register(shutil.rmtree, private, ignore_errors=True)

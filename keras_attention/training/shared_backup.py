@@ -10,7 +10,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_attention.training.backup_files import (
+from keras_attention.runs.backup_files import (
     METADATA,
     PREVIOUS_METADATA,
     backup_records,

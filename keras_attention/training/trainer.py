@@ -2,64 +2,40 @@
 
 from __future__ import annotations
 
-import csv
 import functools
 import logging
 import signal
 import time
+from collections.abc import Callable
 
 import keras
 import tensorflow as tf
 
-from keras_attention.data import load_corpus, make_dataset, split_corpus
+from keras_attention.data import make_dataset
 from keras_attention.models.seq2seq import Seq2Seq
 from keras_attention.precision import resolve_run_precision
-from keras_attention.training import distribution as dist
-from keras_attention.training import run_state
-from keras_attention.training.backup_files import (
-    complete_lines,
-    write_bytes_atomically,
-    write_text_atomically,
+from keras_attention.runs import run_state
+from keras_attention.runs.run_data import (
+    best_validation_loss,
+    claim_run,
+    keep_history,
+    read_splits,
+    write_run_files,
 )
+from keras_attention.runs.run_directory import RunDirectory
+from keras_attention.runs.run_vectorizers import load_vectorizers
+from keras_attention.runs.tokenizer_choice import resolve_run_tokenizer
+from keras_attention.runs.train_config import TrainConfig
+from keras_attention.training import distribution as dist
 from keras_attention.training.fused_adam import FusedAdam
 from keras_attention.training.interrupt_on_signal import InterruptOnSignal, TrainingInterrupted
+from keras_attention.training.learning_rate import learning_rate
 from keras_attention.training.masked_accuracy import MaskedAccuracy
 from keras_attention.training.masked_loss import MaskedSparseCategoricalCrossentropy
-from keras_attention.training.run_directory import RunDirectory
-from keras_attention.training.run_vectorizers import (
-    check_model_matches,
-    load_vectorizers,
-    write_vocabularies,
-)
 from keras_attention.training.shared_backup import SharedBackupAndRestore, backed_up_epoch
-from keras_attention.training.tokenizer_choice import resolve_run_tokenizer
-from keras_attention.training.train_config import TrainConfig
-from keras_attention.translator import Translator
+from keras_attention.training.time_budget import TimeBudget
 
 logger = logging.getLogger(__name__)
-
-
-class TimeBudget(keras.callbacks.Callback):
-    """Stops training once `seconds` of wall-clock time have passed.
-
-    Checked after every batch; the epoch in progress ends early and Keras
-    still runs its end-of-training callbacks (best weights, checkpoints).
-    """
-
-    def __init__(self, seconds: float, agree=None):
-        super().__init__()
-        self.seconds = seconds
-        self.agree = agree or (lambda exhausted: exhausted)  # all workers must stop together
-        self.started = None
-        self.exhausted = False
-
-    def on_train_begin(self, logs=None):
-        self.started = time.monotonic()
-
-    def on_train_batch_end(self, batch, logs=None):
-        if self.agree(time.monotonic() - self.started >= self.seconds):
-            self.exhausted = True
-            self.model.stop_training = True
 
 
 def build_model(
@@ -75,30 +51,6 @@ def build_model(
     return model
 
 
-COSINE_FLOOR = 0.02  # the cosine schedule's last rate, as a share of the peak
-
-
-def learning_rate(config: TrainConfig, total_steps: int | None = None):
-    """The learning rate, or schedule, of `config`.
-
-    `"cosine"`: `keras.optimizers.schedules.CosineDecay` from
-    `config.learning_rate` down to `COSINE_FLOOR` times it over `total_steps`
-    (the planned steps, `epochs * steps_per_epoch`). It follows the
-    optimizer's step count, which the run's backup keeps, so a resumed run
-    continues the same curve. A time budget that ends training early stops
-    it at whatever rate the curve has reached by then.
-    """
-    if config.learning_rate_schedule == "constant":
-        return config.learning_rate
-    if total_steps is None:
-        if config.steps_per_epoch is None:
-            raise ValueError("`total_steps` is needed when `steps_per_epoch` is None")
-        total_steps = config.epochs * config.steps_per_epoch
-    return keras.optimizers.schedules.CosineDecay(
-        config.learning_rate, decay_steps=total_steps, alpha=COSINE_FLOOR
-    )
-
-
 def compile_model(model: Seq2Seq, config: TrainConfig, total_steps: int | None = None) -> None:
     model.compile(
         optimizer=FusedAdam(
@@ -111,75 +63,12 @@ def compile_model(model: Seq2Seq, config: TrainConfig, total_steps: int | None =
     )
 
 
-def read_splits(config: TrainConfig):
-    """Reads and splits the corpus; raises before anything is written if it cannot work."""
-    corpus = load_corpus(config.data)
-    pairs = (
-        [(target, source) for source, target in corpus.pairs] if config.reverse else corpus.pairs
-    )
-    splits = split_corpus(
-        pairs,
-        validation_fraction=config.validation_fraction,
-        test_fraction=config.test_fraction,
-        seed=config.seed,
-        max_pairs=config.max_pairs,
-    )
-    if not splits.train:
-        raise ValueError(f"The training split of {corpus.path} is empty")
-    return splits
-
-
-def claim_run(config: TrainConfig) -> RunDirectory:
-    """Opens `config.out` for this training (see `run_state.claim_run_directory`).
-
-    Saves the config, then marks the run `training` by this process.
-    """
-    run = RunDirectory(config.out)
-    done = run_state.claim_run_directory(run, config)
-    run.path.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(run.config, config.to_json() + "\n")  # `status` may be reading it
-    run_state.write_state(run, run_state.TRAINING, epochs_done=done, epochs_planned=config.epochs)
-    return run
-
-
-def write_run_files(run: RunDirectory, config: TrainConfig, splits) -> None:
-    """Writes the validation and test splits, and the vocabularies of a new run.
-
-    A resumed run keeps its saved vocabularies (or subword models), so it
-    continues with identical token ids.
-    """
-    run.write_pairs(run.validation_split, splits.validation)
-    run.write_pairs(run.test_split, splits.test)
-    write_vocabularies(run, config, splits)
-
-
-def keep_history(run: RunDirectory, epochs: int) -> None:
-    """Cuts history.csv back to its header and first `epochs` complete rows.
-
-    A run killed after an epoch's row was written but before its backup was
-    (or in the middle of a row) resumes at the backup's epoch, so the rows
-    after it would be repeated.
-    """
-    if not run.history.is_file():
-        return
-    text = run.history.read_bytes()
-    kept = b"".join(text[: text.rfind(b"\n") + 1].splitlines(keepends=True)[: epochs + 1])
-    if kept != text:
-        write_bytes_atomically(run.history, kept)
-
-
-def best_validation_loss(run: RunDirectory) -> float | None:
-    """The lowest val_loss in history.csv (from before a resume), if any."""
-    rows = csv.DictReader(complete_lines(run.history))  # CSVLogger may be writing a row
-    losses = [float(row["val_loss"]) for row in rows if row.get("val_loss")]
-    return min(losses) if losses else None
-
-
 def train(
     config: TrainConfig,
     verbose: str | int = "auto",
     distribute: str | dist.Distribution | None = None,
     callbacks: list | None = None,
+    on_choice: Callable[[str, object], None] | None = None,
 ) -> dict:
     """Trains (or resumes) the run described by `config`.
 
@@ -194,6 +83,10 @@ def train(
             records anything in the run directory; the other workers of a
             multi-worker run write nothing there.
         callbacks: extra Keras callbacks, run after the trainer's own.
+        on_choice: called as `on_choice("precision", PrecisionChoice)`, then
+            `on_choice("tokenizer", TokenizerChoice)` as each `auto` setting
+            is resolved, before anything is trained (the command line prints
+            them); not called for a run that already completed.
 
     SIGINT (Ctrl-C) and SIGTERM stop training at the next batch boundary
     (`InterruptOnSignal`): the run is left `interrupted` with the backup of
@@ -204,7 +97,7 @@ def train(
     `config.precision` `"auto"` is resolved in place first
     (`keras_attention.precision.resolve_run_precision`), then an `"auto"`
     tokenizer and vocabulary sizes
-    (`keras_attention.training.tokenizer_choice.resolve_run_tokenizer`: a
+    (`keras_attention.runs.tokenizer_choice.resolve_run_tokenizer`: a
     new run decides from its training split and budget, a resumed or
     completed one keeps its saved choice).
 
@@ -223,12 +116,18 @@ def train(
             completed with other options.
         TrainingInterrupted: a signal stopped the training.
     """
+    finished = RunDirectory(config.out)
+    report = on_choice if on_choice and not run_state.is_completed(finished) else None
     choice = resolve_run_precision(config)  # `auto` -> a policy, saved so in config.json
     logger.info("precision: %s", choice.describe())
+    if report:
+        report("precision", choice)
     # The corpus is read once, here if the tokenizer choice needs it, else below.
     read = functools.cache(functools.partial(read_splits, config))
-    resolve_run_tokenizer(config, read)  # `auto` -> words or subwords, saved so in config.json
-    finished = RunDirectory(config.out)
+    # `auto` -> words or subwords, saved so in config.json
+    tokenizer = resolve_run_tokenizer(config, read)
+    if report:
+        report("tokenizer", tokenizer)
     if run_state.completed_with(finished, config):
         recorded = finished.read_metrics().get("training", {})
         return {
@@ -434,19 +333,3 @@ def _fit(
         "best_val_loss": best_validation_loss(writes),
         "distribution": distribution.describe(),
     }
-
-
-def load_translator(run_dir, max_output_length: int | None = None) -> Translator:
-    """The `Translator` of a trained run directory."""
-    run = RunDirectory(run_dir)
-    run.require_trained()
-    config = TrainConfig.load(run.path)
-    source_vectorizer, target_vectorizer = load_vectorizers(run, config)
-    model = keras.saving.load_model(run.model, compile=False)
-    check_model_matches(model, source_vectorizer, target_vectorizer, repr(str(run.path)))
-    return Translator(
-        model,
-        source_vectorizer,
-        target_vectorizer,
-        max_output_length=max_output_length or config.max_output_length,
-    )

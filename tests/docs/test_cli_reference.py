@@ -5,7 +5,7 @@ import dataclasses
 from helpers.docs_site import REPOSITORY, load_docs_module
 
 from keras_attention.cli import build_parser
-from keras_attention.training.train_config import TrainConfig
+from keras_attention.runs.train_config import TrainConfig
 
 generator = load_docs_module("docs/gen_cli_reference.py")
 PAGE = REPOSITORY / "docs" / "cli.md"

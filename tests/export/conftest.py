@@ -16,7 +16,7 @@ def run_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def translator(run_dir):
-    from keras_attention.training.trainer import load_translator
+    from keras_attention.inference.trained_run import load_translator
 
     return load_translator(run_dir)
 

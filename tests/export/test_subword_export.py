@@ -51,7 +51,7 @@ def test_export_carries_the_tokenizer_and_passes_check_export(subword_export, ca
 
 
 def test_session_path_matches_the_python_translator(subword_run, subword_export):
-    from keras_attention.training.trainer import load_translator
+    from keras_attention.inference.trained_run import load_translator
 
     translator = load_translator(subword_run)
     texts = SENTENCES + UNSEEN

@@ -12,8 +12,8 @@ import tensorflow as tf
 from helpers.export_testing import SENTENCES
 
 from keras_attention.export import ExportManifest, TranslatorExporter
+from keras_attention.runs.train_config import TrainConfig
 from keras_attention.serving.server.serving_session import read_warmup_requests
-from keras_attention.training.train_config import TrainConfig
 from keras_attention_client.wire.contract import DECODING_INPUTS
 
 EXACT = ("translation", "tokens", "source_tokens", "length")

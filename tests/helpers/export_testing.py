@@ -42,7 +42,7 @@ def train_export_run(root: Path, **overrides) -> Path:
     steps, which the parity tests need to mean anything. `overrides` replace
     `TrainConfig` fields (e.g. the tokenizer and vocabulary sizes).
     """
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
     from keras_attention.training.trainer import train
 
     options = dict(

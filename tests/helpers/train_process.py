@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     import keras
     import numpy as np
 
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
     from keras_attention.training.trainer import train
 
     def save(model, path):

@@ -26,7 +26,7 @@ def write_tsv(path: Path, pairs) -> Path:
 
 def tiny_train_config(data, out, **overrides):
     """A TrainConfig small enough for tests (float32, no time budget)."""
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
 
     options = dict(
         data=str(data),

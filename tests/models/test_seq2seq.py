@@ -363,7 +363,7 @@ def test_library_defaults_are_the_measured_recipe():
     the layer itself computes the plain equation unless asked."""
     import inspect
 
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
 
     config = TrainConfig()
     assert (config.attention, config.score, config.input_feeding) == ("luong", "cosine", False)

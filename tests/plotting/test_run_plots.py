@@ -3,8 +3,8 @@
 import shutil
 
 from keras_attention.plotting import run_plots
-from keras_attention.training import run_state
-from keras_attention.training.run_directory import RunDirectory
+from keras_attention.runs import run_state
+from keras_attention.runs.run_directory import RunDirectory
 
 ROWS = [{"bucket": "1-5", "min_length": 1, "bleu": 40.0, "count": 3}]
 

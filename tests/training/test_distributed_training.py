@@ -20,7 +20,7 @@ from helpers.workers import (
     worker_env,
 )
 
-from keras_attention.training.run_directory import RunDirectory
+from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.training.shared_backup import backed_up_epoch
 
 pytestmark = pytest.mark.slow
@@ -139,7 +139,7 @@ def test_two_workers_match_one_process_and_each_other(single_process_run, tmp_pa
         p.name for p in reference_run.iterdir()
     ), "the chief writes the same run directory as one process, and the other worker nothing"
 
-    from keras_attention.training.trainer import load_translator
+    from keras_attention.inference.trained_run import load_translator
 
     translations = load_translator(run.path).translate_all(["1 2 3"])
     assert isinstance(translations[0]["translation"], str)

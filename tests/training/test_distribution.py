@@ -9,8 +9,8 @@ import pytest
 from helpers.workers import Workers, free_ports, train_command, worker_env
 
 from keras_attention import cli
+from keras_attention.runs.train_config import TrainConfig
 from keras_attention.training import distribution as dist
-from keras_attention.training.train_config import TrainConfig
 
 
 def tf_config(cluster, task_type="worker", index=0):

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.training.backup_files import read_backup
+from keras_attention.runs.backup_files import read_backup
 from keras_attention.training.shared_backup import (
     SharedBackupAndRestore,
     callback_state,

@@ -11,11 +11,12 @@ import time
 import numpy as np
 import pytest
 
-from keras_attention.training import run_state
-from keras_attention.training.run_directory import RunDirectory
+from keras_attention.inference.trained_run import load_translator
+from keras_attention.runs import run_state
+from keras_attention.runs.run_directory import RunDirectory
+from keras_attention.runs.train_config import TrainConfig
 from keras_attention.training.shared_backup import backed_up_epoch
-from keras_attention.training.train_config import TrainConfig
-from keras_attention.training.trainer import load_translator, train
+from keras_attention.training.trainer import train
 
 
 def test_model_learns_the_task_with_near_diagonal_attention(trained_digits_run):
@@ -134,21 +135,6 @@ def test_config_refuses_dot_scores_with_mismatched_sizes():
     with pytest.raises(ValueError, match="decoder_units` must be twice"):
         TrainConfig(attention="luong", score="scaled_dot", encoder_units=256, decoder_units=256)
     TrainConfig(score="general", encoder_units=256, decoder_units=256)  # any sizes
-
-
-def test_cosine_schedule_decays_from_the_peak_to_the_floor_over_the_planned_steps():
-    from keras_attention.training.trainer import COSINE_FLOOR, learning_rate
-
-    config = TrainConfig(learning_rate=2e-3, epochs=4, steps_per_epoch=25)
-    schedule = learning_rate(config)
-    # By hand: lr(t) = peak * (floor + (1 - floor) * (1 + cos(pi * t / 100)) / 2).
-    for step, cosine in ((0, 1.0), (50, 0.0), (100, -1.0), (250, -1.0)):
-        expected = 2e-3 * (COSINE_FLOOR + (1 - COSINE_FLOOR) * (1 + cosine) / 2)
-        assert float(schedule(step)) == pytest.approx(expected, rel=1e-5), step
-    assert float(learning_rate(config, total_steps=50)(50)) == pytest.approx(2e-3 * COSINE_FLOOR)
-    assert learning_rate(TrainConfig(learning_rate_schedule="constant")) == 2e-3
-    with pytest.raises(ValueError, match="learning_rate_schedule"):
-        TrainConfig(learning_rate_schedule="linear")
 
 
 def test_configs_saved_before_the_schedule_existed_load_with_a_constant_rate():

@@ -18,8 +18,8 @@ import keras
 import numpy as np
 import pytest
 
+from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.training.interrupt_on_signal import TrainingInterrupted
-from keras_attention.training.run_directory import RunDirectory
 from keras_attention.training.shared_backup import seed_generator_states
 from keras_attention.training.trainer import train
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from keras_attention.training.backup_files import read_json, write_json_atomically
+from keras_attention.runs.backup_files import read_json, write_json_atomically
 
 
 class RunDirectory:

@@ -10,8 +10,8 @@ import types
 import keras
 import pytest
 
-from keras_attention.training import tokenizer_choice
-from keras_attention.training.tokenizer_choice import (
+from keras_attention.runs import tokenizer_choice
+from keras_attention.runs.tokenizer_choice import (
     CorpusStatistics,
     TokenizerChoice,
     choose_tokenizer,
@@ -19,7 +19,7 @@ from keras_attention.training.tokenizer_choice import (
     resolve_run_tokenizer,
     resolve_tokenizer,
 )
-from keras_attention.training.train_config import TrainConfig
+from keras_attention.runs.train_config import TrainConfig
 
 
 def statistics(coverage=(1.0, 1.0), distinct=(7_435, 11_535), once=2_775, train_pairs=28_806):

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from keras_attention.attention_recipe import conditional_query, luong_scaling
 from keras_attention.precision import resolve_precision
 
 CHOICES = {
@@ -27,7 +28,7 @@ them against the models' own lists (`ATTENTION_TYPES`, `SCORES`, `RNN_CELLS`).
 AUTO = "auto"
 """The value of `tokenizer`, `source_vocabulary_size` and `target_vocabulary_size`
 that a new run resolves from its training split and budget
-(`keras_attention.training.tokenizer_choice`)."""
+(`keras_attention.runs.tokenizer_choice`)."""
 
 VOCABULARY_SIZES = {"subwords": (8000, 8000), "words": (12000, 16000)}
 """Fixed (source, target) vocabulary sizes per tokenizer: what a size of `None`
@@ -102,19 +103,6 @@ FIELD_HELP = {
 flag per field; a test checks every field has its flag and its row in docs/cli.md)."""
 
 
-RECIPE_SCALES = {"score_scale": ("cosine", "scaled_dot"), "scale_by_dimension": ("general",)}
-"""The Luong scores for which the translation recipe turns on each option (when the
-field is None): a learned scale `g` for cosine and scaled_dot, and the division by
-sqrt(d) for general. The layers themselves compute the plain equations unless asked.
-Measurements: docs/results.md and docs/research/model-notes.md."""
-
-
-RECIPE_CONDITIONAL = True
-"""Whether the recipe's Bahdanau decoder queries with the conditional GRU's state (when
-`conditional` is None; GRU cells only). At 1,500 steps it brought Bahdanau's beam BLEU
-from 0.89x to 0.97x the default's (docs/research/index.md, 2026-12-01)."""
-
-
 @dataclasses.dataclass
 class TrainConfig:
     """Everything that defines a training run.
@@ -136,17 +124,17 @@ class TrainConfig:
     encoder_layers: int = 1
     attention_units: int | None = None
     normalize: bool = False  # weight-normalized Bahdanau score
-    # Luong: a learned scalar times the scores; None = the recipe's (RECIPE_SCALES).
+    # Luong: a learned scalar times the scores; None = the recipe's (`attention_recipe`).
     score_scale: bool | None = None
-    # Luong dot/general: divide by sqrt(d); None = the recipe's (RECIPE_SCALES).
+    # Luong dot/general: divide by sqrt(d); None = the recipe's (`attention_recipe`).
     scale_by_dimension: bool | None = None
     input_feeding: bool = False  # Luong input feeding (feed h~_{t-1} to the cell)
-    # Bahdanau: the conditional GRU's query; None = the recipe's (RECIPE_CONDITIONAL).
+    # Bahdanau: the conditional GRU's query; None = the recipe's (`attention_recipe`).
     conditional: bool | None = None
     tie_embeddings: bool = True
     dropout: float = 0.1
     # auto | subwords (SentencePiece) | words (rule-based, word vocabulary); auto and auto
-    # sizes are resolved when a new run starts (keras_attention.training.tokenizer_choice)
+    # sizes are resolved when a new run starts (keras_attention.runs.tokenizer_choice)
     # and saved resolved, in config.json.
     tokenizer: str = AUTO
     # None: the tokenizer's fixed size (VOCABULARY_SIZES), written into config.json.
@@ -190,20 +178,22 @@ class TrainConfig:
                     f"`{name}` must be 'auto', None or an int >= {MIN_VOCABULARY_SIZE} (the 4 "
                     f"reserved tokens and at least one more). Received: {name}={value!r}"
                 )
-        for name, scores in RECIPE_SCALES.items():
+        recipe = luong_scaling(self.score)
+        for name, option in (
+            ("score_scale", "scale"),
+            ("scale_by_dimension", "scale_by_dimension"),
+        ):
             value = getattr(self, name)
             if value is not None and not isinstance(value, bool):
                 raise ValueError(f"`{name}` must be a boolean or None. Received: {name}={value!r}")
             if self.attention == "luong" and value is None:
-                setattr(self, name, self.score in scores)  # saved resolved, in config.json
+                setattr(self, name, recipe[option])  # saved resolved, in config.json
         if self.conditional is not None and not isinstance(self.conditional, bool):
             raise ValueError(
                 f"`conditional` must be a boolean or None. Received: conditional={self.conditional!r}"
             )
         if self.conditional is None:  # saved resolved, in config.json
-            self.conditional = (
-                RECIPE_CONDITIONAL and self.attention == "bahdanau" and (self.cell == "gru")
-            )
+            self.conditional = conditional_query(self.attention, self.cell)
         if self.conditional and (self.attention != "bahdanau" or self.cell != "gru"):
             raise ValueError(
                 "`conditional` (the conditional GRU's query) is an option of the Bahdanau "

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from keras_attention.training import backup_files, run_state
-from keras_attention.training.backup_files import (
+from keras_attention.runs import backup_files, run_state
+from keras_attention.runs.backup_files import (
     backup_records,
     complete_lines,
     read_backup,
@@ -16,7 +16,7 @@ from keras_attention.training.backup_files import (
     write_json_atomically,
     write_text_atomically,
 )
-from keras_attention.training.run_directory import RunDirectory
+from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.training.shared_backup import backed_up_epoch
 
 

@@ -29,8 +29,8 @@ from keras_attention.text import (
     train_subword_model,
 )
 from keras_attention.text.spacing_rules import SpacingRules
-from keras_attention.training.run_directory import RunDirectory
-from keras_attention.training.train_config import TrainConfig
+from keras_attention.runs.run_directory import RunDirectory
+from keras_attention.runs.train_config import TrainConfig
 
 
 def _learn(config: TrainConfig, splits) -> tuple[object, object]:

@@ -23,13 +23,13 @@ import os
 import socket
 from typing import Any
 
-from keras_attention.training.backup_files import (
+from keras_attention.runs.backup_files import (
     complete_lines,
     read_backup,
     read_json,
     write_json_atomically,
 )
-from keras_attention.training.run_directory import RunDirectory
+from keras_attention.runs.run_directory import RunDirectory
 
 TRAINING = "training"
 INTERRUPTED = "interrupted"
@@ -187,7 +187,7 @@ def completed_with(run: RunDirectory, config) -> bool:
         ValueError: `run` completed with other options; the message lists
             just the fields that differ, `batch_size: 64 -> 32`.
     """
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
 
     if not is_completed(run):
         return False
@@ -227,7 +227,7 @@ def claim_run_directory(run: RunDirectory, config) -> int:
     """
     import shutil
 
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
 
     where = str(run.path)
     pid = other_live_trainer(run)
@@ -283,7 +283,7 @@ def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
     Raises:
         FileNotFoundError: `run_dir` does not exist or holds no run.
     """
-    from keras_attention.training.train_config import TrainConfig
+    from keras_attention.runs.train_config import TrainConfig
 
     run = RunDirectory(run_dir)
     if not run.path.is_dir():

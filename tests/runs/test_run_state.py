@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from keras_attention.training import run_state
-from keras_attention.training.run_directory import RunDirectory
-from keras_attention.training.train_config import CHOICES, TrainConfig
+from keras_attention.runs import run_state
+from keras_attention.runs.run_directory import RunDirectory
+from keras_attention.runs.train_config import CHOICES, TrainConfig
 
 
 def make_run(tmp_path, config=None, history_rows=0, backup_epoch=None, model=b""):

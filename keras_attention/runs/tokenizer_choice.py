@@ -15,22 +15,8 @@ what its training split shows (`CorpusStatistics`). The rule
    a capped word vocabulary would leave too many words `[UNK]`, or too many
    source words would have an embedding learned from one sentence.
 
-Why: on the bundled corpus, in both directions, with 28,800 to 160,500
-training pairs and 1,500 or 4,000 steps of 64 pairs, words scored the best
-beam BLEU or came within 0.5 of the best of 2,000 to 16,000 pieces in every
-cell measured but one, French→English on 28,799 pairs at 4,000 steps (8,000
-pieces 2.23 above words), whose French source had 0.196 words seen once per
-training pair, against at most 0.126 in every other cell (the same size
-English→French: 0.096, and words 3.1 above 8,000 pieces). Their capped
-vocabularies held at least 98.6 % of the training tokens in every cell (the
-least: French with 160,447 pairs, 12,000 entries). The coverage condition is
-for corpora whose vocabulary the caps cannot hold (many more distinct words,
-or languages that build long words); the bundled corpus does not reach it, so
-its threshold is a judgement, and the rare-source-word threshold rests on one
-split on its subword side. Leaving out the words seen once cost 3.4 and 2.2
-beam BLEU with 28,806 and 57,659 pairs, so word vocabularies keep them. The
-table: docs/training.md ("Choosing the tokenizer") and
-benchmarks/results/tokenizer_choice.json.
+The measurements behind the rule and its thresholds: docs/training.md
+("Choosing the tokenizer") and benchmarks/results/tokenizer_choice.json.
 
 An explicit `tokenizer` or vocabulary size is kept; a size of `None` is the
 chosen tokenizer's fixed default (`VOCABULARY_SIZES`). A run that resumes, or
@@ -45,29 +31,21 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from keras_attention.training.train_config import AUTO, VOCABULARY_SIZES, TrainConfig
+from keras_attention.runs import run_data
+from keras_attention.runs.train_config import AUTO, VOCABULARY_SIZES, TrainConfig
 
 logger = logging.getLogger(__name__)
 
 WORDS_MIN_COVERAGE = 0.98
 """The share of each side's word tokens in the training split (counted with
-repeats) that `auto` word vocabularies must hold for words to be chosen. The
-bundled corpus's least was 0.9864 (French, 160,447 pairs, 12,000 entries),
-where words still scored best; below 0.98, one sentence in six of eight
-words would meet an `[UNK]`."""
+repeats) that `auto` word vocabularies must hold for words to be chosen."""
 
 SUBWORDS_MIN_SOURCE_ONCE_PER_PAIR = 0.15
-"""Source words seen once per training pair from which `auto` picks subwords:
-between the 0.126 of 57,611 French→English pairs (words won at 4,000 steps,
-0.48 below 16,000 pieces at 1,500) and the 0.196 of 28,799 (8,000 pieces won by
-2.23 at 4,000 steps and came 0.33 below words at 1,500; with another seed and
-split, 0.200, by 0.66). One split on the subword side: fitted, not yet tested on
-another corpus."""
+"""Source words seen once per training pair from which `auto` picks subwords
+(fitted on the bundled corpus: docs/training.md, "Choosing the tokenizer")."""
 
 SUBWORD_PIECES = 8000
-"""Pieces per side of an `auto` subword vocabulary: the best of 2,000 to 16,000 at
-1,500 steps with 28,806 and 57,659 English→French training pairs, within 1.3 BLEU
-of the best at 4,000 steps."""
+"""Pieces per side of an `auto` subword vocabulary."""
 
 RESERVED_TOKENS = 4
 """Entries every vocabulary reserves (padding, `[UNK]`, `[START]`, `[END]`:
@@ -247,7 +225,7 @@ def resolve_tokenizer(
         config: a `TrainConfig`.
         read_splits: returns the run's corpus splits (`.train` is read);
             called only when the choice needs the data (not for subwords).
-            Default: `keras_attention.training.trainer.read_splits(config)`.
+            Default: `keras_attention.runs.run_data.read_splits(config)`.
 
     Returns:
         The `TokenizerChoice`; `config` then holds its values.
@@ -260,13 +238,8 @@ def resolve_tokenizer(
             "subwords", SUBWORD_PIECES, SUBWORD_PIECES, reason=f"{SUBWORD_PIECES:,} pieces per side"
         )
     else:
-        if read_splits is None:
-            from keras_attention.training import trainer
-
-            def read_splits():
-                return trainer.read_splits(config)
-
-        statistics = corpus_statistics(read_splits().train)
+        splits = read_splits() if read_splits is not None else run_data.read_splits(config)
+        statistics = corpus_statistics(splits.train)
         if config.tokenizer == AUTO:
             choice = choose_tokenizer(statistics)
         else:

@@ -1,0 +1,12 @@
+"""Inference: a trained run loaded as a `Translator`.
+
+Names are imported lazily (through `lazy_loader`), so importing the package
+does not load TensorFlow.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={"trained_run": ["load_translator"]},
+)
