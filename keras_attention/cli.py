@@ -14,8 +14,7 @@ import logging
 import sys
 import typing
 
-from keras_attention import tensorflow_logging
-from keras_attention.training import distribution
+from keras_attention import distribution, tensorflow_logging
 from keras_attention.training.train_config import AUTO, CHOICES, FIELD_HELP, TrainConfig
 
 VERBOSE_HELP = (

@@ -8,13 +8,21 @@ from helpers.subprocesses import modules_loaded_by
 PACKAGES = [
     "keras_attention",
     "keras_attention.training",
+    "keras_attention.distribution",
     "keras_attention.export",
     "keras_attention.serving",
 ]
 
 # Names a package re-exports from another on purpose: the export's Session-path runner is
-# the local server's loader (the server imports nothing of the rest of keras_attention).
-RE_EXPORTED = {("keras_attention.export", "ServingSession"): "keras_attention.serving.server."}
+# the local server's loader (the server imports nothing of the rest of keras_attention);
+# training offers the distribution names that `train` takes and raises.
+RE_EXPORTED = {
+    ("keras_attention.export", "ServingSession"): "keras_attention.serving.server.",
+    **{
+        ("keras_attention.training", name): "keras_attention.distribution."
+        for name in ("Distribution", "DistributedTrainingError", "make_distribution")
+    },
+}
 
 
 @pytest.mark.parametrize("package_name", PACKAGES)
@@ -45,6 +53,7 @@ def test_from_imports_work():
 def test_importing_the_packages_does_not_load_tensorflow():
     code = (
         "import keras_attention, keras_attention.training, keras_attention.export\n"
+        "import keras_attention.distribution, keras_attention.distribution.flags\n"
         "import keras_attention.serving\n"
         "keras_attention.training.TrainConfig"
     )

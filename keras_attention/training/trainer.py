@@ -11,10 +11,10 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_attention import distribution as dist
 from keras_attention.data import load_corpus, make_dataset, split_corpus
 from keras_attention.models.seq2seq import Seq2Seq
 from keras_attention.precision import resolve_run_precision
-from keras_attention.training import distribution as dist
 from keras_attention.training import run_state
 from keras_attention.training.backup_files import (
     complete_lines,
