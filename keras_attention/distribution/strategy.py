@@ -1,7 +1,7 @@
 """The `tf.distribute` strategy of a training process, and its role in the cluster.
 
-TensorFlow is imported inside the functions (the CLI imports this module
-for its flags).
+TensorFlow is imported inside the functions, so the command line's flags
+(`keras_attention.distribution.flags`) load without it.
 
 Modes:
 
