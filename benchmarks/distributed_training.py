@@ -58,7 +58,7 @@ def config_options(args, out):
 
 
 def worker(args) -> int:
-    from keras_attention.training.distribution import make_distribution
+    from keras_attention.distribution import make_distribution
 
     mirrored_cpus = args.distribute == "mirrored" and not args.gpu
     distribution = make_distribution(

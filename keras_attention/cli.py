@@ -14,9 +14,8 @@ import logging
 import sys
 import typing
 
-from keras_attention import tensorflow_logging
+from keras_attention import distribution, tensorflow_logging
 from keras_attention.runs.train_config import AUTO, CHOICES, FIELD_HELP, TrainConfig
-from keras_attention.training import distribution
 
 VERBOSE_HELP = (
     "log progress details and keep TensorFlow's own logs and warnings "

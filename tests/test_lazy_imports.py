@@ -10,6 +10,7 @@ PACKAGES = [
     "keras_attention.runs",
     "keras_attention.training",
     "keras_attention.inference",
+    "keras_attention.distribution",
     "keras_attention.export",
     "keras_attention.serving",
 ]
@@ -48,6 +49,7 @@ def test_importing_the_packages_does_not_load_tensorflow():
     code = (
         "import keras_attention, keras_attention.runs, keras_attention.training\n"
         "import keras_attention.inference, keras_attention.data, keras_attention.export\n"
+        "import keras_attention.distribution, keras_attention.distribution.flags\n"
         "import keras_attention.serving\n"
         "keras_attention.runs.TrainConfig"
     )

@@ -165,3 +165,14 @@ def read_backup(backup_dir: str | os.PathLike) -> BackupRecord | None:
     """The latest complete backup in `backup_dir` (`None` when there is none)."""
     records = backup_records(backup_dir)
     return records[0] if records else None
+
+
+def backed_up_epoch(backup_dir) -> int:
+    """The epoch a `SharedBackupAndRestore` in `backup_dir` resumes at (0 when there is none).
+
+    The epoch of the latest complete backup (`read_backup`): a
+    metadata file being written is read again, and one whose weights file is
+    missing or short is passed over for the previous backup.
+    """
+    record = read_backup(backup_dir)
+    return 0 if record is None else record.epoch

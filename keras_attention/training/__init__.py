@@ -1,7 +1,8 @@
 """Training a run: `train`, its masked loss and accuracy, fused Adam, signal handling.
 
 Names are imported lazily (through `lazy_loader`), so importing the package
-does not load TensorFlow.
+does not load TensorFlow. A run's config and directory are in
+`keras_attention.runs`, the strategies in `keras_attention.distribution`.
 """
 
 import lazy_loader
@@ -13,7 +14,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "fused_adam": ["FusedAdam"],
         "masked_accuracy": ["MaskedAccuracy"],
         "trainer": ["train"],
-        "distribution": ["Distribution", "DistributedTrainingError", "make_distribution"],
         "interrupt_on_signal": ["InterruptOnSignal", "TrainingInterrupted"],
     },
 )

@@ -22,17 +22,6 @@ from keras_attention.runs.backup_files import (
 logger = logging.getLogger(__name__)
 
 
-def backed_up_epoch(backup_dir) -> int:
-    """The epoch a `SharedBackupAndRestore` in `backup_dir` resumes at (0 when there is none).
-
-    The epoch of the latest complete backup (`backup_files.read_backup`): a
-    metadata file being written is read again, and one whose weights file is
-    missing or short is passed over for the previous backup.
-    """
-    record = read_backup(backup_dir)
-    return 0 if record is None else record.epoch
-
-
 # The attributes of Keras callbacks that carry their decisions from one epoch to the next.
 CALLBACK_STATE = {
     keras.callbacks.EarlyStopping: ("wait", "best", "best_epoch"),

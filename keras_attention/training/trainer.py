@@ -11,10 +11,12 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
+from keras_attention import distribution as dist
 from keras_attention.data import make_dataset
 from keras_attention.models.seq2seq import Seq2Seq
 from keras_attention.precision import resolve_run_precision
 from keras_attention.runs import run_state
+from keras_attention.runs.backup_files import backed_up_epoch
 from keras_attention.runs.run_data import (
     best_validation_loss,
     claim_run,
@@ -26,13 +28,12 @@ from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.run_vectorizers import load_vectorizers
 from keras_attention.runs.tokenizer_choice import resolve_run_tokenizer
 from keras_attention.runs.train_config import TrainConfig
-from keras_attention.training import distribution as dist
 from keras_attention.training.fused_adam import FusedAdam
 from keras_attention.training.interrupt_on_signal import InterruptOnSignal, TrainingInterrupted
 from keras_attention.training.learning_rate import learning_rate
 from keras_attention.training.masked_accuracy import MaskedAccuracy
 from keras_attention.training.masked_loss import MaskedSparseCategoricalCrossentropy
-from keras_attention.training.shared_backup import SharedBackupAndRestore, backed_up_epoch
+from keras_attention.training.shared_backup import SharedBackupAndRestore
 from keras_attention.training.time_budget import TimeBudget
 
 logger = logging.getLogger(__name__)

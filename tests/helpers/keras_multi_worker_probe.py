@@ -5,7 +5,7 @@ worker processes with `TF_CONFIG` set. Writes what each phase did:
 
 - `unpatched`: plain Keras `fit` (bug 1 expected while Keras has it);
 - `build_fixed`: only bug 1 worked around (bug 2 expected);
-- `fixed`: `keras_compat.fix_multi_worker_fit()` applied, fit and a
+- `fixed`: `keras_fixes.fix_multi_worker_fit()` applied, fit and a
   `mixed_bfloat16` predict (float32 outputs expected);
 - `clip_unpatched` / `clip_fixed`: one SGD step with a tiny `global_clipnorm`
   (bug 3: the update of plain Keras differs from global-norm clipping of the
@@ -26,7 +26,7 @@ def main(path: str) -> int:
     import keras
     import numpy as np
 
-    from keras_attention.training import keras_compat
+    from keras_attention.distribution import keras_fixes
 
     results = {"keras": keras.__version__}
 
@@ -65,11 +65,11 @@ def main(path: str) -> int:
     from keras.src.backend.tensorflow import trainer as tf_trainer
 
     original_build = tf_trainer.TensorFlowTrainer._maybe_symbolic_build
-    tf_trainer.TensorFlowTrainer._maybe_symbolic_build = keras_compat._maybe_symbolic_build
+    tf_trainer.TensorFlowTrainer._maybe_symbolic_build = keras_fixes._maybe_symbolic_build
     phase("build_fixed", lambda: fit(model()) and None)
     tf_trainer.TensorFlowTrainer._maybe_symbolic_build = original_build
-    keras_compat._patched = False
-    keras_compat.fix_multi_worker_fit()
+    keras_fixes._patched = False
+    keras_fixes.fix_multi_worker_fit()
 
     def fixed():
         m = model(dtype="mixed_bfloat16")
@@ -87,7 +87,7 @@ def main(path: str) -> int:
         def run():
             m = model(keras.optimizers.SGD(1.0, global_clipnorm=clip))
             if fix:
-                keras_compat.all_reduce_before_clipping(m.optimizer)
+                keras_fixes.all_reduce_before_clipping(m.optimizer)
             m.fit(dataset(), epochs=1, steps_per_epoch=1, verbose=0)
             kernel = keras.ops.convert_to_numpy(m.layers[0].kernel)
             return {"error_vs_global_clipping": float(np.max(np.abs(kernel - expected)))}

@@ -24,7 +24,7 @@ def main(argv=None) -> int:
     parser.add_argument("--cpu-replicas", type=int, default=None)
     args = parser.parse_args(argv)
 
-    from keras_attention.training.distribution import make_distribution
+    from keras_attention.distribution import make_distribution
 
     distribution = make_distribution(args.distribute, cpu_replicas=args.cpu_replicas)
 

@@ -17,7 +17,7 @@ from keras_attention.runs.backup_files import (
     write_text_atomically,
 )
 from keras_attention.runs.run_directory import RunDirectory
-from keras_attention.training.shared_backup import backed_up_epoch
+from keras_attention.runs.backup_files import backed_up_epoch
 
 
 def test_an_atomic_write_replaces_the_file_whole_and_leaves_no_temporary_file(tmp_path):

@@ -20,8 +20,8 @@ from helpers.workers import (
     worker_env,
 )
 
+from keras_attention.runs.backup_files import backed_up_epoch
 from keras_attention.runs.run_directory import RunDirectory
-from keras_attention.training.shared_backup import backed_up_epoch
 
 pytestmark = pytest.mark.slow
 

@@ -13,9 +13,9 @@ import pytest
 
 from keras_attention.inference.trained_run import load_translator
 from keras_attention.runs import run_state
+from keras_attention.runs.backup_files import backed_up_epoch
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.train_config import TrainConfig
-from keras_attention.training.shared_backup import backed_up_epoch
 from keras_attention.training.trainer import train
 
 

@@ -5,7 +5,7 @@ import subprocess
 from pathlib import Path
 
 from keras_attention import cli
-from keras_attention.training import distribution as dist
+from keras_attention.distribution.cluster import parse_tf_config
 
 TRAINING = Path(__file__).resolve().parents[2] / "deploy" / "training"
 
@@ -28,7 +28,7 @@ def test_indexed_job_builds_a_valid_tf_config_from_the_pod_index():
             text=True,
             check=True,
         ).stdout
-        config = dist.parse_tf_config(printed)
+        config = parse_tf_config(printed)
         assert config["task"] == {"type": "worker", "index": index}
         assert config["cluster"]["worker"] == [f"{job}-{i}.{service}:2222" for i in range(2)]
     command = re.search(r"exec keras-attention train (.*?)\n\s*ports:", text, re.S).group(1)

@@ -1,8 +1,10 @@
 """Workarounds for Keras 3 bugs in data-parallel `model.fit` on TensorFlow.
 
+`apply_keras_fixes(distribution, model)` applies the ones a strategy needs.
+
 Each fix is gated on the Keras versions known to need it and applied only
 when the strategy that triggers the bug is active.
-`tests/training/test_keras_compat.py` runs the unpatched code and fails
+`tests/distribution/test_keras_fixes.py` runs the unpatched code and fails
 once upstream has fixed a bug, so the workaround can be deleted.
 
 1. `model.fit` under `MultiWorkerMirroredStrategy` (keras-team/keras#20585):
@@ -33,10 +35,12 @@ import logging
 import keras
 import tensorflow as tf
 
+from keras_attention.distribution.strategy import Distribution
+
 logger = logging.getLogger(__name__)
 
 # The newest Keras release checked to have each bug (bump after checking a
-# newer one with tests/training/test_keras_compat.py).
+# newer one with tests/distribution/test_keras_fixes.py).
 MULTI_WORKER_FIT_BROKEN_THROUGH = (3, 15)
 CLIP_BEFORE_ALL_REDUCE_BROKEN_THROUGH = (3, 15)
 
@@ -148,3 +152,11 @@ def all_reduce_before_clipping(optimizer: keras.optimizers.Optimizer) -> None:
 
     optimizer._clip_gradients = clip_summed_gradients
     optimizer._all_reduce_sum_gradients = skip_second_sum
+
+
+def apply_keras_fixes(distribution: Distribution, model) -> None:
+    """The workarounds `distribution` needs, applied to Keras and to `model`'s optimizer."""
+    if distribution.num_replicas > 1:
+        fix_multi_worker_fit()
+        if model.optimizer is not None:
+            all_reduce_before_clipping(model.optimizer)

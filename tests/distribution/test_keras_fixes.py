@@ -2,7 +2,7 @@
 
 The probe runs in two real worker processes (`helpers.keras_multi_worker_probe`).
 When a test here fails because plain Keras now works, upstream has fixed the bug:
-delete its workaround in `keras_attention/training/keras_compat.py`.
+delete its workaround in `keras_attention/distribution/keras_fixes.py`.
 """
 
 import json
@@ -11,7 +11,7 @@ import sys
 import pytest
 from helpers.workers import Workers, free_ports, tf_config, worker_env
 
-from keras_attention.training import keras_compat
+from keras_attention.distribution import keras_fixes
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def probe(tmp_path_factory):
 @pytest.mark.slow
 def test_multi_worker_fit_bugs_are_still_there_and_worked_around(probe):
     for result in probe:
-        if not keras_compat.multi_worker_fit_is_broken():
+        if not keras_fixes.multi_worker_fit_is_broken():
             assert result["unpatched"]["ok"], (
                 f"Keras {result['keras']} is outside the broken range but multi-worker fit "
                 f"still fails: {result['unpatched']}"
@@ -61,7 +61,7 @@ def test_multi_worker_fit_bugs_are_still_there_and_worked_around(probe):
 def test_gradients_are_clipped_after_the_cross_replica_sum(probe):
     for result in probe:
         assert result["clip_fixed"]["error_vs_global_clipping"] < 1e-6
-        if keras_compat.clip_before_all_reduce_is_broken():
+        if keras_fixes.clip_before_all_reduce_is_broken():
             assert result["clip_unpatched"]["error_vs_global_clipping"] > 1e-4, (
                 f"Keras {result['keras']} clips after summing replicas' gradients: delete "
                 "all_reduce_before_clipping and CLIP_BEFORE_ALL_REDUCE_BROKEN_THROUGH"
@@ -69,9 +69,9 @@ def test_gradients_are_clipped_after_the_cross_replica_sum(probe):
 
 
 def test_workarounds_are_gated_on_the_keras_version(monkeypatch):
-    monkeypatch.setattr(keras_compat.keras, "__version__", "3.15.1")
-    assert keras_compat.multi_worker_fit_is_broken()
-    assert keras_compat.clip_before_all_reduce_is_broken()
-    monkeypatch.setattr(keras_compat.keras, "__version__", "3.16.0")
-    assert not keras_compat.multi_worker_fit_is_broken()
-    assert not keras_compat.clip_before_all_reduce_is_broken()
+    monkeypatch.setattr(keras_fixes.keras, "__version__", "3.15.1")
+    assert keras_fixes.multi_worker_fit_is_broken()
+    assert keras_fixes.clip_before_all_reduce_is_broken()
+    monkeypatch.setattr(keras_fixes.keras, "__version__", "3.16.0")
+    assert not keras_fixes.multi_worker_fit_is_broken()
+    assert not keras_fixes.clip_before_all_reduce_is_broken()
