@@ -107,7 +107,7 @@ def worker(args) -> int:
 
 def target_tokens_per_step(options) -> float:
     """Real (non-padding) target tokens per global batch over the timed steps."""
-    from keras_attention.data import load_corpus, make_dataset, split_corpus
+    from keras_attention.data import DatasetOptions, load_corpus, make_dataset, split_corpus
     from keras_attention.runs.train_config import TrainConfig
     from keras_attention.text import TextVectorizer, build_vocabulary
 
@@ -129,10 +129,12 @@ def target_tokens_per_step(options) -> float:
         splits.train,
         source,
         target,
-        batch_size=config.batch_size,
-        seed=config.seed,
-        max_length=config.max_length,
-        repeat=True,
+        DatasetOptions(
+            batch_size=config.batch_size,
+            seed=config.seed,
+            max_length=config.max_length,
+            repeat=True,
+        ),
     )
     counts = [
         int((batch[1].numpy() != 0).sum())

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     import tensorflow as tf
 
     from keras_attention import Seq2Seq
-    from keras_attention.data import load_corpus, make_dataset, split_corpus
+    from keras_attention.data import DatasetOptions, load_corpus, make_dataset, split_corpus
     from keras_attention.text import TextVectorizer, build_vocabulary
     from keras_attention.training import MaskedAccuracy, MaskedSparseCategoricalCrossentropy
 
@@ -65,10 +65,16 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     source = TextVectorizer(build_vocabulary((s for s, _ in splits.train), 8000), max_length=30)
     target = TextVectorizer(build_vocabulary((t for _, t in splits.train), 10000), max_length=30)
     train = make_dataset(
-        splits.train, source, target, batch_size=64, shuffle=True, seed=0, max_length=30
+        splits.train,
+        source,
+        target,
+        DatasetOptions(batch_size=64, shuffle=True, seed=0, max_length=30),
     ).repeat()
     validation = make_dataset(
-        splits.validation[:1000], source, target, batch_size=100, shuffle=False, max_length=30
+        splits.validation[:1000],
+        source,
+        target,
+        DatasetOptions(batch_size=100, shuffle=False, max_length=30),
     ).cache()
     curves = {}
     for spec, kwargs in variants.items():

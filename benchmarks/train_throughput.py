@@ -231,7 +231,7 @@ def prepared(model, data, compile_step, jit_compile=False):
 def padding_fraction(config, batches=200):
     """Padding share of real training batches of the bundled corpus (source, target),
     with `config`'s tokenizer and vocabularies learned from its training split."""
-    from keras_attention.data import load_corpus, make_dataset, split_corpus
+    from keras_attention.data import DatasetOptions, load_corpus, make_dataset, split_corpus
     from keras_attention.runs.run_directory import RunDirectory
     from keras_attention.runs.run_vectorizers import load_vectorizers
 
@@ -241,9 +241,7 @@ def padding_fraction(config, batches=200):
         splits.train,
         source,
         target,
-        batch_size=config.batch_size,
-        max_length=config.max_length,
-        repeat=True,
+        DatasetOptions(batch_size=config.batch_size, max_length=config.max_length, repeat=True),
     )
     counts = np.zeros((2, 2))  # (source, target) x (padding, all)
     for (source_ids, _), target_out in data.take(batches):

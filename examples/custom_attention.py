@@ -71,7 +71,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict:
     """Trains, saves, reloads and exports; returns the figures the test checks."""
     args = parse_args(argv)
-    from keras_attention.data import load_corpus, make_dataset, split_corpus
+    from keras_attention.data import DatasetOptions, load_corpus, make_dataset, split_corpus
     from keras_attention.export import ExportChecker, TranslatorExporter
     from keras_attention.models import Seq2Seq
     from keras_attention.text import TextVectorizer, build_vocabulary
@@ -84,7 +84,10 @@ def main(argv: list[str] | None = None) -> dict:
     source = TextVectorizer(build_vocabulary((s for s, _ in splits.train), 4000), max_length=20)
     target = TextVectorizer(build_vocabulary((t for _, t in splits.train), 4000), max_length=20)
     train = make_dataset(
-        splits.train, source, target, batch_size=args.batch_size, seed=args.seed, max_length=20
+        splits.train,
+        source,
+        target,
+        DatasetOptions(batch_size=args.batch_size, seed=args.seed, max_length=20),
     ).repeat()
 
     model = Seq2Seq(

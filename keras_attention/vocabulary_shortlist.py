@@ -304,7 +304,7 @@ class VocabularyShortlist:
             FileNotFoundError: the run or its corpus is missing.
             ValueError: a bad `k` or `frequent`.
         """
-        from keras_attention.data import make_dataset
+        from keras_attention.data import DatasetOptions, make_dataset
         from keras_attention.runs.run_data import read_splits
         from keras_attention.runs.run_directory import RunDirectory
         from keras_attention.runs.run_vectorizers import load_vectorizers
@@ -320,11 +320,13 @@ class VocabularyShortlist:
             splits.train,
             source_vectorizer,
             target_vectorizer,
-            batch_size=1024,
-            shuffle=False,
-            bucket_boundaries=[],
-            max_length=config.max_length,
-            cache=False,
+            DatasetOptions(
+                batch_size=1024,
+                shuffle=False,
+                bucket_boundaries=[],
+                max_length=config.max_length,
+                cache=False,
+            ),
         )
 
         def pairs():

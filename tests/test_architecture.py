@@ -1,7 +1,7 @@
 """The shape of the code: no import circle, imports only downward, small modules and
 signatures, one default per decoding option.
 
-The import graph is read from the source (`helpers.module_graph`); the figures these
+The code is read from the source (`helpers.code_shape`); the figures these
 checks bound are in docs/architecture.md.
 """
 
@@ -10,7 +10,15 @@ from __future__ import annotations
 import ast
 
 import pytest
-from helpers.module_graph import find_cycles, import_graph, source_files
+from helpers.code_shape import (
+    find_cycles,
+    import_graph,
+    literal_default_places,
+    literal_defaults,
+    module_lines,
+    parameter_counts,
+    source_files,
+)
 
 LAYERS = [
     {"installation", "tensorflow_logging", "client"},
@@ -92,86 +100,17 @@ def test_every_package_is_in_a_layer():
 
 
 def test_no_module_is_longer_than_the_limit():
-    long = {
-        module: lines
-        for module, path in source_files().items()
-        if (lines := path.read_text(encoding="utf-8").count("\n")) > MAX_MODULE_LINES
-    }
+    long = {module: lines for module, lines in module_lines().items() if lines > MAX_MODULE_LINES}
     assert long == {}
 
 
-def _keras_constructor(node: ast.FunctionDef, parents: dict) -> bool:
-    """Whether `node` is `__init__` of a class built on Keras (a layer, model, callback)."""
-    owner = parents.get(node)
-    if node.name != "__init__" or not isinstance(owner, ast.ClassDef):
-        return False
-    bases = [ast.unparse(base) for base in owner.bases]
-    decorators = [ast.unparse(decorator) for decorator in owner.decorator_list]
-    return any(base.startswith("keras.") for base in bases) or any(
-        "register_keras_serializable" in decorator for decorator in decorators
-    )
-
-
-def _functions(tree: ast.AST):
-    parents = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node, parents
-
-
 def test_no_function_takes_more_than_the_limit_of_parameters():
-    too_many = []
-    for module, path in source_files().items():
-        for node, parents in _functions(ast.parse(path.read_text(encoding="utf-8"))):
-            arguments = node.args
-            names = [
-                a.arg
-                for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
-                if a.arg not in ("self", "cls")
-            ]
-            if len(names) > MAX_PARAMETERS and not _keras_constructor(node, parents):
-                too_many.append(f"{module}:{node.lineno} {node.name} ({len(names)})")
+    too_many = [
+        f"{module}:{line} {name} ({count})"
+        for module, line, name, count, keras_init in parameter_counts()
+        if count > MAX_PARAMETERS and not keras_init
+    ]
     assert too_many == []
-
-
-def _length_penalty_defaults(tree: ast.AST) -> list[int]:
-    """Lines where a literal value is written as a length penalty's default."""
-    lines = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            arguments = node.args
-            positional = [*arguments.posonlyargs, *arguments.args]
-            pairs = list(zip(positional[len(positional) - len(arguments.defaults) :],
-                             arguments.defaults, strict=True))  # fmt: skip
-            pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults,
-                                             strict=True) if d is not None]  # fmt: skip
-            lines += [
-                d.lineno for a, d in pairs if "length_penalty" in a.arg.lower() and _is_number(d)
-            ]
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any("length_penalty" in ast.unparse(t).lower() for t in targets) and _is_number(
-                node.value
-            ):
-                lines.append(node.lineno)
-        elif isinstance(node, ast.Call):
-            lines += [
-                k.value.lineno
-                for k in node.keywords
-                if k.arg and "length_penalty" in k.arg.lower() and _is_number(k.value)
-            ]
-    return lines
-
-
-def _is_number(node: ast.AST | None) -> bool:
-    return (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, (int, float))
-        and not isinstance(node.value, bool)
-    )
 
 
 @pytest.mark.parametrize(
@@ -186,14 +125,10 @@ def _is_number(node: ast.AST | None) -> bool:
         ("f(length_penalty=penalty)", 0),
     ],
 )
-def test_the_length_penalty_count_sees_every_way_to_write_a_default(source, count):
-    assert len(_length_penalty_defaults(ast.parse(source))) == count
+def test_the_default_count_sees_every_way_to_write_a_default(source, count):
+    assert len(literal_defaults(ast.parse(source), "length_penalty")) == count
 
 
 def test_the_length_penalty_default_is_written_once():
-    places = [
-        f"{module}:{line}"
-        for module, path in source_files().items()
-        for line in _length_penalty_defaults(ast.parse(path.read_text(encoding="utf-8")))
-    ]
+    places = literal_default_places("length_penalty")
     assert len(places) == 1, places

@@ -16,6 +16,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "make_alignment_task",
         ],
         "corpus": ["BUNDLED_CORPUS", "Corpus", "CorpusError", "load_corpus", "normalize_text"],
+        "dataset_options": ["DatasetOptions"],
         "pipeline": ["DEFAULT_BUCKET_BOUNDARIES", "make_dataset"],
         "split": ["CorpusSplits", "group_references", "split_corpus"],
     },

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from keras_attention.data.dataset_options import DatasetOptions
 from keras_attention.text import END_ID, START_ID, BaseVectorizer
 
 logger = logging.getLogger(__name__)
@@ -17,24 +18,11 @@ DEFAULT_BUCKET_BOUNDARIES = (6, 8, 10, 12, 14, 16, 20, 24, 32, 48, 64, 96, 128, 
 _VECTORIZE_BATCH = 1024  # sentences tokenized per call while vectorizing
 
 
-def _positive_int_or_none(name: str, value) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"`{name}` must be a positive int or None. Received: {name}={value!r}")
-
-
 def make_dataset(
     pairs: Sequence[tuple[str, str]],
     source_vectorizer: BaseVectorizer,
     target_vectorizer: BaseVectorizer,
-    batch_size: int,
-    shuffle: bool = True,
-    seed: int = 0,
-    bucket_boundaries: Sequence[int] | None = None,
-    max_length: int | None = None,
-    tokens_per_batch: int | None = None,
-    long_pairs: str = "drop",
-    cache: bool = True,
-    repeat: bool = False,
+    options: DatasetOptions,
 ) -> tf.data.Dataset:
     """Builds batches of `((source_ids, target_in), target_out)` for `model.fit`.
 
@@ -74,27 +62,12 @@ def make_dataset(
         source_vectorizer: the source language's vectorizer (`TextVectorizer`
             or `SubwordVectorizer`).
         target_vectorizer: the target language's vectorizer.
-        batch_size: int, sentences per batch (with `tokens_per_batch`, the
-            most sentences per batch).
-        shuffle: bool, whether to shuffle (use `False` for evaluation).
-        seed: int, the shuffle seed.
-        bucket_boundaries: increasing sequence lengths that separate the
-            buckets; `None` uses `DEFAULT_BUCKET_BOUNDARIES` below the length
-            limit; an empty sequence turns bucketing off (plain padded
-            batches in data order).
-        max_length: int or `None`, see "Length limits".
-        tokens_per_batch: int or `None`; when set, a bucket whose sequences
-            are at most `L` long gets `min(batch_size, tokens_per_batch // L)`
-            sentences per batch (at least 1).
-        long_pairs: `"drop"` or `"truncate"`, what to do with pairs over the
-            limits.
-        cache: bool, whether to cache the vectorized pairs in memory.
-        repeat: bool, whether to make an endless, deterministic stream of
-            passes (see step 3); batches may then span two passes.
+        options: `DatasetOptions`: batch size, shuffling, buckets, length
+            limits, caching and repetition.
 
     Raises:
-        ValueError: bad arguments, or (with `repeat`) no pair left after
-            step 2.
+        ValueError: `pairs` is empty, or (with `repeat`) no pair is left
+            after step 2.
 
     Returns:
         A `tf.data.Dataset` of `((source_ids, target_in), target_out)`, int32
@@ -107,23 +80,17 @@ def make_dataset(
     >>> pairs = [("I am cold.", "J'ai froid."), ("Go!", "Va !"), ("Hi.", "Salut.")]
     >>> source_vectorizer = TextVectorizer(build_vocabulary((s for s, _ in pairs), 100))
     >>> target_vectorizer = TextVectorizer(build_vocabulary((t for _, t in pairs), 100))
-    >>> dataset = make_dataset(pairs, source_vectorizer, target_vectorizer, batch_size=64)
+    >>> dataset = make_dataset(
+    ...     pairs, source_vectorizer, target_vectorizer, DatasetOptions(batch_size=64)
+    ... )
     >>> (source_ids, target_in), target_out = next(iter(dataset))
     >>> source_ids.shape[0], source_ids.dtype.name
     (3, 'int32')
     >>> bool((target_in[:, 0] == START_ID).numpy().all())
     True
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(
-            f"`batch_size` must be a positive int. Received: batch_size={batch_size!r}"
-        )
-    _positive_int_or_none("max_length", max_length)
-    _positive_int_or_none("tokens_per_batch", tokens_per_batch)
-    if long_pairs not in ("drop", "truncate"):
-        raise ValueError(
-            f"`long_pairs` must be 'drop' or 'truncate'. Received: long_pairs={long_pairs!r}"
-        )
+    batch_size, shuffle, seed = options.batch_size, options.shuffle, options.seed
+    max_length, long_pairs, repeat = options.max_length, options.long_pairs, options.repeat
     pairs = list(pairs)
     if not pairs:
         raise ValueError("`pairs` is empty: there is nothing to make a dataset of.")
@@ -136,15 +103,10 @@ def make_dataset(
             f"Received: max_length={target_limit}"
         )
     limit = max(source_limit or 0, target_limit or 0) or None
-    if bucket_boundaries is None:
+    if options.bucket_boundaries is None:
         boundaries = [b for b in DEFAULT_BUCKET_BOUNDARIES if limit is None or b <= limit]
     else:
-        boundaries = [int(b) for b in bucket_boundaries]
-        if any(b < 1 for b in boundaries) or boundaries != sorted(set(boundaries)):
-            raise ValueError(
-                "`bucket_boundaries` must be strictly increasing positive ints. "
-                f"Received: bucket_boundaries={bucket_boundaries!r}"
-            )
+        boundaries = list(options.bucket_boundaries)
 
     sources = [source for source, _ in pairs]
     targets = [target for _, target in pairs]
@@ -182,7 +144,7 @@ def make_dataset(
     )
     if long_pairs == "truncate":
         dataset = dataset.map(truncate)
-    if cache and not repeat:
+    if options.cache and not repeat:
         dataset = dataset.cache()
     if repeat:
         # A permutation per pass from a stateless function of (seed, pass), not
@@ -215,10 +177,11 @@ def make_dataset(
 
     if boundaries:
         uppers = [b - 1 for b in boundaries] + [limit or 2 * boundaries[-1]]
-        if tokens_per_batch is None:
+        if options.tokens_per_batch is None:
             batch_sizes = [batch_size] * len(uppers)
         else:
-            batch_sizes = [max(1, min(batch_size, tokens_per_batch // u)) for u in uppers]
+            per_batch = options.tokens_per_batch
+            batch_sizes = [max(1, min(batch_size, per_batch // u)) for u in uppers]
         dataset = dataset.bucket_by_sequence_length(
             element_length_func=lambda s, t_in, t_out: tf.maximum(tf.size(s), tf.size(t_in)),
             bucket_boundaries=boundaries,

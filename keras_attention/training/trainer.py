@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import signal
@@ -12,7 +13,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention import distribution as dist
-from keras_attention.data import make_dataset
+from keras_attention.data import DatasetOptions, make_dataset
 from keras_attention.models.seq2seq import Seq2Seq
 from keras_attention.precision import resolve_run_precision
 from keras_attention.runs import run_state
@@ -206,6 +207,9 @@ def _fit(
         run, config, splits=None if distribution.is_chief else splits
     )
     keras.utils.set_random_seed(config.seed)
+    evaluation = DatasetOptions(
+        batch_size=config.batch_size, shuffle=False, max_length=config.max_length
+    )  # one pass, in data order
     # One endless, deterministic stream of batches: every worker draws the
     # same global batches, and a resumed run continues where the backup was
     # taken (the same batches as an uninterrupted run).
@@ -213,34 +217,18 @@ def _fit(
         splits.train,
         source_vectorizer,
         target_vectorizer,
-        batch_size=config.batch_size,
-        shuffle=True,
-        seed=config.seed,
-        max_length=config.max_length,
-        repeat=True,
+        dataclasses.replace(evaluation, shuffle=True, seed=config.seed, repeat=True),
     )
     steps_per_epoch = config.steps_per_epoch
     if steps_per_epoch is None:  # an epoch = as many batches as one pass has
-        one_pass = make_dataset(
-            splits.train,
-            source_vectorizer,
-            target_vectorizer,
-            batch_size=config.batch_size,
-            shuffle=False,
-            max_length=config.max_length,
-        )
+        one_pass = make_dataset(splits.train, source_vectorizer, target_vectorizer, evaluation)
         steps_per_epoch = max(1, sum(1 for _ in one_pass))
     replicas = distribution.num_replicas
     train_data = dist.shard_by_data(
         dist.pad_to_replicas(train_data.skip(initial_epoch * steps_per_epoch), replicas)
     )
     validation_data = make_dataset(
-        splits.validation,
-        source_vectorizer,
-        target_vectorizer,
-        batch_size=config.batch_size,
-        shuffle=False,
-        max_length=config.max_length,
+        splits.validation, source_vectorizer, target_vectorizer, evaluation
     )
     # A known size lets Keras restart the validation pass every epoch without
     # running the iterator dry (and warning about it).

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_attention.data import make_dataset
+from keras_attention.data import DatasetOptions, make_dataset
 from keras_attention.text import TextVectorizer
 
 RESERVED = ["", "[UNK]", "[START]", "[END]"]
@@ -44,7 +44,7 @@ def rows(batches):
 
 
 def test_structure_dtypes_and_shapes():
-    dataset = make_dataset(make_pairs(), SOURCE, TARGET, batch_size=8)
+    dataset = make_dataset(make_pairs(), SOURCE, TARGET, DatasetOptions(batch_size=8))
     assert dataset.element_spec == (
         (tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)),
         tf.TensorSpec([None, None], tf.int32),
@@ -56,7 +56,7 @@ def test_structure_dtypes_and_shapes():
 
 def test_target_in_and_out_are_shifted_by_one():
     pairs = make_pairs()
-    examples = rows(collect(make_dataset(pairs, SOURCE, TARGET, batch_size=8, shuffle=False)))
+    examples = rows(collect(make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=8, shuffle=False))))
     by_source = {tuple(s): (t_in, t_out) for s, t_in, t_out in examples}
     target_vocabulary = TARGET.get_vocabulary()
     for source, target in pairs:
@@ -68,7 +68,7 @@ def test_target_in_and_out_are_shifted_by_one():
 
 
 def test_padding_is_zero_and_only_at_the_end():
-    for s, t_in, t_out in collect(make_dataset(make_pairs(), SOURCE, TARGET, batch_size=8)):
+    for s, t_in, t_out in collect(make_dataset(make_pairs(), SOURCE, TARGET, DatasetOptions(batch_size=8))):
         for matrix in (s, t_in, t_out):
             lengths = (matrix != 0).sum(axis=1)
             assert lengths.min() >= 1
@@ -82,8 +82,7 @@ def test_padding_is_zero_and_only_at_the_end():
 def test_bucketing_groups_similar_lengths():
     boundaries = [6, 11, 16]
     dataset = make_dataset(
-        make_pairs(200), SOURCE, TARGET, batch_size=8, bucket_boundaries=boundaries
-    )
+        make_pairs(200), SOURCE, TARGET, DatasetOptions(batch_size=8, bucket_boundaries=boundaries))
     for s, t_in, _ in collect(dataset):
         lengths = np.maximum((s != 0).sum(axis=1), (t_in != 0).sum(axis=1))
         buckets = np.searchsorted(boundaries, lengths, side="right")
@@ -95,11 +94,7 @@ def test_tokens_per_batch_shrinks_batches_of_long_sentences():
     dataset = make_dataset(
         make_pairs(800),
         SOURCE,
-        TARGET,
-        batch_size=32,
-        bucket_boundaries=boundaries,
-        tokens_per_batch=100,
-    )
+        TARGET, DatasetOptions(batch_size=32, bucket_boundaries=boundaries, tokens_per_batch=100))
     # Bucket upper lengths 5, 10, 15 and (no length limit) 2 * 16 = 32:
     # 100 // upper sentences per batch.
     expected = [20, 10, 6, 3]
@@ -115,7 +110,7 @@ def test_tokens_per_batch_shrinks_batches_of_long_sentences():
 def test_no_bucketing_keeps_data_order():
     pairs = make_pairs(20)
     batches = collect(
-        make_dataset(pairs, SOURCE, TARGET, batch_size=8, shuffle=False, bucket_boundaries=[])
+        make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=8, shuffle=False, bucket_boundaries=[]))
     )
     assert [b[0].shape[0] for b in batches] == [8, 8, 4]
     sources = [row[0] for row in rows(batches)]
@@ -126,7 +121,7 @@ def test_deterministic_with_a_seed():
     pairs = make_pairs(100)
 
     def epochs(seed):
-        dataset = make_dataset(pairs, SOURCE, TARGET, batch_size=8, seed=seed)
+        dataset = make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=8, seed=seed))
         return [rows(collect(dataset)) for _ in range(2)]
 
     first, again, other = epochs(1), epochs(1), epochs(2)
@@ -139,7 +134,7 @@ def test_deterministic_with_a_seed():
 def test_long_pairs_dropped_or_truncated():
     pairs = [(sentence(3, 0), sentence(3, 0, True)), (sentence(9, 0), sentence(2, 0, True))]
     pairs += [(sentence(2, 0), sentence(7, 0, True))]
-    dropped = rows(collect(make_dataset(pairs, SOURCE, TARGET, batch_size=4, max_length=5)))
+    dropped = rows(collect(make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=4, max_length=5))))
     assert len(dropped) == 1 and len(dropped[0][0]) == 3
 
     truncated = rows(
@@ -147,12 +142,7 @@ def test_long_pairs_dropped_or_truncated():
             make_dataset(
                 pairs,
                 SOURCE,
-                TARGET,
-                batch_size=4,
-                max_length=5,
-                long_pairs="truncate",
-                shuffle=False,
-            )
+                TARGET, DatasetOptions(batch_size=4, max_length=5, long_pairs="truncate", shuffle=False))
         )
     )
     assert sorted(len(s) for s, _, _ in truncated) == [2, 3, 5]
@@ -163,14 +153,14 @@ def test_long_pairs_dropped_or_truncated():
 def test_vectorizer_max_length_is_the_default_limit():
     source = TextVectorizer(SOURCE.get_vocabulary(), max_length=4)
     target = TextVectorizer(TARGET.get_vocabulary(), max_length=4)
-    examples = rows(collect(make_dataset(make_pairs(100), source, target, batch_size=8)))
+    examples = rows(collect(make_dataset(make_pairs(100), source, target, DatasetOptions(batch_size=8))))
     assert examples
     assert all(len(s) <= 4 and len(t_in) <= 4 for s, t_in, _ in examples)
 
 
 def test_empty_sides_are_dropped():
     pairs = [("w1 w2", "W1"), ("", "W2"), ("w3", "   ")]
-    assert len(rows(collect(make_dataset(pairs, SOURCE, TARGET, batch_size=4)))) == 1
+    assert len(rows(collect(make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=4))))) == 1
 
 
 @pytest.mark.parametrize(
@@ -187,28 +177,28 @@ def test_empty_sides_are_dropped():
 def test_bad_arguments(kwargs, match):
     arguments = {"batch_size": 4} | kwargs
     with pytest.raises(ValueError, match=match):
-        make_dataset(make_pairs(4), SOURCE, TARGET, **arguments)
+        make_dataset(make_pairs(4), SOURCE, TARGET, DatasetOptions(**arguments))
     with pytest.raises(ValueError, match="empty"):
-        make_dataset([], SOURCE, TARGET, batch_size=4)
+        make_dataset([], SOURCE, TARGET, DatasetOptions(batch_size=4))
 
 
 def test_repeated_stream_is_the_same_for_every_iterator_and_resumable():
     pairs = make_pairs(50)
     unbatched = dict(bucket_boundaries=[], batch_size=1, seed=3, repeat=True)
-    stream = make_dataset(pairs, SOURCE, TARGET, **unbatched)
+    stream = make_dataset(pairs, SOURCE, TARGET, DatasetOptions(**unbatched))
     first_three_passes = rows(collect(stream.take(150)))
     passes = [first_three_passes[i : i + 50] for i in (0, 50, 100)]
     for one_pass in passes:  # each pass is a permutation of all the pairs
         assert sorted(map(str, one_pass)) == sorted(map(str, rows(collect(
-            make_dataset(pairs, SOURCE, TARGET, batch_size=1, shuffle=False, bucket_boundaries=[])
+            make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=1, shuffle=False, bucket_boundaries=[]))
         ))))  # fmt: skip
     assert passes[0] != passes[1] != passes[2]
 
-    batched = make_dataset(pairs, SOURCE, TARGET, batch_size=8, seed=3, repeat=True)
+    batched = make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=8, seed=3, repeat=True))
     iterator = iter(batched)
     next(iterator)  # another iterator in use does not change what a new one yields
     a = rows(collect(batched.take(20)))
     assert a == rows(collect(batched.take(20)))
     assert rows(collect(batched.skip(7).take(13))) == a[len(rows(collect(batched.take(7)))) :]
-    other_seed = make_dataset(pairs, SOURCE, TARGET, batch_size=8, seed=4, repeat=True)
+    other_seed = make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=8, seed=4, repeat=True))
     assert rows(collect(other_seed.take(20))) != a

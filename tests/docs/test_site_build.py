@@ -48,7 +48,7 @@ def test_site_loads_no_script_stylesheet_or_font_from_other_hosts(site):
         ("export", "keras_attention.export.translator_exporter.TranslatorExporter"),
         ("serving", "keras_attention.serving.server.model_server.ModelServer"),
         ("client", "keras_attention_client.translation_client.TranslationClient"),
-        ("training", "keras_attention.runs.train_config.TrainConfig"),
+        ("runs", "keras_attention.runs.train_config.TrainConfig"),
     ],
 )
 def test_reference_pages_render_the_docstrings(site, page, name):

@@ -1,4 +1,10 @@
-"""The import graph of our own modules, read from the source (no module is imported).
+"""The shape of our code, read from the source (no module is imported): the import graph,
+module sizes, signatures and written-out defaults.
+
+`tests/test_architecture.py` bounds these; `benchmarks/code_shape.py` reports them for any
+commit (it loads this file by path, so nothing here imports other test helpers).
+
+The import graph:
 
 Every installed module gets its import name: `keras_attention/runs/run_state.py` is
 `keras_attention.runs.run_state`, the repository's `export/` and `serving/` folders install
@@ -14,7 +20,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from helpers.subprocesses import ROOT
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository root."""
 
 SOURCE_FOLDERS = {
     "keras_attention": "keras_attention",
@@ -121,3 +128,93 @@ def find_cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return cycles
+
+
+def module_lines(root: Path = ROOT) -> dict[str, int]:
+    """Module -> its number of lines."""
+    return {
+        module: path.read_text(encoding="utf-8").count("\n")
+        for module, path in source_files(root).items()
+    }
+
+
+def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def _keras_constructor(node: ast.FunctionDef, parents: dict) -> bool:
+    """Whether `node` is `__init__` of a class built on Keras (a layer, model, callback)."""
+    owner = parents.get(node)
+    if node.name != "__init__" or not isinstance(owner, ast.ClassDef):
+        return False
+    bases = [ast.unparse(base) for base in owner.bases]
+    decorators = [ast.unparse(decorator) for decorator in owner.decorator_list]
+    return any(base.startswith("keras.") for base in bases) or any(
+        "register_keras_serializable" in decorator for decorator in decorators
+    )
+
+
+def parameter_counts(root: Path = ROOT) -> list[tuple[str, int, str, int, bool]]:
+    """`(module, line, function, parameters, is a Keras constructor)` for every function
+    (`self` and `cls` not counted)."""
+    counts = []
+    for module, path in source_files(root).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        parents = _parents(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                arguments = node.args
+                names = [
+                    a.arg
+                    for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+                    if a.arg not in ("self", "cls")
+                ]
+                keras_init = _keras_constructor(node, parents)
+                counts.append((module, node.lineno, node.name, len(names), keras_init))
+    return counts
+
+
+def _is_number(node: ast.AST | None) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+    )
+
+
+def _mentions(name: str | None, option: str) -> bool:
+    return name is not None and option in name.lower()
+
+
+def literal_defaults(tree: ast.AST, option: str) -> list[int]:
+    """Lines where a number is written as a default of `option` (a parameter's default,
+    an assignment, or a keyword argument whose name contains `option`)."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = node.args
+            positional = [*arguments.posonlyargs, *arguments.args]
+            pairs = list(zip(positional[len(positional) - len(arguments.defaults) :],
+                             arguments.defaults, strict=True))  # fmt: skip
+            pairs += list(zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True))
+            lines += [d.lineno for a, d in pairs if _mentions(a.arg, option) and _is_number(d)]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_mentions(ast.unparse(t), option) for t in targets) and _is_number(node.value):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Call):
+            lines += [
+                k.value.lineno
+                for k in node.keywords
+                if _mentions(k.arg, option) and _is_number(k.value)
+            ]
+    return lines
+
+
+def literal_default_places(option: str, root: Path = ROOT) -> list[str]:
+    """`module:line` of every number written as a default of `option`."""
+    return [
+        f"{module}:{line}"
+        for module, path in source_files(root).items()
+        for line in literal_defaults(ast.parse(path.read_text(encoding="utf-8")), option)
+    ]
