@@ -14,8 +14,7 @@ A policy (`float32`, `mixed_bfloat16`, `mixed_float16`) is resolved from
    bfloat16 and a float32 matmul (`matmul_probe`) and picks
    `mixed_bfloat16` when it runs at least `PROBE_MARGIN` times as fast.
 
-Measurements behind the rule: docs/benchmarks.md (bfloat16 matmuls at 4.4x
-float32 on a CPU with AMX, about 2x with AVX512_BF16, 0.9x without either).
+The measurements behind the rule: docs/benchmarks.md ("Training throughput").
 
 TensorFlow is imported only to look for GPUs and to run the probe, so
 resolving an explicit policy costs nothing.
