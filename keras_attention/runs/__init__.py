@@ -1,0 +1,17 @@
+"""A training run: its directory, config, state, data split, vocabularies and backups.
+
+Names are imported lazily (through `lazy_loader`), so reading a `TrainConfig`
+or a run's status does not load TensorFlow.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "run_data": ["read_splits"],
+        "run_directory": ["RunDirectory"],
+        "run_state": ["run_status"],
+        "train_config": ["TrainConfig"],
+    },
+)
