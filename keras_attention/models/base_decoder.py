@@ -134,7 +134,7 @@ class BaseDecoder(keras.layers.Layer):
         (training) `embedded` is `_input_projection`'s `e W_e + b` for this
         step, computed for all steps at once before the loop, otherwise the
         embedding `e` itself. `decoding_weights` (decoding only, or `None`):
-        the cast weights of `decoding_weights`, for `_dense` and the cells.
+        the cast weights of `decoding_weights`, for `apply_dense` and the cells.
 
         Returns `(recurrent_output, new_state, attention)`: what
         `output_features` needs besides the embedding, the next state, and the
