@@ -212,10 +212,11 @@ class WeightStorage:
         `bfloat16`, the bfloat16 slices (cast to float32 unless the model
         reads the variable in bfloat16). A variable stored as trained is
         gathered as it is. The result has the dtype the model is handed the
-        variable in (float32, or bfloat16: see the class docstring). A
-        vocabulary shortlist reads the output projection's columns this way
-        (`Translator(gather_weights=...)`), and so do the embedding lookups
-        (`Seq2Seq.step_function(gather=...)`).
+        variable in (float32, or bfloat16: see the class docstring). It is
+        the model's `gather` hook (`keras_attention.models.WeightSlices`):
+        with `Translator(gather_weights=storage.gather)` the embedding lookups
+        and a vocabulary shortlist's columns of the output projection are
+        read this way.
 
         Inside a function `wrap` returns, the slices are taken from the values
         it read (each stored variable is read once per call); elsewhere the

@@ -8,6 +8,7 @@ import random
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch, RandomSampling
+from keras_attention.models.weight_slices import WeightSlices
 from keras_attention.text import BaseVectorizer
 
 OUTPUT_KEYS = ("translation", "score", "length", "tokens", "source_tokens", "attention")
@@ -39,8 +40,9 @@ class Translator:
         gather_weights: `gather(variable, ids, axis) -> tensor`, how the
             model reads the slices of its weights that a call uses: the
             source and target embeddings' rows it looks up, and the
-            shortlist's columns of the output projection (see
-            `Seq2Seq.output_projection`). Defaults to `None`: `tf.gather` of
+            shortlist's columns of the output projection. The translator
+            calls the model inside `WeightSlices(gather_weights)`, the
+            model's one hook for it. Defaults to `None`: `tf.gather` of
             the weights, the embeddings' rows taken from the whole matrices.
             An export with int8 weights reads the int8 rows and columns and
             their scales, so that a request converts only those
@@ -166,14 +168,15 @@ class Translator:
                 `(batch, C)`.
         """
         projection = None
-        if candidates is not None:
-            projection = self.model.output_projection(candidates, self.gather_weights)
-        if hasattr(self.model, "step_function"):
-            model_step = self.model.step_function(state, projection, **self._gather())
-        elif projection is not None:
-            model_step = functools.partial(self.model.next_logits, projection=projection)
-        else:
-            model_step = self.model.next_logits
+        with WeightSlices(self.gather_weights):
+            if candidates is not None:
+                projection = self.model.output_projection(candidates)
+            if hasattr(self.model, "step_function"):
+                model_step = self.model.step_function(state, projection)
+            elif projection is not None:
+                model_step = functools.partial(self.model.next_logits, projection=projection)
+            else:
+                model_step = self.model.next_logits
         ids = tf.range(self.target_vectorizer.vocabulary_size) if candidates is None else candidates
         banned = self._forbidden(ids)
 
@@ -186,11 +189,6 @@ class Translator:
             return logits, state, attention
 
         return next_fn
-
-    def _gather(self) -> dict:
-        """`{"gather": gather_weights}` for the model's decoding methods, `{}` when none
-        (a model of its own need not take the argument then)."""
-        return {} if self.gather_weights is None else {"gather": self.gather_weights}
 
     def _forbidden(self, ids):
         """Whether each of `ids` is a forbidden output id; `None` when none is."""
@@ -230,7 +228,8 @@ class Translator:
 
         batch_size = tf.shape(texts)[0]
         start_ids = tf.fill([batch_size], tf.constant(self.target_vectorizer.start_id, tf.int32))
-        state = self.model.initial_decode_state(source_ids, **self._gather())
+        with WeightSlices(self.gather_weights):
+            state = self.model.initial_decode_state(source_ids)
         # With a shortlist, the start, end and padding ids are candidates at their own positions.
         candidates = None if self.shortlist is None else self.shortlist.candidates(source_ids)
         result = strategy(self.step_function(state, candidates), state, start_ids, **options)

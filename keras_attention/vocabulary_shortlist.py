@@ -28,12 +28,7 @@ AUTO_K = 100
 """Target ids per source id of the shortlist `auto` gives a large target vocabulary."""
 
 AUTO_MIN_TARGET_VOCABULARY = 10_000
-"""The smallest target vocabulary `auto` gives a shortlist: between the 8,000 subword
-pieces where a shortlist of `AUTO_K` measured mixed (bf16 exports of the bundled
-corpus on a 2-core AMD EPYC, greedy: 1.19x the whole vocabulary's tokens/s at batch 1,
-0.93x at batch 64) and the 16,000 target words where it was faster at every batch
-size (1.34x-1.79x at batch 1, 8 and 64; docs/benchmarks.md, "Export table"), at the
-same beam BLEU (within 0.02)."""
+"""The smallest target vocabulary `auto` gives a shortlist (why: docs/research/model-notes.md)."""
 
 _MERGE_EVERY = 20_000  # sentence pairs between two merges of the co-occurrence counts
 
@@ -212,9 +207,8 @@ class VocabularyShortlist:
                 (all of them when the vocabulary has fewer). Defaults to
                 `DEFAULT_FREQUENT`.
             special_ids: the reserved target ids, padding first.
-            measure: one of `MEASURES`, `"lmi"` (the default: it kept more
-                of a model's own translations than Dice on the bundled
-                corpus, docs/export.md) or `"dice"`.
+            measure: one of `MEASURES`, `"lmi"` (the default; the comparison
+                with Dice: docs/export.md) or `"dice"`.
 
         Raises:
             ValueError: a bad `k`, `frequent` or `measure`, no pairs, or an

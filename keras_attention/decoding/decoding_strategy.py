@@ -1,23 +1,8 @@
 """`DecodingStrategy`: the one decoding loop that every strategy shares.
 
-A strategy knows nothing about the model. The model hands it a next-step
-function
-
-    next_fn(step, token_ids, state) -> (logits, new_state, attention)
-
-- `step`: scalar int32, 0-based.
-- `token_ids`: int32 `(batch, )`, the previous tokens (the start ids at step 0).
-- `state`: a nest (tuple, list, dict) of tensors, every leaf with leading
-  dimension `batch`.
-- `logits`: float `(batch, vocab_size)`, unnormalized; the strategy applies
-  `log_softmax` in float32.
-- `new_state`: the same structure and shapes as `state`.
-- `attention`: float `(batch, Tv)`, the attention weights of that step, with
-  `Tv` fixed for the whole call (it may be unknown statically). A model without
-  attention may return `None`; the result's attention then has `Tv = 0`.
-
-`batch` is the number of sentences for greedy search and sampling and
-`num_sentences * beam_width` for beam search.
+A strategy knows nothing about the model: the model hands it a next-step
+function `next_fn(step, token_ids, state) -> (logits, new_state, attention)`
+(the contract: `keras_attention.decoding.next_fn`).
 
 Strategies run the base class's single `tf.while_loop` with
 `maximum_iterations` and override its hooks; they use only
@@ -26,26 +11,25 @@ core TensorFlow ops (no custom ops, no TF Addons), and work eagerly, inside
 by TensorFlow Serving.
 
 `GreedySearch` and `BeamSearch` can also drop the rows of finished
-sentences from the loop (`drop_finished=True`): the model then computes only
+sentences from the loop (`drop_finished=True`,
+`keras_attention.decoding.drop_finished_loop`): the model then computes only
 the sentences still running, and its `next_fn` sees a batch that shrinks.
 Such a `next_fn` must find everything that belongs to a row in `token_ids`
-and `state` (not by the row's position), which is what the contract above
-asks.
+and `state` (not by the row's position), which is what the contract asks.
 """
 
 from __future__ import annotations
 
 import copy
 import numbers
-from collections.abc import Callable
 from typing import Any
 
 import keras
 import tensorflow as tf
 
 from keras_attention.decoding.decode_result import DecodeResult
-
-NextFn = Callable[[tf.Tensor, tf.Tensor, Any], "tuple[tf.Tensor, Any, tf.Tensor | None]"]
+from keras_attention.decoding.drop_finished_loop import drop_finished_loop
+from keras_attention.decoding.next_fn import NextFn, call_next_fn, relaxed_shape
 
 
 def check_int(name: str, value: Any, minimum: int) -> int:
@@ -62,14 +46,6 @@ def check_bool(name: str, value: Any) -> bool:
     return value
 
 
-def relaxed_shape(tensor: tf.Tensor) -> tf.TensorShape:
-    """The shape of `tensor` with its leading (batch) dimension unknown."""
-    shape = tensor.shape
-    if shape.rank is None or shape.rank == 0:
-        return shape
-    return tf.TensorShape([None]).concatenate(shape[1:])
-
-
 def write_column(buffer: tf.Tensor, step: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
     """Sets `buffer[..., step] = values` for a buffer whose last axis is time.
 
@@ -79,35 +55,6 @@ def write_column(buffer: tf.Tensor, step: tf.Tensor, values: tf.Tensor) -> tf.Te
     length = buffer.shape[-1]
     is_step = tf.equal(tf.range(length), step)
     return tf.where(is_step, values[..., tf.newaxis], buffer)
-
-
-def call_next_fn(
-    next_fn: NextFn, step: tf.Tensor, token_ids: tf.Tensor, state: Any
-) -> tuple[tf.Tensor, Any, tf.Tensor]:
-    """Runs one model step; returns float32 log-probs, new state, attention."""
-    outputs = next_fn(step, token_ids, state)
-    if not isinstance(outputs, (tuple, list)) or len(outputs) != 3:
-        raise ValueError(
-            f"`next_fn` must return a tuple `(logits, new_state, attention)`. Received: {outputs!r}"
-        )
-    logits, new_state, attention = outputs
-    logits = tf.convert_to_tensor(logits)
-    if logits.shape.rank is not None and logits.shape.rank != 2:
-        raise ValueError(
-            "`next_fn` must return logits of shape (batch, vocab_size). "
-            f"Received: logits.shape={logits.shape}"
-        )
-    tf.nest.assert_same_structure(state, new_state)
-    if attention is None:
-        attention = tf.zeros([tf.shape(logits)[0], 0], tf.float32)
-    attention = tf.cast(attention, tf.float32)
-    if attention.shape.rank is not None and attention.shape.rank != 2:
-        raise ValueError(
-            "`next_fn` must return attention of shape (batch, Tv). "
-            f"Received: attention.shape={attention.shape}"
-        )
-    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-    return log_probs, new_state, attention
 
 
 def in_xla_context() -> bool:
@@ -163,7 +110,7 @@ class DecodingStrategy:
 
     With `drop_finished` (a strategy's choice), `step` sees only the rows of
     the sentences still running and their slice of `search`
-    (`_drop_finished_loop`): a sentence's rows must be consecutive in
+    (`drop_finished_loop`): a sentence's rows must be consecutive in
     `token_ids` and `state`, and `step` must not record flat row positions
     (beam search records each hypothesis' parent as a beam index).
 
@@ -183,7 +130,7 @@ class DecodingStrategy:
 
     Call arguments:
         next_fn: `next_fn(step, token_ids, state) -> (logits, new_state,
-            attention)`, see the module docstring.
+            attention)`, see `keras_attention.decoding.next_fn`.
         initial_state: a nest of tensors, every leaf of shape
             `(batch_size, ...)`.
         start_ids: int tensor of shape `(batch_size,)`, the ids fed at step 0.
@@ -202,17 +149,16 @@ class DecodingStrategy:
 
     drop_finished: bool = False
     """Whether the loop drops the rows of finished sentences
-    (`_drop_finished_loop`); only a strategy whose `step` treats sentences
+    (`drop_finished_loop`); only a strategy whose `step` treats sentences
     alike and records no flat row position may set it."""
 
     drop_min_rows: int = 8
     """With `drop_finished`, the finished rows that make the loop drop them
     (all of them once every sentence has finished). A drop gathers every
     state tensor and restarts the inner loop, which a row or two of a small
-    batch does not pay back: a greedy batch of 8 then stays whole to its end
-    (dropping each sentence as it finished measured 0.7x-1.0x there on a
-    noisy 2-core CPU, 2026-12-02), while a batch of 64 drops its finished
-    rows 8 or more at a time (1.26x-1.31x with thresholds of 16 and 1)."""
+    batch does not pay back: a greedy batch of 8 then stays whole to its end,
+    while a batch of 64 drops its finished rows 8 or more at a time
+    (measurements: docs/research/model-notes.md#decoding)."""
 
     def __init__(self, max_length: int = 50, end_id: int = 3, pad_id: int = 0):
         self.max_length = check_int("max_length", max_length, minimum=1)
@@ -268,7 +214,7 @@ class DecodingStrategy:
         initial_state = tf.nest.map_structure(tf.convert_to_tensor, initial_state)
         token_ids, state, search = self.initialize(initial_state, start_ids)
         if self.drop_finished and not in_xla_context():  # XLA needs static shapes
-            return self._drop_finished_loop(next_fn, token_ids, state, search)
+            return drop_finished_loop(self, next_fn, token_ids, state, search)
 
         def body(step, token_ids, state, search, attention):
             log_probs, new_state, step_attention = call_next_fn(next_fn, step, token_ids, state)
@@ -305,143 +251,6 @@ class DecodingStrategy:
             maximum_iterations=self.max_steps,
         )
         return self.finalize(steps, search, attention.stack())
-
-    def _drop_finished_loop(self, next_fn, token_ids, state, search) -> DecodeResult:
-        """`__call__`'s loop, computing only the rows of the sentences still running.
-
-        A sentence is one row of `search` (the leading dimension of its
-        leaves) and `k` consecutive rows of `token_ids` and `state` (1 for
-        greedy search, the beam width for beam search). The loop carries
-        `sentences`, the batch positions of the sentences in it, in order,
-        and only their rows of everything else, so `step` runs as in the
-        whole-batch loop, on fewer rows. An inner loop steps on the same rows
-        until at least `drop_min_rows` rows (or every sentence) have finished
-        (every `"finished"` flag of the sentence's row set); then the outer
-        loop writes the search rows into `results`, notes the step the
-        finished sentences leave at, and drops them; it stops when none is
-        left. A step adds a count of the finished sentences and nothing else,
-        so a batch of one costs about what it did.
-
-        The attention recorded at step `t` has the rows of the sentences in
-        the loop at `t`, in batch order; after the loop, from the steps the
-        sentences left at, one scatter puts every row at its batch position
-        (zero after a sentence left). A finished sentence's search variables
-        no longer change and its attention is not used (`step` zeroes it, or
-        `finalize` masks it past the sentence's length), so the results are
-        those of the whole-batch loop.
-        """
-        num_sentences = tf.shape(search["finished"])[0]
-        num_rows = tf.shape(token_ids)[0]
-        rows_per_sentence = num_rows // tf.maximum(num_sentences, 1)
-
-        def rows_of(sentences):
-            """The rows `(len(sentences) * k,)` of `sentences` `(n,)`."""
-            rows = sentences[:, tf.newaxis] * rows_per_sentence + tf.range(rows_per_sentence)
-            return tf.reshape(rows, [-1])
-
-        def write(results, sentences, search):
-            return {
-                key: tf.tensor_scatter_nd_update(value, sentences[:, tf.newaxis], search[key])
-                for key, value in results.items()
-            }
-
-        max_steps = tf.convert_to_tensor(self.max_steps, tf.int32)
-
-        def sentences_finished(search, count):
-            """Whether each of `count` sentences has finished: `(count,)` bool."""
-            return tf.reduce_all(tf.reshape(search["finished"], [count, -1]), axis=1)
-
-        def step_body(step, token_ids, state, search, attention, _, count):
-            log_probs, state, step_attention = call_next_fn(next_fn, step, token_ids, state)
-            token_ids, state, search, step_attention = self.step(
-                step, log_probs, state, step_attention, search
-            )
-            finished = tf.reduce_sum(tf.cast(sentences_finished(search, count), tf.int32))
-            attention = attention.write(step, step_attention)
-            return step + 1, token_ids, state, search, attention, finished, count
-
-        def steps_until_some_finish(step, sentences, token_ids, state, search, attention):
-            """The inner loop: steps on the same rows until every sentence or enough
-            rows (`drop_min_rows`) have finished, or the steps run out; always one
-            step, so an empty batch still has one."""
-            count = tf.shape(sentences)[0]
-            first = step
-            enough = tf.maximum(self.drop_min_rows // tf.maximum(rows_per_sentence, 1), 1)
-
-            def cond(step, token_ids, state, search, attention, finished, count):
-                go_on = tf.logical_and(finished < count, finished < enough)
-                return tf.logical_and(step < max_steps, tf.logical_or(step == first, go_on))
-
-            loop_vars = (step, token_ids, state, search, attention, tf.constant(0), count)
-            relaxed = tf.nest.map_structure(relaxed_shape, (token_ids, state, search))
-            invariants = (tf.TensorShape([]), *relaxed, tf.TensorShape(None))
-            invariants += (tf.TensorShape([]), tf.TensorShape([]))
-            outputs = tf.while_loop(cond, step_body, loop_vars, shape_invariants=invariants)
-            return outputs[:5]
-
-        def segment(step, sentences, token_ids, state, search, results, left_at, attention):
-            """Steps until enough sentences finish, then their rows leave the loop."""
-            step, token_ids, state, search, attention = steps_until_some_finish(
-                step, sentences, token_ids, state, search, attention
-            )
-            finished = sentences_finished(search, tf.shape(sentences)[0])
-            keep = tf.cast(tf.where(tf.logical_not(finished))[:, 0], tf.int32)
-            gone = tf.boolean_mask(sentences, finished)
-            rows = rows_of(keep)
-            return (
-                step,
-                tf.gather(sentences, keep),
-                tf.gather(token_ids, rows),
-                tf.nest.map_structure(lambda x: tf.gather(x, rows), state),
-                tf.nest.map_structure(lambda x: tf.gather(x, keep), search),
-                write(results, sentences, search),
-                tf.tensor_scatter_nd_update(
-                    left_at, gone[:, tf.newaxis], tf.fill(tf.shape(gone), step)
-                ),
-                attention,
-            )
-
-        def cond(step, sentences, *_):
-            return tf.logical_and(
-                step < max_steps, tf.logical_or(tf.equal(step, 0), tf.size(sentences) > 0)
-            )
-
-        loop_vars = (
-            tf.constant(0, tf.int32),
-            tf.range(num_sentences),
-            token_ids,
-            state,
-            search,
-            search,
-            tf.fill([num_sentences], tf.constant(self.max_length, tf.int32)),
-            tf.TensorArray(
-                tf.float32, size=0, dynamic_size=True, infer_shape=False, element_shape=[None, None]
-            ),
-        )
-        relaxed = tf.nest.map_structure(relaxed_shape, (token_ids, state, search, search))
-        shape_invariants = (
-            tf.TensorShape([]),
-            tf.TensorShape([None]),
-            *relaxed,
-            tf.TensorShape([None]),
-            tf.TensorShape(None),
-        )
-        steps, sentences, _, _, search, results, left_at, attention = tf.while_loop(
-            cond, segment, loop_vars, shape_invariants=shape_invariants
-        )
-        results = write(results, sentences, search)  # the sentences max_length stopped
-        # Step t recorded the rows of the sentences still running at t, in batch order.
-        running = tf.range(steps)[:, tf.newaxis] < left_at[tf.newaxis, :]  # (steps, sentences)
-        step_and_sentence = tf.cast(tf.where(running), tf.int32)
-        rows = rows_of(step_and_sentence[:, 1])
-        at_step = tf.repeat(step_and_sentence[:, 0], rows_per_sentence)
-        recorded = attention.concat()
-        attention = tf.scatter_nd(
-            tf.stack([at_step, rows], axis=1),
-            recorded,
-            [self.max_length, num_rows, tf.shape(recorded)[1]],
-        )
-        return self.finalize(steps, results, attention)
 
     def initialize(
         self, initial_state: Any, start_ids: tf.Tensor

@@ -38,8 +38,7 @@ class GreedySearch(DecodingStrategy):
         drop_finished: bool, whether a finished sentence's row leaves the
             loop, so that `next_fn` computes only the sentences still running
             (its batch shrinks from step to step; see `drop_min_rows`). The
-            results are the same; at batch 64 greedy translation ran 1.34x as
-            fast on a trained model (docs/benchmarks.md, "Finished rows").
+            results are the same (speed: docs/benchmarks.md#finished-rows).
             Needs a `next_fn` that finds everything
             belonging to a row in `token_ids` and `state`, not by the row's
             position (`Translator.step_function`'s does). Under XLA

@@ -75,14 +75,21 @@ class LuongAttention(BaseAttention):
     Args:
         score: One of `"dot"`, `"general"`, `"concat"`, `"scaled_dot"`,
             `"cosine"`, `"location"`. Defaults to `"cosine"` (use `"general"`
-            when `dq != dv`).
+            when `dq != dv`). Note that the default layer, `LuongAttention()`,
+            has no learned scale (`scale=False`): a cosine lies in `[-1, 1]`,
+            so its softmax stays close to uniform (over 10 positions the
+            largest weight is at most `e / (e + 9 / e)` = 0.45) and the layer
+            barely attends. Build it as
+            `LuongAttention(score="cosine", scale=True)` (what `Seq2Seq`'s
+            `attention="luong"` shortcut builds).
         units: Positive integer, the hidden size of the `"concat"` score (not
             accepted by the others). Defaults to `None`: the query size `dq`.
         max_length: Positive integer, the longest `Tv` of the `"location"`
             score (required for it, not accepted by the others). Defaults to
             `None`.
         scale: Boolean, multiply the scores by a learned scalar `g`. Defaults
-            to `False`.
+            to `False`, which leaves the default `"cosine"` score nearly
+            uniform (see `score`): pass `scale=True` with it.
         scale_by_dimension: Boolean, divide the `"dot"` and `"general"` scores
             by `sqrt(d)`, `d` the size of the inner product (`dv` for `"dot"`,
             `dq` for `"general"`); only those two scores accept `True`.

@@ -1,9 +1,11 @@
-"""The sequence-to-sequence model: `Encoder`, the decoders, `Seq2Seq`."""
+"""The sequence-to-sequence model: `Encoder`, the decoders, `Seq2Seq`, and the
+`WeightSlices` scope through which it reads the slices of its weights."""
 
 from keras_attention.models.bahdanau_decoder import BahdanauDecoder
 from keras_attention.models.base_decoder import BaseDecoder
 from keras_attention.models.encoder import Encoder
 from keras_attention.models.luong_decoder import LuongDecoder
 from keras_attention.models.seq2seq import Seq2Seq
+from keras_attention.models.weight_slices import WeightSlices
 
-__all__ = ["BahdanauDecoder", "BaseDecoder", "Encoder", "LuongDecoder", "Seq2Seq"]
+__all__ = ["BahdanauDecoder", "BaseDecoder", "Encoder", "LuongDecoder", "Seq2Seq", "WeightSlices"]

@@ -4,6 +4,7 @@ import keras
 
 from keras_attention.models.arguments import check_choice
 from keras_attention.models.base_decoder import BaseDecoder
+from keras_attention.models.decoding_weights import apply_dense
 
 DEEP_OUTPUTS = ("maxout", "tanh")
 
@@ -132,7 +133,7 @@ class BahdanauDecoder(BaseDecoder):
     def output_features(self, recurrent_output, embedded, memory, decoding_weights=None):
         """`(o_t, None)`: the deep output of `[s_t; c_t; e]`."""
         inputs = keras.ops.concatenate([recurrent_output, embedded], axis=-1)
-        output = self._dense(self.readout, inputs, decoding_weights)
+        output = apply_dense(self.readout, inputs, decoding_weights)
         if self.deep_output == "maxout":
             # (..., 2 * d) -> (..., d, 2) -> max over each pair of units.
             shape = keras.ops.shape(output)

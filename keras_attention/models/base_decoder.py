@@ -1,49 +1,18 @@
 """What every RNN decoder shares: embeddings, the cell's recurrence, tied logits, the fused GRU."""
 
-import functools
-from collections.abc import Callable
-from typing import NamedTuple
-
 import keras
 import tensorflow as tf
 
 from keras_attention.layers.base_attention import BaseAttention
 from keras_attention.models.arguments import check_choice, check_positive_ints, check_rate
+from keras_attention.models.cell_step import cell_step, cell_weights, input_projection
+from keras_attention.models.decoding_weights import DecodingWeights, decoding_weights
 from keras_attention.models.encoder import RNN_CELLS
 from keras_attention.models.fused_gru import gru_sequence
-from keras_attention.models.weight_slices import gather_slices
+from keras_attention.models.weight_slices import read_slices
 
 # The parts of the decoding state that stay the same at every step.
 MEMORY_KEYS = ("values", "keys", "mask", "summary")
-
-
-class CellWeights(NamedTuple):
-    """The decoder cell's weights as `BaseDecoder._cell` uses them."""
-
-    kernel: tf.Tensor  # W, or W_e when split
-    extra_kernel: tf.Tensor | None  # W_x when split (and the cell has an input x)
-    recurrent_kernel: tf.Tensor
-    input_bias: tf.Tensor
-    recurrent_bias: tf.Tensor | None  # the GRU's (reset_after)
-    split: bool
-
-
-class DecodingWeights(NamedTuple):
-    """The weights a decoding step reads, in the decoder's compute dtype.
-
-    `BaseDecoder.decoding_weights` reads and casts them once per decoding
-    call, before its loop; a step given them casts no weight matrix (the
-    embeddings stay as stored, and a lookup casts only the rows it takes). (Keras
-    layers cast their float32 variables to the compute dtype at every call:
-    under `mixed_bfloat16` a step cast the whole embedding matrix twice, for
-    the lookup and the tied logits, and every kernel once.)
-    """
-
-    embedding_rows: Callable  # ids -> the target embeddings' rows as stored; `embed` casts them
-    cells: dict  # the step's cells: name -> `CellWeights`, unsplit
-    dense: dict  # the step's Dense layers: name -> (kernel, bias or None)
-    output: tuple  # (matrix, bias): the tied embeddings (V, D) or `output_projection`'s (D, C)
-    transposed: bool  # whether `output`'s matrix is (V, D), used as `o_t W^T`
 
 
 class BaseDecoder(keras.layers.Layer):
@@ -165,7 +134,7 @@ class BaseDecoder(keras.layers.Layer):
         (training) `embedded` is `_input_projection`'s `e W_e + b` for this
         step, computed for all steps at once before the loop, otherwise the
         embedding `e` itself. `decoding_weights` (decoding only, or `None`):
-        the cast weights of `decoding_weights`, for `_dense` and the cells.
+        the cast weights of `decoding_weights`, for `apply_dense` and the cells.
 
         Returns `(recurrent_output, new_state, attention)`: what
         `output_features` needs besides the embedding, the next state, and the
@@ -241,74 +210,27 @@ class BaseDecoder(keras.layers.Layer):
         weights = weights if output_weights is None else output_weights
         return output, new_state, keras.ops.cast(weights, "float32")
 
-    def decoding_weights(self, state, projection=None, gather=None) -> DecodingWeights:
-        """Every weight matrix `step` and `logits` read, cast to the compute dtype once.
-
-        Call it once per decoding, outside the loop, and pass the result to
-        each step (`Seq2Seq.step_function` does): the loop then holds the cast
-        tensors as loop invariants. The values are those the step casts
-        itself, so the results are the same to the bit.
+    def decoding_weights(self, state, projection=None) -> DecodingWeights:
+        """Every weight matrix `step` and `logits` read, cast to the compute dtype once
+        (`decoding_weights.decoding_weights`; pass the result to each step).
 
         Args:
             state: the decoding state (`initial_state`), for the cell's input size.
             projection: `None` (the logits of every target id), or
                 `output_projection(ids)` (the logits of `ids` only).
-            gather: `gather(variable, ids, axis) -> tensor`, how a step reads
-                the target embeddings' rows it looks up (see
-                `output_projection`), or `None` to read them from the whole
-                matrix, read here.
+
+        Returns:
+            A `DecodingWeights`.
         """
-        dtype = self.compute_dtype
-
-        def cast(tensor):
-            return None if tensor is None else keras.ops.cast(tensor, dtype)
-
-        cells = {
-            cell.name: weights._replace(
-                **{k: cast(v) for k, v in weights._asdict().items() if k != "split"}
-            )
-            for cell, weights in self._step_cells(state)
-        }
-        dense = {
-            layer.name: (cast(layer.kernel), cast(layer.bias) if layer.use_bias else None)
-            for layer in self._step_dense_layers()
-        }
-        # The lookup casts only the rows it takes (`embed`): casting the whole matrix
-        # cost more than a short decoding's lookups (16,000 x 256 per request).
-        # With `gather` (stored weights), only those rows are read from their stored
-        # form too; a tensor nothing uses (the whole matrix, then) is not computed.
-        embeddings = keras.ops.convert_to_tensor(self.embedding.embeddings)
-        if gather is None:
-            embedding_rows = functools.partial(tf.gather, embeddings, axis=0)
-        else:
-            embedding_rows = functools.partial(gather, self.embedding.embeddings, axis=0)
-        if projection is not None:
-            output, transposed = tuple(cast(w) for w in projection), False
-        elif self.tie_embeddings:
-            output, transposed = (cast(embeddings), cast(self.output_bias)), True
-        else:
-            layer = self.output_layer
-            output, transposed = (cast(layer.kernel), cast(layer.bias)), False
-        return DecodingWeights(embedding_rows, cells, dense, output, transposed)
+        return decoding_weights(self, state, projection)
 
     def _step_cells(self, state):
         """`(cell, CellWeights unsplit)` of each cell a decoding step runs."""
         return [(self.rnn_cell, self._cell_weights(state, split=False))]
 
     def _step_dense_layers(self):
-        """The Dense layers a decoding step applies with `_dense` (a subclass's)."""
+        """The Dense layers a decoding step applies with `apply_dense` (a subclass's)."""
         return []
-
-    def _dense(self, layer, inputs, decoding_weights=None):
-        """`layer(inputs)` for a Dense `layer`, with its cast kernel and bias from
-        `decoding_weights` when given (the same operations as `Dense.call`)."""
-        if decoding_weights is None or layer.name not in decoding_weights.dense:
-            return layer(inputs)
-        kernel, bias = decoding_weights.dense[layer.name]
-        outputs = keras.ops.matmul(inputs, kernel)
-        if bias is not None:
-            outputs = keras.ops.add(outputs, bias)
-        return outputs if layer.activation is None else layer.activation(outputs)
 
     def _attend(self, query, memory):
         """`(c_t, a_t)` of the attention layer; the context in this layer's compute
@@ -319,86 +241,29 @@ class BaseDecoder(keras.layers.Layer):
         return keras.ops.cast(context, self.compute_dtype), weights
 
     # ------------------------------------------------------------ the cell
-    #
-    # The cell is Keras' `GRUCell` or `LSTMCell` (its weights, saved as
-    # usual), stepped here so that the embedding's part of its input
-    # projection, `e W_e + b`, can run once for all steps before the training
-    # loop: the cell's input is `[e; x]` with `x` what the subclass feeds it
-    # (a context vector, the fed-back `h~`, or nothing), so
-    # `[e; x] W = e W_e + x W_x`. Decoding, one step at a time, keeps `W`
-    # whole (a slice of it at every step is a copy under XLA). The same math
-    # as the cell's `call` (`implementation=2`, `reset_after=True` for the
-    # GRU); the weights are cast to the compute dtype inside the step, as
-    # Keras' autocasting does, so the gradients of a loop's steps add up in
-    # float32.
+    # Keras' `GRUCell` or `LSTMCell`, stepped by hand (`cell_step`).
 
     def _cell_weights(self, state, split):
-        """The cell's float32 weights: `CellWeights(kernel, extra_kernel,
-        recurrent_kernel, input_bias, recurrent_bias, split)`; with `split`,
-        `kernel` is `W_e` (the embeddings' rows) and `extra_kernel` `W_x`."""
+        """The cell's float32 `CellWeights`, split or whole (`cell_step.cell_weights`)."""
         return self._weights_of(self.rnn_cell, self._extra_input_dim(state), split)
 
     def _weights_of(self, cell, extra, split):
-        """`_cell_weights` of any cell of this decoder's type whose input is `[e; x]`,
-        `x` of size `extra`."""
-        if not cell.built:
-            cell.build((None, self.embedding_dim + extra))
-        kernel = keras.ops.convert_to_tensor(cell.kernel)
-        extra_kernel = None
-        if split and extra:
-            kernel, extra_kernel = kernel[: self.embedding_dim], kernel[self.embedding_dim :]
-        bias = keras.ops.convert_to_tensor(cell.bias)
-        # The GRU's bias is (2, 3 units): input and recurrent (reset_after).
-        input_bias, recurrent_bias = (bias[0], bias[1]) if self.cell == "gru" else (bias, None)
-        recurrent_kernel = keras.ops.convert_to_tensor(cell.recurrent_kernel)
-        return CellWeights(
-            kernel, extra_kernel, recurrent_kernel, input_bias, recurrent_bias, split
-        )
+        """`_cell_weights` of a cell of this decoder's type with input `[e; x]`, `|x| = extra`."""
+        return cell_weights(cell, self.embedding_dim, extra, split)
 
     def _projected_inputs(self, embedded, cell_weights):
-        """What training's loop reads at each step, for all steps at once: the
-        embeddings' part of the cell's input projection, `e W_e + b`."""
+        """What training's loop reads at each step, for all steps at once: `e W_e + b`."""
         return self._input_projection(embedded, cell_weights)
 
     def _input_projection(self, inputs, cell_weights):
-        """`inputs @ kernel + b`: with split weights the embeddings' part `e W_e + b`,
-        for one step `(batch_size, E)` or all steps `(batch_size, Tt, E)`; with the
-        whole kernel a step's full input `[e; x] W + b`."""
-        dtype = self.compute_dtype
-        return keras.ops.add(
-            keras.ops.matmul(inputs, keras.ops.cast(cell_weights.kernel, dtype)),
-            keras.ops.cast(cell_weights.input_bias, dtype),
-        )
+        """`inputs @ kernel + b` in the compute dtype (`cell_step.input_projection`)."""
+        return input_projection(inputs, cell_weights, self.compute_dtype)
 
     def _cell(self, embedded, extra_input, rnn_state, cell_weights):
-        """One cell step: `(output, [new states])`. `embedded` as in `recurrent_step`."""
-        cell = self.rnn_cell
-        dtype = self.compute_dtype
-        if cell_weights.split:
-            inputs = embedded
-            if extra_input is not None:
-                inputs = inputs + keras.ops.matmul(
-                    extra_input, keras.ops.cast(cell_weights.extra_kernel, dtype)
-                )
-        else:
-            if extra_input is not None:
-                embedded = keras.ops.concatenate([embedded, extra_input], axis=-1)
-            inputs = self._input_projection(embedded, cell_weights)
-        inner = keras.ops.matmul(rnn_state[0], keras.ops.cast(cell_weights.recurrent_kernel, dtype))
-        if self.cell == "gru":
-            inner = inner + keras.ops.cast(cell_weights.recurrent_bias, dtype)
-            x_z, x_r, x_h = keras.ops.split(inputs, 3, axis=-1)
-            r_z, r_r, r_h = keras.ops.split(inner, 3, axis=-1)
-            z = cell.recurrent_activation(x_z + r_z)
-            r = cell.recurrent_activation(x_r + r_r)
-            candidate = cell.activation(x_h + r * r_h)
-            h = z * rnn_state[0] + (1 - z) * candidate
-            return h, [h]
-        z_i, z_f, z_c, z_o = keras.ops.split(inputs + inner, 4, axis=-1)
-        gate = cell.recurrent_activation
-        c = gate(z_f) * rnn_state[1] + gate(z_i) * cell.activation(z_c)
-        h = gate(z_o) * cell.activation(c)
-        return h, [h, c]
+        """One cell step, `(output, [new states])` (`cell_step.cell_step`)."""
+        return cell_step(
+            self.rnn_cell, embedded, extra_input, rnn_state, cell_weights, self.compute_dtype
+        )
 
     def logits(self, outputs, training=False, projection=None, decoding_weights=None):
         """Projects step outputs `(..., output_dim)` to float32 vocabulary logits.
@@ -441,15 +306,16 @@ class BaseDecoder(keras.layers.Layer):
             embedded = keras.ops.cast(embedded, self.compute_dtype)
         return self.dropout_layer(embedded, training=training)
 
-    def output_projection(self, ids, gather=None):
+    def output_projection(self, ids):
         """The output projection's columns for the target ids `ids`, for `logits`.
+
+        The columns are read with `weight_slices.read_slices`: the current
+        `WeightSlices` scope's `gather` (an export with stored weights reads
+        its own form, e.g. int8 columns and their scales), or `tf.gather` of
+        the variables' values outside any.
 
         Args:
             ids: int32 `(C,)`, target ids.
-            gather: `gather(variable, ids, axis) -> tensor`, how to read the
-                slices `ids` of a weight along `axis`. Defaults to `tf.gather`
-                of the variable's value (an export with stored weights reads
-                its own form, e.g. int8 columns and their scales).
 
         Returns:
             `(kernel, bias)`: `(output_dim, C)` and `(C,)`, in the compute
@@ -457,13 +323,12 @@ class BaseDecoder(keras.layers.Layer):
             `b[ids]` (the target embeddings' rows `ids`, transposed, when
             tied).
         """
-        gather = gather_slices if gather is None else gather
         if self.tie_embeddings:
-            kernel = tf.transpose(gather(self.embedding.embeddings, ids, 0))
-            bias = gather(self.output_bias, ids, 0)
+            kernel = tf.transpose(read_slices(self.embedding.embeddings, ids, 0))
+            bias = read_slices(self.output_bias, ids, 0)
         else:
-            kernel = gather(self.output_layer.kernel, ids, 1)
-            bias = gather(self.output_layer.bias, ids, 0)
+            kernel = read_slices(self.output_layer.kernel, ids, 1)
+            bias = read_slices(self.output_layer.bias, ids, 0)
         dtype = self.compute_dtype
         return keras.ops.cast(kernel, dtype), keras.ops.cast(bias, dtype)
 

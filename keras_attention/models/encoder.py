@@ -51,10 +51,9 @@ class Encoder(keras.layers.Layer):
         source_ids: int tensor `(batch_size, Ts)`, 0 = padding.
         training: bool, whether dropout is applied (and, for a GRU, whether
             `fused_gru.gru_sequence` runs it). Defaults to `False`.
-        gather: `gather(variable, ids, axis) -> tensor`, how the embedding
-            rows of `source_ids` are read (an export's stored weights, see
-            `weight_slices.embedding_lookup`), or `None` (the default) for
-            the embedding layer's own lookup.
+
+    The embedding rows of `source_ids` are read through the current
+    `WeightSlices` scope (an export's stored weights), if any.
 
     Returns:
         `(annotations, summary)`: `(batch_size, Ts, output_dim)` and
@@ -106,9 +105,9 @@ class Encoder(keras.layers.Layer):
     def output_dim(self):
         return self.units * (2 if self.bidirectional else 1)
 
-    def call(self, source_ids, training=False, gather=None):
+    def call(self, source_ids, training=False):
         mask = keras.ops.not_equal(source_ids, 0)
-        embedded = embedding_lookup(self.embedding, source_ids, gather)
+        embedded = embedding_lookup(self.embedding, source_ids)
         x = self.dropout_layer(embedded, training=training)
         for i, rnn in enumerate(self.rnns):
             if self.cell == "gru" and (training or self._fused_inference):

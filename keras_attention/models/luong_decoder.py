@@ -3,6 +3,7 @@
 import keras
 
 from keras_attention.models.base_decoder import BaseDecoder
+from keras_attention.models.decoding_weights import apply_dense
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -89,14 +90,14 @@ class LuongDecoder(BaseDecoder):
         if not self.input_feeding:
             recurrent_output, weights = self._combine(recurrent_output, memory, decoding_weights)
         if self.readout is not None:
-            recurrent_output = self._dense(self.readout, recurrent_output, decoding_weights)
+            recurrent_output = apply_dense(self.readout, recurrent_output, decoding_weights)
         return recurrent_output, weights
 
     def _combine(self, cell_output, memory, decoding_weights=None):
         """`(h~_t = tanh(W_c [c_t; s_t]), a_t)` with `c_t, a_t = attention(s_t, H)`."""
         context, weights = self._attend(cell_output, memory)
         combined = keras.ops.concatenate([context, cell_output], axis=-1)
-        return self._dense(self.combine, combined, decoding_weights), weights
+        return apply_dense(self.combine, combined, decoding_weights), weights
 
     def _step_dense_layers(self):
         readout = [] if self.readout is None else [self.readout]

@@ -241,16 +241,16 @@ class Seq2Seq(keras.Model):
 
     # ------------------------------------------------------------- decoding
 
-    def initial_decode_state(self, source_ids, gather=None):
+    def initial_decode_state(self, source_ids):
         """Encodes `source_ids` `(batch_size, Ts)` into the first decoding state.
 
         Every leaf of the returned nest has the batch as its first dimension,
-        so beam search can tile and reorder it. `gather(variable, ids, axis)`,
-        when given, reads the source embeddings' rows (as in `step_function`).
+        so beam search can tile and reorder it. The source embeddings' rows
+        are read through the current `WeightSlices` scope, if any.
         """
         if not self.decoder.built:
             self.build()
-        annotations, summary = self.encoder(source_ids, training=False, gather=gather)
+        annotations, summary = self.encoder(source_ids, training=False)
         source_mask = keras.ops.not_equal(source_ids, 0)
         return self.decoder.initial_state(annotations, source_mask, summary)
 
@@ -271,26 +271,29 @@ class Seq2Seq(keras.Model):
         """
         return self.step_function(state, projection)(step, token_ids, state)
 
-    def step_function(self, state, projection=None, gather=None):
+    def step_function(self, state, projection=None):
         """`next_logits` with the decoder's weights read and cast once, here.
 
         Call it once per decoding, before the loop (`Translator` does): the
         returned `next_fn(step, token_ids, state)` gives `next_logits`'
         results to the bit, without casting a weight matrix at each step
-        (`BaseDecoder.decoding_weights`).
+        (`BaseDecoder.decoding_weights`). A step reads the target embeddings'
+        rows it looks up with the `gather` of the `WeightSlices` scope open
+        when this is called (an export's stored weights: `WeightStorage.gather`
+        reads int8 rows and their scales, so that a request converts only those
+        rows), or from the whole matrix outside any.
 
         Args:
             state: the nest from `initial_decode_state`.
             projection: as in `next_logits`.
-            gather: `gather(variable, ids, axis) -> tensor`, how a step reads
-                the target embeddings' rows it looks up; `None` (the default)
-                takes them from the whole matrix. An export with stored
-                weights passes its own (`WeightStorage.gather`: int8 rows and
-                their scales), so that a request converts only those rows.
+
+        Returns:
+            `next_fn(step, token_ids, state) -> (logits, state, attention)`, as
+            `next_logits`.
         """
         if not self.decoder.built:
             self.build()
-        weights = self.decoder.decoding_weights(state, projection, gather)
+        weights = self.decoder.decoding_weights(state, projection)
 
         def next_fn(step, token_ids, state):
             del step
@@ -300,13 +303,14 @@ class Seq2Seq(keras.Model):
 
         return next_fn
 
-    def output_projection(self, ids, gather=None):
+    def output_projection(self, ids):
         """The output projection restricted to the target ids `ids` `(C,)`:
         `(kernel (output_dim, C), bias (C,))` for `next_logits` (see
-        `BaseDecoder.output_projection`)."""
+        `BaseDecoder.output_projection`; read through the current `WeightSlices`
+        scope, if any)."""
         if not self.decoder.built:
             self.build()
-        return self.decoder.output_projection(ids, gather)
+        return self.decoder.output_projection(ids)
 
     def get_config(self):
         config = super().get_config()

@@ -445,32 +445,6 @@ def test_invalid_call_options(options, match):
         )
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("beam_width, n_best", [(2, None), (3, 3)])
-def test_drop_finished_gives_the_same_results_and_shrinks_the_batch(mode, beam_width, n_best):
-    model = PrefixModel(batch_size=8, max_length=5, seed=3)
-    rows, results = {}, {}
-    for drop in (False, True):
-        rows[drop] = []
-
-        def next_fn(step, token_ids, state, seen=rows[drop]):
-            if tf.executing_eagerly():
-                seen.append(int(tf.shape(token_ids)[0]))
-            return model.next_fn(step, token_ids, state)
-
-        strategy = BeamSearch(
-            beam_width=beam_width, max_length=5, n_best=n_best, drop_finished=drop
-        )
-        strategy.drop_min_rows = 1  # drop each sentence as it finishes
-        results[drop] = run(strategy, next_fn, model.initial_state(), model.start_ids(), mode)
-    assert_same_results(results[True], results[False])
-    if mode == "eager":
-        assert len(rows[True]) == len(rows[False]) and set(rows[False]) == {8 * beam_width}
-        # Whole sentences (beam_width rows each) leave, and fewer rows run in all.
-        assert all(n % beam_width == 0 for n in rows[True])
-        assert rows[True] == sorted(rows[True], reverse=True) and rows[True][-1] < 8 * beam_width
-
-
 def test_drop_finished_config():
     strategy = BeamSearch(beam_width=3, drop_finished=True)
     assert strategy.get_config()["drop_finished"] is True

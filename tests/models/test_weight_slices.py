@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_attention.models.weight_slices import embedding_lookup, gather_slices
+from keras_attention.models.weight_slices import WeightSlices, embedding_lookup, gather_slices
 from tests.models.test_seq2seq import batch, make_model
 
 
@@ -23,7 +23,8 @@ def test_embedding_lookup_equals_the_layers_call(policy, ids_dtype):
     ids = np.array([[3, 0, 10], [1, 1, 7]]).astype(ids_dtype)
     expected = embedding(ids)
     for gather in (None, gather_slices):
-        actual = embedding_lookup(embedding, ids, gather)
+        with WeightSlices(gather):
+            actual = embedding_lookup(embedding, ids)
         assert actual.dtype == expected.dtype == embedding.compute_dtype
         np.testing.assert_array_equal(actual.numpy(), expected.numpy())
 
@@ -48,7 +49,8 @@ def test_decoding_reads_every_embedding_row_through_gather(policy, tie_embedding
     model((source, target_in))
     gather = RecordingGather()
 
-    state = model.initial_decode_state(source, gather=gather)
+    with WeightSlices(gather):
+        state = model.initial_decode_state(source)
     expected_state = model.initial_decode_state(source)
     assert gather.calls == [(model.encoder.embedding.embeddings.path, 0, source.size)]
     tf.nest.map_structure(
@@ -56,10 +58,26 @@ def test_decoding_reads_every_embedding_row_through_gather(policy, tie_embedding
     )
 
     gather.calls.clear()
-    next_fn, expected_fn = model.step_function(state, gather=gather), model.step_function(state)
+    with WeightSlices(gather):
+        next_fn = model.step_function(state)
+    expected_fn = model.step_function(state)
     for t in range(target_in.shape[1]):
         logits, state, _ = next_fn(t, target_in[:, t], state)
         expected, expected_state, _ = expected_fn(t, target_in[:, t], expected_state)
         np.testing.assert_array_equal(logits.numpy(), expected.numpy())
     target_path = model.decoder.embedding.embeddings.path
     assert gather.calls == [(target_path, 0, len(target_in))] * target_in.shape[1]
+
+
+def test_scopes_nest_and_restore_the_default():
+    """The innermost scope applies; `WeightSlices(None)` is the default inside another."""
+    gather = RecordingGather()
+    assert WeightSlices.current() is None
+    with WeightSlices(gather):
+        assert WeightSlices.current() is gather
+        with WeightSlices(None):
+            assert WeightSlices.current() is None
+        assert WeightSlices.current() is gather
+    assert WeightSlices.current() is None
+    with pytest.raises(TypeError, match="Received: 3"):
+        WeightSlices(3)
