@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 
+from keras_attention.runs.run_directory import RunDirectory
+from keras_attention.runs.train_config import TrainConfig
 from keras_attention.text import (
     SubwordVectorizer,
     TextVectorizer,
@@ -29,8 +31,6 @@ from keras_attention.text import (
     train_subword_model,
 )
 from keras_attention.text.spacing_rules import SpacingRules
-from keras_attention.runs.run_directory import RunDirectory
-from keras_attention.runs.train_config import TrainConfig
 
 
 def _learn(config: TrainConfig, splits) -> tuple[object, object]:

@@ -9,6 +9,7 @@ import pytest
 
 from keras_attention.runs import backup_files, run_state
 from keras_attention.runs.backup_files import (
+    backed_up_epoch,
     backup_records,
     complete_lines,
     read_backup,
@@ -17,7 +18,6 @@ from keras_attention.runs.backup_files import (
     write_text_atomically,
 )
 from keras_attention.runs.run_directory import RunDirectory
-from keras_attention.runs.backup_files import backed_up_epoch
 
 
 def test_an_atomic_write_replaces_the_file_whole_and_leaves_no_temporary_file(tmp_path):

@@ -6,11 +6,11 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_attention.text import SpacingRules, SubwordVectorizer, TextVectorizer
+from keras_attention.inference.trained_run import load_translator
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.run_vectorizers import load_vectorizers
 from keras_attention.runs.train_config import TrainConfig
-from keras_attention.inference.trained_run import load_translator
+from keras_attention.text import SpacingRules, SubwordVectorizer, TextVectorizer
 from keras_attention.training.trainer import train
 
 
