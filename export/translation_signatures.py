@@ -8,9 +8,11 @@ from typing import Any
 
 import tensorflow as tf
 
+from keras_attention.export.signature_options import DEFAULT_MAX_BEAM_WIDTH, SignatureOptions
 from keras_attention.translator import Translator
 from keras_attention_client.wire.contract import (
     BEAM_SEARCH,
+    DECODING_INPUTS,
     DEFAULT_SIGNATURE,
     N_BEST_OUTPUTS,
     SAMPLE,
@@ -23,6 +25,9 @@ from keras_attention_client.wire.contract import (
     TRANSLATION_INPUT,
     TRANSLATION_OUTPUTS,
 )
+from keras_attention_client.wire.decoding_options import DecodingOptions
+
+__all__ = ["DEFAULT_MAX_BEAM_WIDTH", "TranslationSignatures"]
 
 # The contract lives with the client, which parses what these signatures return.
 INPUT_KEY = TEXT_INPUT
@@ -32,9 +37,6 @@ SERVING_DEFAULT = DEFAULT_SIGNATURE
 _TEXT_SPEC = tf.TensorSpec([None], tf.string, name=INPUT_KEY)
 _TRANSLATION_SPEC = tf.TensorSpec([None], tf.string, name=TRANSLATION_KEY)
 _DTYPES = {"DT_STRING": tf.string, "DT_FLOAT": tf.float32, "DT_INT32": tf.int32}
-
-DEFAULT_MAX_BEAM_WIDTH = 16
-"""The largest `beam_width` a request may ask for, unless the export sets another cap."""
 
 
 class _CompiledStrategy:
@@ -128,53 +130,26 @@ class TranslationSignatures:
 
     Args:
         translator: a `Translator`.
-        beam_width: int >= 2, the `beam_search` beam width.
-        length_penalty: float >= 0, the GNMT length penalty of
-            `beam_search` (and the default `length_penalty` input of
-            `search`).
-        jit_compile: bool, whether to compile the decoding with XLA (see
-            `_CompiledStrategy`).
-        max_beam_width: int >= `beam_width`, the largest `beam_width` input
-            accepted. Defaults to `max(DEFAULT_MAX_BEAM_WIDTH, beam_width)`.
-        decoding_inputs: bool, whether the `search` and `sample`
-            signatures exist. `False` gives the signatures of exports made
-            before decoding inputs existed. Defaults to `True`.
+        options: a `SignatureOptions` (the `beam_search` beam width and
+            length penalty, `max_beam_width`, `decoding_inputs`,
+            `jit_compile`; see there). Defaults to `SignatureOptions()`.
+        **settings: `SignatureOptions` fields by name (e.g. `beam_width=3`),
+            replacing `options`' values.
     """
 
     def __init__(
-        self,
-        translator: Translator,
-        beam_width: int = 4,
-        length_penalty: float = 0.6,
-        jit_compile: bool = False,
-        *,
-        max_beam_width: int | None = None,
-        decoding_inputs: bool = True,
+        self, translator: Translator, options: SignatureOptions | None = None, **settings: Any
     ):
-        if isinstance(beam_width, bool) or not isinstance(beam_width, int) or beam_width < 2:
-            raise ValueError(
-                "`beam_width` must be an integer >= 2 (beam width 1 is `serving_default`). "
-                f"Received: beam_width={beam_width!r}"
-            )
-        if max_beam_width is None:
-            max_beam_width = max(DEFAULT_MAX_BEAM_WIDTH, beam_width)
-        if (
-            isinstance(max_beam_width, bool)
-            or not isinstance(max_beam_width, int)
-            or max_beam_width < beam_width
-        ):
-            raise ValueError(
-                "`max_beam_width` must be an integer >= beam_width. "
-                f"Received: max_beam_width={max_beam_width!r}, beam_width={beam_width}"
-            )
+        options = SignatureOptions.of(options, **settings)
+        self.options = options
         self.translator = translator
-        self.beam_width = beam_width
-        self.length_penalty = length_penalty
-        self.jit_compile = bool(jit_compile)
-        self.max_beam_width = max_beam_width
-        self.decoding_inputs = bool(decoding_inputs)
-        self.greedy_strategy = translator.strategy(1)
-        self.beam_strategy = translator.strategy(beam_width, length_penalty)
+        self.beam_width = options.beam_width
+        self.length_penalty = options.length_penalty
+        self.jit_compile = bool(options.jit_compile)
+        self.max_beam_width = options.beam_cap
+        self.decoding_inputs = bool(options.decoding_inputs)
+        self.greedy_strategy = translator.strategy(beam_width=1)
+        self.beam_strategy = translator.strategy(options.beam_search)
         self.sample_strategy = translator.strategy(sample=True)
 
     def endpoints(
@@ -200,9 +175,10 @@ class TranslationSignatures:
         if not self.decoding_inputs:
             return {}
         limit = self.translator.max_output_length
+        defaults = DecodingOptions.DEFAULTS
         if signature_name == SAMPLE:
             return {
-                "temperature": 1.0,
+                "temperature": defaults["temperature"],
                 "top_k": 0,
                 "top_p": 1.0,
                 "seed": -1,
@@ -210,7 +186,7 @@ class TranslationSignatures:
             }
         if signature_name == SEARCH:
             return {
-                "beam_width": 1,
+                "beam_width": defaults["beam_width"],
                 "n_best": 1,
                 "length_penalty": float(self.length_penalty),
                 "max_output_length": limit,
@@ -265,13 +241,7 @@ class TranslationSignatures:
         greedy, beam = self.greedy_strategy, self.beam_strategy
         if self.jit_compile:
             greedy, beam = _CompiledStrategy(greedy), _CompiledStrategy(beam)
-        with tf.init_scope():  # the defaults are constants, whatever the caller's context
-            defaults = (
-                tf.constant(1, tf.int32),
-                tf.constant(1, tf.int32),
-                tf.constant(self.length_penalty, tf.float32),
-                tf.constant(limit, tf.int32),
-            )
+        defaults = self._default_constants(SEARCH)
 
         def translate(
             text,
@@ -328,14 +298,7 @@ class TranslationSignatures:
         sampler = self.sample_strategy
         if self.jit_compile:
             sampler = _CompiledStrategy(sampler)
-        with tf.init_scope():
-            defaults = (
-                tf.constant(1.0, tf.float32),
-                tf.constant(0, tf.int32),
-                tf.constant(1.0, tf.float32),
-                tf.constant(-1, tf.int32),
-                tf.constant(limit, tf.int32),
-            )
+        defaults = self._default_constants(SAMPLE)
 
         def sample(
             text,
@@ -381,6 +344,15 @@ class TranslationSignatures:
             )
 
         return sample
+
+    def _default_constants(self, signature_name: str) -> tuple[tf.Tensor, ...]:
+        """`input_defaults(signature_name)` as constants, in the contract's input order."""
+        dtypes = DECODING_INPUTS[signature_name]
+        with tf.init_scope():  # the defaults are constants, whatever the caller's context
+            return tuple(
+                tf.constant(value, _DTYPES[dtypes[alias]])
+                for alias, value in self.input_defaults(signature_name).items()
+            )
 
     def score(self, text, translation) -> dict[str, tf.Tensor]:
         """The `score_translation` function (see the class docstring)."""

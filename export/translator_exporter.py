@@ -15,12 +15,14 @@ import tensorflow as tf
 
 import keras_attention
 from keras_attention.export.export_manifest import ExportManifest, file_sha256
+from keras_attention.export.export_settings import COMMAND_SETTINGS, ExportSettings
 from keras_attention.export.saved_model_proto import (
     SAVED_MODEL_PB,
     describe_signatures,
     read_saved_model,
     serve_meta_graph,
 )
+from keras_attention.export.signature_options import SignatureOptions
 from keras_attention.export.translation_signatures import (
     INPUT_KEY,
     SCORE_TRANSLATION,
@@ -31,10 +33,9 @@ from keras_attention.export.version_directory import VersionDirectory
 from keras_attention.export.warmup import predict_log, write_warmup_requests
 from keras_attention.export.weight_storage import WeightStorage
 from keras_attention.models.seq2seq import require_registered
+from keras_attention.shortlist_defaults import AUTO
 from keras_attention.translator import Translator
 from keras_attention.vocabulary_shortlist import (
-    AUTO,
-    DEFAULT_FREQUENT,
     VocabularyShortlist,
     auto_shortlist_size,
     check_shortlist_size,
@@ -115,20 +116,13 @@ class TranslatorExporter:
 
     Args:
         translator: a `Translator`.
-        beam_width: int >= 2, the `beam_search` beam width. Defaults to 4.
-        length_penalty: float >= 0, the GNMT length penalty of `beam_search`
-            (and the default `length_penalty` input of `search`). Defaults
-            to 0.6.
-        max_beam_width: int >= `beam_width`, the largest `beam_width` a
-            request may ask for (recorded in the manifest). Defaults to
-            `max(16, beam_width)`.
-        decoding_inputs: bool, add the `search` and `sample` signatures;
-            `False` writes the signatures of exports made before decoding
-            inputs existed. Defaults to `True`.
-        jit_compile: bool, compile the decoding loops with XLA. TF Serving on
-            CPU then needs `--xla_cpu_compilation_enabled=true`. Defaults to
-            `False`.
-        score_signature: bool, add `score_translation`. Defaults to `True`.
+        signatures: a `SignatureOptions`: the `beam_search` beam width
+            (default 4) and length penalty (also the default `length_penalty`
+            input of `search`), `max_beam_width` (recorded in the manifest),
+            `decoding_inputs` (the `search` and `sample` signatures),
+            `jit_compile` (XLA; TF Serving on CPU then needs
+            `--xla_cpu_compilation_enabled=true`) and `score_signature`.
+            Defaults to `SignatureOptions()`.
         warmup_pairs: `(source, reference translation)` pairs for the warmup
             requests. Defaults to `DEFAULT_WARMUP_PAIRS`.
         run_dir: the training run (recorded in the manifest).
@@ -148,6 +142,8 @@ class TranslatorExporter:
             Not with `jit_compile` (XLA would compile again for every
             number of candidates). Defaults to `None`: the translator's own
             (`Translator(shortlist=...)`), if any, else the whole vocabulary.
+        **settings: `SignatureOptions` fields by name (e.g. `beam_width=2`),
+            replacing `signatures`' values.
 
     Example:
 
@@ -160,19 +156,17 @@ class TranslatorExporter:
     def __init__(
         self,
         translator: Translator,
+        signatures: SignatureOptions | None = None,
         *,
-        beam_width: int = 4,
-        length_penalty: float = 0.6,
-        jit_compile: bool = False,
-        score_signature: bool = True,
+        weights: str = "auto",
+        shortlist: VocabularyShortlist | None = None,
         warmup_pairs: Sequence[tuple[str, str]] | None = None,
         run_dir: str | os.PathLike | None = None,
         train_config: dict | None = None,
-        weights: str = "auto",
-        max_beam_width: int | None = None,
-        decoding_inputs: bool = True,
-        shortlist: VocabularyShortlist | None = None,
+        **settings,
     ):
+        signatures = SignatureOptions.of(signatures, **settings)
+        jit_compile = signatures.jit_compile
         decoder = getattr(translator.model, "decoder", None)
         attention = getattr(decoder, "attention_layer", None)
         if attention is not None:
@@ -197,15 +191,8 @@ class TranslatorExporter:
         if shortlist is not None or gather is not None:
             translator = translator.with_shortlist(shortlist, gather_weights=gather)
         self.translator = translator
-        self.signatures = TranslationSignatures(
-            translator,
-            beam_width=beam_width,
-            length_penalty=length_penalty,
-            jit_compile=jit_compile,
-            max_beam_width=max_beam_width,
-            decoding_inputs=decoding_inputs,
-        )
-        self.score_signature = bool(score_signature)
+        self.signatures = TranslationSignatures(translator, signatures)
+        self.score_signature = bool(signatures.score_signature)
         pairs = list(warmup_pairs) if warmup_pairs is not None else list(DEFAULT_WARMUP_PAIRS)
         if not pairs:
             raise ValueError(f"`warmup_pairs` must not be empty. Received: {warmup_pairs!r}")
@@ -217,81 +204,72 @@ class TranslatorExporter:
     def from_run(
         cls,
         run_dir: str | os.PathLike,
-        max_output_length: int | None = None,
-        precision: str | None = None,
-        shortlist: int | str | VocabularyShortlist | None = None,
-        shortlist_frequent: int = DEFAULT_FREQUENT,
-        **kwargs,
+        settings: ExportSettings | None = None,
+        *,
+        warmup_pairs: Sequence[tuple[str, str]] | None = None,
+        **changes,
     ) -> TranslatorExporter:
         """An exporter for the best model of a trained run directory.
 
         Args:
             run_dir: a run directory written by `keras_attention.training.train`.
-            max_output_length: most tokens of a translation (default: the
-                run's `max_output_length`).
-            precision: the dtype policy the signatures compute in: one of
-                `keras_attention.precision.POLICIES`, `"auto"` (resolved on
-                this machine, `keras_attention.precision.resolve_precision`)
-                or `None` for the policy the model was trained in.
-            shortlist: `K`, an int in `[1, target vocabulary size]`, for a
-                vocabulary shortlist of `K` target ids per source id built
-                from the run's training split
-                (`VocabularyShortlist.from_run`); `"auto"` for the `K` of
-                `auto_shortlist_size` (100 for a target vocabulary of 10,000
-                ids or more without `jit_compile`, else none); a
-                `VocabularyShortlist`; or `None` (the default) for none.
-            shortlist_frequent: int >= 0, the most frequent target ids that
-                an int `shortlist` always keeps. Defaults to
-                `DEFAULT_FREQUENT` (300).
-            **kwargs: the other constructor arguments. The warmup pairs
-                default to the first sentences of the run's test split.
+            settings: an `ExportSettings` (its defaults: the run's
+                `max_output_length`, the policy the model was trained in, the
+                whole vocabulary, weights `"auto"`): `max_output_length`,
+                `precision` (one of `keras_attention.precision.POLICIES`,
+                `"auto"` resolved on this machine, or `None`), `weights`,
+                `shortlist` (`K`, an int in `[1, target vocabulary size]`, for
+                a vocabulary shortlist of `K` target ids per source id built
+                from the run's training split, `VocabularyShortlist.from_run`;
+                `"auto"` for the `K` of `auto_shortlist_size`, 100 for a
+                target vocabulary of 10,000 ids or more without `jit_compile`,
+                else none; a `VocabularyShortlist`; or `None`),
+                `shortlist_frequent` and the `SignatureOptions`.
+            warmup_pairs: the warmup pairs; default: the first sentences of
+                the run's test split.
+            **changes: fields of `ExportSettings` or `SignatureOptions` by
+                name (e.g. `beam_width=5, precision="auto"`).
         """
         from keras_attention.inference.trained_run import load_translator
         from keras_attention.runs.run_directory import RunDirectory
         from keras_attention.runs.train_config import TrainConfig
 
-        if max_output_length is not None and (
-            isinstance(max_output_length, bool)
-            or not isinstance(max_output_length, int)
-            or max_output_length < 1
-        ):
-            raise ValueError(
-                "`max_output_length` must be a positive int or None. "
-                f"Received: max_output_length={max_output_length!r}"
-            )
-        translator = load_translator(run_dir, max_output_length=max_output_length)
+        settings = ExportSettings.of(settings, **changes)
+        jit_compile = settings.signatures.jit_compile
+        translator = load_translator(run_dir, max_output_length=settings.max_output_length)
+        shortlist, frequent = settings.shortlist, settings.shortlist_frequent
         if isinstance(shortlist, str) and shortlist == AUTO:
             shortlist = auto_shortlist_size(
-                translator.target_vectorizer.vocabulary_size, bool(kwargs.get("jit_compile"))
+                translator.target_vectorizer.vocabulary_size, jit_compile
             )
         if shortlist is None:
             shortlist = getattr(translator, "shortlist", None)  # a shortlisted Translator's
         if shortlist is not None and not isinstance(shortlist, VocabularyShortlist):
-            check_shortlist_size(
-                shortlist, shortlist_frequent, translator.target_vectorizer.vocabulary_size
-            )
-            if kwargs.get("jit_compile"):
+            check_shortlist_size(shortlist, frequent, translator.target_vectorizer.vocabulary_size)
+            if jit_compile:
                 raise ValueError(
                     "A vocabulary shortlist cannot be combined with `jit_compile` (XLA would "
                     "compile the decoding again for each number of candidates). "
                     f"Received: shortlist={shortlist!r}, jit_compile=True"
                 )
-            shortlist = VocabularyShortlist.from_run(run_dir, shortlist, shortlist_frequent)
-        if precision is not None:
-            translator = with_precision(translator, precision)
+            shortlist = VocabularyShortlist.from_run(run_dir, shortlist, frequent)
+        if settings.precision is not None:
+            translator = with_precision(translator, settings.precision)
         run = RunDirectory(run_dir)
         config = TrainConfig.load(run.path)
-        if "warmup_pairs" not in kwargs:
+        if warmup_pairs is None:
             pairs = _read_pairs(run.test_split, WARMUP_SENTENCES) or _read_pairs(
                 run.validation_split, WARMUP_SENTENCES
             )
-            kwargs["warmup_pairs"] = pairs + [("", "")] if pairs else None
+            warmup_pairs = pairs + [("", "")] if pairs else None
         return cls(
             translator,
+            settings.signatures,
+            weights=settings.weights,
+            shortlist=shortlist,
+            warmup_pairs=warmup_pairs,
             run_dir=run_dir,
             train_config=dataclasses.asdict(config),
-            shortlist=shortlist,
-            **kwargs,
         )
 
     def export(self, base: str | os.PathLike, version: int | None = None) -> ExportedVersion:
@@ -445,49 +423,28 @@ def export_translator(
     run_dir: str | os.PathLike,
     export_dir: str | os.PathLike,
     version: int | None = None,
-    beam_width: int = 4,
-    length_penalty: float = 0.6,
-    max_output_length: int | None = None,
-    jit_compile: bool = False,
-    score_signature: bool = True,
-    precision: str | None = "auto",
-    weights: str = "auto",
-    max_beam_width: int | None = None,
-    decoding_inputs: bool = True,
-    shortlist: int | str | None = "auto",
-    shortlist_frequent: int = DEFAULT_FREQUENT,
+    settings: ExportSettings | None = None,
+    **changes,
 ) -> ExportedVersion:
     """Exports the model of `run_dir` as `export_dir/<version>/` (see `TranslatorExporter`).
 
-    `precision` (default `"auto"`: resolved on this machine), `shortlist`
-    (`K` target ids per source id; the default `"auto"`: 100 for a target
-    vocabulary of 10,000 ids or more without `jit_compile`; `None`: no shortlist) and
-    `shortlist_frequent` are `TranslatorExporter.from_run`'s, `weights`
-    `TranslatorExporter`'s (the default `"auto"`: bfloat16 when the export computes in
-    bfloat16, else float32).
+    `settings` (an `ExportSettings`, see `TranslatorExporter.from_run`)
+    default to `COMMAND_SETTINGS`, those of `keras-attention export`:
+    precision `"auto"` (resolved on this machine), shortlist `"auto"` (100
+    target ids per source id for a target vocabulary of 10,000 ids or more
+    without `jit_compile`), weights `"auto"` (bfloat16 when the export
+    computes in bfloat16, else float32). `changes` are fields of
+    `ExportSettings` or `SignatureOptions` by name.
 
     Raises:
         FileExistsError: `version` exists already (checked before the model is loaded).
         FileNotFoundError: `run_dir` is not a trained run directory.
         ValueError: an invalid argument.
     """
+    settings = ExportSettings.of(settings or COMMAND_SETTINGS, **changes)
     if version is not None:
         VersionDirectory(export_dir).check_available(version)
-    exporter = TranslatorExporter.from_run(
-        run_dir,
-        max_output_length=max_output_length,
-        beam_width=beam_width,
-        length_penalty=length_penalty,
-        jit_compile=jit_compile,
-        score_signature=score_signature,
-        precision=precision,
-        weights=weights,
-        max_beam_width=max_beam_width,
-        decoding_inputs=decoding_inputs,
-        shortlist=shortlist,
-        shortlist_frequent=shortlist_frequent,
-    )
-    return exporter.export(export_dir, version)
+    return TranslatorExporter.from_run(run_dir, settings).export(export_dir, version)
 
 
 def with_precision(translator: Translator, precision: str) -> Translator:

@@ -24,18 +24,21 @@ VERBOSE_HELP = (
 
 
 def add_search_arguments(parser: argparse.ArgumentParser, beam_width: int, beam_help: str) -> None:
-    """`--beam-width N` (alias `--beam`), `--length-penalty A`, `--batch-size N`."""
-    from keras_attention_client.cli import add_beam_width_argument
+    """`--beam-width N` (alias `--beam`), `--length-penalty A`, `--batch-size N`: the client's
+    definitions of these flags, with `beam_width` as `--beam-width`'s default."""
+    from keras_attention_client.cli import (
+        add_batch_size_argument,
+        add_beam_width_argument,
+        add_length_penalty_argument,
+    )
+    from keras_attention_client.wire.decoding_options import DecodingOptions
 
     add_beam_width_argument(parser, beam_width, beam_help)
-    add_length_penalty_argument(parser, "GNMT length penalty alpha (default: 0.6)")
-    parser.add_argument(
-        "--batch-size", type=int, default=64, help="sentences per batch (default: 64)"
+    length_penalty = DecodingOptions.DEFAULTS["length_penalty"]
+    add_length_penalty_argument(
+        parser, length_penalty, f"GNMT length penalty alpha (default: {length_penalty})"
     )
-
-
-def add_length_penalty_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
-    parser.add_argument("--length-penalty", type=float, default=0.6, help=help_text)
+    add_batch_size_argument(parser, "sentences per batch")
 
 
 def _optional(parse):
@@ -173,10 +176,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from keras_attention.evaluation.run_evaluation import evaluate_run
 
     warn_if_partial(args.run_dir, "evaluate")
+    from keras_attention_client.wire.decoding_options import DecodingOptions
+
     evaluation = evaluate_run(
         args.run_dir,
-        beam_width=args.beam,
-        length_penalty=args.length_penalty,
+        DecodingOptions(beam_width=args.beam, length_penalty=args.length_penalty),
         batch_size=args.batch_size,
         max_sentences=args.max_sentences,
         progress=True,
@@ -238,32 +242,12 @@ def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list:
     ]
 
 
-def local_decoding_options(args: argparse.Namespace) -> dict:
-    """`translate_all`'s decoding keywords from the translate flags (those of the client's
-    `decoding_options`, with run-directory defaults for the ones not given)."""
-    from keras_attention_client.cli import decoding_options
-
-    options = decoding_options(args)
-    options.pop("max_output_length", None)  # the translator's, see run_translate
-    if options.pop("sample", False):
-        return dict(
-            sample=True,
-            temperature=options.get("temperature", 1.0),
-            top_k=options.get("top_k"),
-            top_p=options.get("top_p"),
-            seed=options.get("seed"),
-        )
-    return dict(
-        beam_width=args.beam,
-        length_penalty=0.6 if args.length_penalty is None else args.length_penalty,
-        n_best=args.n_best,
-    )
-
-
 def run_translate(args: argparse.Namespace) -> int:
     if not args.server and not args.run_dir:
         raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
-    decoding = local_decoding_options(args)
+    from keras_attention_client.cli import decoding_options
+
+    options = decoding_options(args)  # checks the flags before any text is read
     texts = read_texts(args)
     if args.server:
         from keras_attention_client.wire.errors import ServingError
@@ -280,9 +264,9 @@ def run_translate(args: argparse.Namespace) -> int:
         translator = load_translator(args.run_dir, max_output_length=args.max_output_length)
         results = translator.translate_all(
             texts,
+            options,
             batch_size=args.batch_size,
             progress=len(texts) > args.batch_size and sys.stderr.isatty(),
-            **decoding,
         )
     for index, (text, result) in enumerate(zip(texts, results, strict=True)):
         listed = isinstance(result, list)
@@ -309,23 +293,22 @@ def _json_result(result: dict) -> dict:
 
 def decoding_name(args: argparse.Namespace) -> str:
     """Which decoding `translate` used, for plot titles."""
-    sample = getattr(args, "sample", False)
-    if sample:
-        temperature = 1.0 if args.temperature is None else args.temperature
-        top_k = f", top-k {args.top_k}" if args.top_k is not None else ""
-        top_p = f", top-p {args.top_p:g}" if getattr(args, "top_p", None) is not None else ""
-        name = f"random sampling, temperature {temperature:g}{top_k}{top_p}"
-    else:
-        name = f"beam search, width {args.beam}" if args.beam > 1 else "greedy decoding"
-    if args.server:
-        from keras_attention_client.cli import decoding_options
+    from keras_attention_client.cli import decoding_options, remote_decoding_options
 
-        options = decoding_options(args)
+    options = decoding_options(args)
+    if options.sample:
+        top_k = f", top-k {options.top_k}" if options.top_k is not None else ""
+        top_p = f", top-p {options.top_p:g}" if options.top_p is not None else ""
+        name = f"random sampling, temperature {options.value('temperature'):g}{top_k}{top_p}"
+    else:
+        width = options.value("beam_width")
+        name = f"beam search, width {width}" if width > 1 else "greedy decoding"
+    if args.server:
         signature = (
             "sample"
-            if sample
+            if options.sample
             else "search"
-            if options
+            if remote_decoding_options(args).given()
             else args.signature_name or ("beam_search" if args.beam > 1 else "serving_default")
         )
         return f"{name}, {signature} signature"

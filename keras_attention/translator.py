@@ -10,6 +10,8 @@ import tensorflow as tf
 from keras_attention.decoding import BeamSearch, GreedySearch, RandomSampling
 from keras_attention.models.weight_slices import WeightSlices
 from keras_attention.text import BaseVectorizer
+from keras_attention_client.defaults import DEFAULT_BATCH_SIZE
+from keras_attention_client.wire.decoding_options import DecodingOptions
 
 OUTPUT_KEYS = ("translation", "score", "length", "tokens", "source_tokens", "attention")
 
@@ -83,48 +85,39 @@ class Translator:
             gather_weights=gather_weights,
         )
 
-    def strategy(
-        self,
-        beam_width: int = 1,
-        length_penalty: float = 0.6,
-        *,
-        n_best: int | None = None,
-        sample: bool = False,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        seed: int | None = None,
-    ):
-        """The decoding strategy for these settings.
+    def strategy(self, options: DecodingOptions | None = None, **decoding):
+        """The decoding strategy for `options` (a `DecodingOptions`, or its fields as keywords).
 
-        Greedy search for `beam_width == 1` (and no `n_best` above 1), beam
-        search otherwise (`n_best` hypotheses per sentence when given), both
-        with `drop_finished=True` (only the running sentences are computed);
-        with `sample=True`, `RandomSampling(temperature, top_k, top_p, seed)`
-        (which needs `beam_width == 1`). Bad values raise `ValueError`.
+        Greedy search for beam width 1 (the default, and no `n_best` above
+        1), beam search otherwise (`n_best` hypotheses per sentence when
+        given), both with `drop_finished=True` (only the running sentences are
+        computed); with `sample=True`, `RandomSampling(temperature, top_k,
+        top_p, seed)`. The options not given take `DecodingOptions.DEFAULTS`;
+        `max_output_length` defaults to the translator's. Bad values raise
+        `ValueError`.
         """
+        options = DecodingOptions.of(options, **decoding)
         common = dict(
-            max_length=self.max_output_length,
+            max_length=options.max_output_length or self.max_output_length,
             end_id=self.target_vectorizer.end_id,
             pad_id=self.target_vectorizer.pad_id,
         )
-        if sample:
-            if beam_width != 1 or (n_best is not None and n_best != 1):
-                raise ValueError(
-                    "Sampling draws one translation per sentence; it cannot be combined with "
-                    f"beam search. Received: sample=True, beam_width={beam_width!r}, "
-                    f"n_best={n_best!r}"
-                )
+        if options.sample:
             return RandomSampling(
-                temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, **common
+                temperature=options.value("temperature"),
+                top_k=options.top_k,
+                top_p=options.top_p,
+                seed=options.seed,
+                **common,
             )
         # `step_function`'s next_fn finds all of a row in its state, so the
         # searches may drop finished sentences (the same results, less work).
+        beam_width, n_best = options.value("beam_width"), options.n_best
         if beam_width == 1 and n_best in (None, 1):
             return GreedySearch(**common, drop_finished=True)
         return BeamSearch(
             beam_width=beam_width,
-            length_penalty=length_penalty,
+            length_penalty=options.value("length_penalty"),
             n_best=n_best,
             drop_finished=True,
             **common,
@@ -290,17 +283,11 @@ class Translator:
     def translate_all(
         self,
         texts: list[str],
-        beam_width: int = 1,
-        length_penalty: float = 0.6,
-        batch_size: int = 64,
-        progress: bool = False,
+        options: DecodingOptions | None = None,
         *,
-        n_best: int | None = None,
-        sample: bool = False,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        seed: int | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        progress: bool = False,
+        **decoding,
     ) -> list:
         """Translates a list of strings in batches; returns one result per input.
 
@@ -311,6 +298,8 @@ class Translator:
         `[length, n_source]`). With `n_best > 1` (beam search) each result is
         a list of `n_best` such dicts, best first.
 
+        `options` (a `DecodingOptions`, or its fields as keywords in
+        `decoding`, e.g. `beam_width=4`) chooses the strategy (`strategy`).
         `sample=True` draws each translation with `RandomSampling(temperature,
         top_k, top_p)` instead of searching (`score` is then the model's
         log-probability of the drawn translation). With a `seed`, batch `i`
@@ -319,21 +308,14 @@ class Translator:
         call differs. The serving clients batch and seed the same way, so an
         export's `sample` signature gives the same translations.
         """
+        options = DecodingOptions.of(options, **decoding)
         if batch_size < 1:
             raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
         import keras
 
-        strategy = self.strategy(
-            beam_width,
-            length_penalty,
-            n_best=n_best,
-            sample=sample,
-            temperature=temperature,
-            top_k=top_k,
-            top_p=top_p,
-            seed=seed,
-        )
-        if sample:
+        strategy = self.strategy(options)
+        seed = options.seed
+        if options.sample:
             if seed is None:
                 # Drawn here: a graph-level draw would repeat under a global TF seed.
                 seed = random.SystemRandom().randrange(2**31)

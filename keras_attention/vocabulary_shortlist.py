@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from keras_attention.shortlist_defaults import DEFAULT_FREQUENT
 from keras_attention.text.vocabulary import END_ID, PAD_ID, START_ID, UNK_ID
 
 logger = logging.getLogger(__name__)
@@ -16,13 +17,7 @@ logger = logging.getLogger(__name__)
 MEASURES = ("lmi", "dice")
 """How `build` may rank a source id's target ids; the first is the default."""
 
-DEFAULT_FREQUENT = 300
-"""The most frequent target ids that are always candidates, unless told otherwise."""
-
 SPECIAL_IDS = (PAD_ID, UNK_ID, START_ID, END_ID)
-
-AUTO = "auto"
-"""The shortlist size an export resolves from the model (`auto_shortlist_size`)."""
 
 AUTO_K = 100
 """Target ids per source id of the shortlist `auto` gives a large target vocabulary."""

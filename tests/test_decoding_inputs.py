@@ -160,10 +160,10 @@ def test_a_batching_server_refuses_the_scalar_inputs_and_says_so(batching_server
 
 
 def test_todays_requests_on_the_session_path_get_the_same_bytes(golden, new_export):
-    from keras_attention.export import ServingSession
+    from keras_attention.export import SavedModelSession
 
     texts = np.array(TEXTS, object)
-    with ServingSession(golden / "base" / "1") as old, ServingSession(new_export.path) as new:
+    with SavedModelSession(golden / "base" / "1") as old, SavedModelSession(new_export.path) as new:
         for signature in ("serving_default", "beam_search"):
             want = old.run(signature, {"text": texts})
             got = new.run(signature, {"text": texts})
@@ -204,7 +204,7 @@ def test_signature_defs_hold_the_defaults(new_export):
 def test_search_equals_the_text_only_signatures(new_export, server):
     """`search` with its defaults is `serving_default`; with the export's beam width and
     length penalty it is `beam_search`, on the Session and over gRPC."""
-    from keras_attention.export import ServingSession
+    from keras_attention.export import SavedModelSession
 
     texts = np.array(TEXTS, object)
     beam = {
@@ -213,7 +213,7 @@ def test_search_equals_the_text_only_signatures(new_export, server):
         "length_penalty": np.float32(0.6),
         "max_output_length": np.int32(10),
     }
-    with ServingSession(new_export.path) as session:
+    with SavedModelSession(new_export.path) as session:
         greedy = session.run("serving_default", {"text": texts})
         beam_search = session.run("beam_search", {"text": texts})
         pairs = [
@@ -425,7 +425,11 @@ def test_decoding_options_against_an_export_without_them_name_its_version(server
 def test_command_line_flags_choose_the_signature(flags, signature, inputs):
     """Without a decoding option a request goes where it went before decoding inputs
     existed, `text` only; any option goes to `search`, `--sample` to `sample`."""
-    from keras_attention_client.cli import build_parser, client_from_args, decoding_options
+    from keras_attention_client.cli import (
+        build_parser,
+        client_from_args,
+        remote_decoding_options,
+    )
     from keras_attention_client.client_base import decoding_request
 
     command = ["translate", "--server", "localhost:1", "--model-name", "m", *flags, "hi"]
@@ -433,7 +437,7 @@ def test_command_line_flags_choose_the_signature(flags, signature, inputs):
     with client_from_args(args) as client:
         chosen = client.signature_name
     got_signature, got_inputs = decoding_request(
-        chosen, explicit_signature=False, **decoding_options(args)
+        chosen, remote_decoding_options(args), explicit_signature=False
     )
     assert got_signature == signature
     assert {k: v.item() for k, v in got_inputs.items()} == pytest.approx(inputs)

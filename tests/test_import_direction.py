@@ -1,6 +1,6 @@
 """The import direction is one way, and every import uses our own names.
 
-    keras_attention.export  -> keras_attention, keras_attention.serving.server, keras_attention_client
+    keras_attention.export  -> keras_attention, keras_attention_client (never keras_attention.serving)
     keras_attention.serving -> keras_attention_client.wire (never Keras, never the rest of keras_attention)
     keras_attention.serving.ui -> nothing of ours (the server imports it, for --ui only)
     keras_attention_client  -> nothing of ours (checked in tests/serving/test_client_distribution.py)
@@ -10,9 +10,11 @@
   top-level `export` or `serving` (nothing by those names is installed), nor
   `keras_attention.serving.client` (the client is `keras_attention_client`).
 - `keras_attention` never imports `keras_attention.export`,
-  `keras_attention.serving` or `keras_attention_client` at module level; only
-  its CLI may, inside a subcommand handler, so `import keras_attention` never
-  pulls them in.
+  `keras_attention.serving` or `keras_attention_client` at module level (only
+  its CLI may, inside a subcommand handler), except the client's plain-Python
+  contract (`keras_attention_client.wire`, `keras_attention_client.defaults`:
+  `DecodingOptions` and the shared defaults), so `import keras_attention`
+  never pulls them in.
 """
 
 import ast
@@ -20,6 +22,10 @@ from pathlib import Path
 
 import pytest
 from helpers.subprocesses import ROOT, modules_loaded_by
+
+CLIENT_CONTRACT = ("keras_attention_client.wire", "keras_attention_client.defaults")
+"""The client's plain-Python modules that `keras_attention` may import: the wire contract
+(`DecodingOptions`) and the shared defaults."""
 
 FOLDERS = ["keras_attention", "export", "serving", "tests", "benchmarks", "examples"]
 
@@ -107,6 +113,13 @@ def test_the_server_imports_neither_keras_nor_the_rest_of_keras_attention():
     assert violations == []
 
 
+def test_the_export_does_not_import_the_server():
+    files = _python_files("export")
+    assert files, "export/ has no Python files"
+    violations = _imports_where(files, lambda module: _within(module, "keras_attention.serving"))
+    assert violations == []
+
+
 def test_the_translation_page_imports_nothing_of_ours():
     files = _python_files("serving/ui")
     assert files, "serving/ui/ has no Python files"
@@ -129,7 +142,7 @@ def test_keras_attention_does_not_import_export_serving_or_the_client_at_module_
                     "keras_attention.serving",
                     "keras_attention_client",
                 )
-            ):
+            ) or any(_within(module, contract) for contract in CLIENT_CONTRACT):
                 continue
             # The CLI may import them lazily, inside its subcommand handlers.
             if in_function and path == ROOT / "keras_attention" / "cli.py":

@@ -20,7 +20,7 @@ def _outputs(results):
 
 @pytest.mark.parametrize("beam_width, n_best", [(1, None), (3, None), (3, 2)])
 def test_searches_drop_finished_rows_with_the_same_results(translator, beam_width, n_best):
-    dropping = translator.strategy(beam_width, n_best=n_best)
+    dropping = translator.strategy(beam_width=beam_width, n_best=n_best)
     assert dropping.drop_finished
     keeping = type(dropping).from_config({**dropping.get_config(), "drop_finished": False})
     texts = tf.constant(TEXTS)

@@ -16,6 +16,7 @@ from keras_attention.decoding.decoding_strategy import (
     check_int,
     write_column,
 )
+from keras_attention_client.wire.decoding_options import DEFAULT_LENGTH_PENALTY
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -74,7 +75,8 @@ class BeamSearch(DecodingStrategy):
 
     Args:
         beam_width: int >= 1, hypotheses kept per sentence. Defaults to 4.
-        length_penalty: float >= 0, the GNMT `alpha`. Defaults to 0.6.
+        length_penalty: float >= 0, the GNMT `alpha`. Defaults to
+            `DEFAULT_LENGTH_PENALTY` (0.6).
         n_best: int in `[1, beam_width]` or `None`, how many hypotheses to
             return per sentence; `None` returns the best one without the
             n-best axis. Defaults to `None`.
@@ -134,7 +136,7 @@ class BeamSearch(DecodingStrategy):
     def __init__(
         self,
         beam_width: int = 4,
-        length_penalty: float = 0.6,
+        length_penalty: float = DEFAULT_LENGTH_PENALTY,
         max_length: int = 50,
         end_id: int = 3,
         pad_id: int = 0,

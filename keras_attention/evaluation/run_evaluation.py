@@ -12,18 +12,25 @@ from keras_attention.evaluation.bleu import DEFAULT_BUCKETS, bleu_by_length, sco
 from keras_attention.inference.trained_run import load_translator
 from keras_attention.runs import run_state
 from keras_attention.runs.run_directory import RunDirectory
+from keras_attention_client.defaults import DEFAULT_BATCH_SIZE
+from keras_attention_client.wire.decoding_options import DecodingOptions
 
 logger = logging.getLogger(__name__)
 
 
+EVALUATION_BEAM_WIDTH = 4
+"""The beam width of the beam-search pass when the options give none."""
+
+
 def evaluate_run(
     run_dir: str | os.PathLike,
-    beam_width: int = 4,
-    length_penalty: float = 0.6,
-    batch_size: int = 64,
+    options: DecodingOptions | None = None,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     max_sentences: int | None = None,
     progress: bool = False,
     buckets: Sequence[tuple[int, int | None]] = DEFAULT_BUCKETS,
+    **decoding,
 ) -> dict:
     """Scores greedy and beam-search translations of the run's test split.
 
@@ -40,8 +47,9 @@ def evaluate_run(
 
     Args:
         run_dir: a trained run directory.
-        beam_width: beam width of the beam-search pass (1 = greedy only).
-        length_penalty: GNMT length penalty alpha for beam search.
+        options: `DecodingOptions` of the beam-search pass (or its fields as
+            keywords in `decoding`): `beam_width` (default
+            `EVALUATION_BEAM_WIDTH`; 1 = greedy only) and `length_penalty`.
         batch_size: sentences per batch.
         max_sentences: evaluate only the first N unique test sources.
         progress: show a progress bar.
@@ -51,6 +59,9 @@ def evaluate_run(
     Returns:
         The evaluation section written to metrics.json.
     """
+    options = DecodingOptions.of(options, **decoding)
+    beam_width = options.beam_width or EVALUATION_BEAM_WIDTH
+    length_penalty = options.value("length_penalty")
     run = RunDirectory(run_dir)
     run.require_trained()
     corpus = load_corpus(run.test_split)
@@ -79,8 +90,7 @@ def evaluate_run(
     for name, width in strategies.items():
         results = translator.translate_all(
             sources,
-            beam_width=width,
-            length_penalty=length_penalty,
+            DecodingOptions(beam_width=width, length_penalty=length_penalty),
             batch_size=batch_size,
             progress=progress,
         )

@@ -11,6 +11,7 @@ a machine with only the `keras-attention-client` distribution installed:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -22,7 +23,10 @@ from keras_attention_client.defaults import (
     DEFAULT_MODEL_NAME,
     DEFAULT_TIMEOUT,
 )
+from keras_attention_client.request_options import RequestOptions
+from keras_attention_client.retry_policy import RetryPolicy
 from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE
+from keras_attention_client.wire.decoding_options import DecodingOptions, conflicts
 
 REMOTE_BEAM_HELP = (
     "beam width: --beam-width N calls the search signature with beam_width N (at most the "
@@ -78,28 +82,43 @@ def add_beam_width_argument(parser: argparse.ArgumentParser, default: int, help_
         action=_BeamWidthAction,
         help=help_text,
     )
+    parser.set_defaults(beam_option=None)  # the spelling given, if any
 
 
-def add_translate_arguments(
+def add_length_penalty_argument(
+    parser: argparse.ArgumentParser, default: float | None, help_text: str
+) -> None:
+    """`--length-penalty A` (read as `args.length_penalty`); `help_text` names its default."""
+    parser.add_argument(
+        "--length-penalty",
+        dest="length_penalty",
+        type=float,
+        default=default,
+        help=help_text,
+    )
+
+
+def add_decoding_arguments(
     parser: argparse.ArgumentParser, *, beam_help: str = REMOTE_BEAM_HELP
 ) -> None:
-    """Adds the flags of every `translate` command: `keras-attention-client translate`'s.
+    """Adds the decoding flags, one per `DecodingOptions` field: `add_search_arguments`'
+    and `add_sampling_arguments`'.
 
-    `keras-attention translate` adds the same (with its own `beam_help`)
-    plus its local-only flags, so both commands take the same spellings with
-    the same defaults: `--file`, `--beam-width N` (alias `--beam`, read as
-    `args.beam`), `--n-best`, `--length-penalty`, `--max-output-length`,
-    `--batch-size`, `--format`, the sampling flags (`--sample`,
-    `--temperature`, `--top-k`, `--top-p`, `--seed`) and
-    `add_client_arguments`' server flags. Over the wire the decoding flags
-    given are sent as the export's decoding inputs (`decoding_options`).
-
-    Args:
-        parser: the (sub)parser.
-        beam_help: the help text of `--beam-width`.
+    A flag not given leaves its field `None`, so `decoding_options` gives
+    only what was asked for and the decoder (a `Translator`, or the export
+    over the wire) applies `DecodingOptions.DEFAULTS` or its own.
     """
-    parser.add_argument("--file", help="read sentences from this file, one per line")
-    add_beam_width_argument(parser, 1, beam_help)
+    add_search_arguments(parser, beam_help=beam_help)
+    add_sampling_arguments(parser)
+
+
+def add_search_arguments(
+    parser: argparse.ArgumentParser, *, beam_help: str = REMOTE_BEAM_HELP
+) -> None:
+    """`--beam-width N` (alias `--beam`, read as `args.beam`), `--n-best`, `--length-penalty`,
+    `--max-output-length`: the search fields of `DecodingOptions`."""
+    defaults = DecodingOptions.DEFAULTS
+    add_beam_width_argument(parser, defaults["beam_width"], beam_help)
     parser.add_argument(
         "--n-best",
         dest="n_best",
@@ -109,12 +128,11 @@ def add_translate_arguments(
         help="print the N best translations of each sentence (beam search; N <= --beam-width): "
         "N lines per sentence with --format text, an 'n_best' list with json (default: 1)",
     )
-    parser.add_argument(
-        "--length-penalty",
-        dest="length_penalty",
-        type=float,
-        default=None,
-        help="GNMT length penalty alpha of beam search, >= 0 (default: 0.6, or the export's)",
+    add_length_penalty_argument(
+        parser,
+        None,
+        "GNMT length penalty alpha of beam search, >= 0 "
+        f"(default: {defaults['length_penalty']}, or the export's)",
     )
     parser.add_argument(
         "--max-output-length",
@@ -125,21 +143,11 @@ def add_translate_arguments(
         help="most tokens of a translation (default: the run's or export's; an export "
         "accepts at most its own)",
     )
-    parser.add_argument(
-        "--batch-size",
-        dest="batch_size",
-        type=int,
-        default=DEFAULT_BATCH_SIZE,
-        help=f"sentences per batch (per request with --server) (default: {DEFAULT_BATCH_SIZE})",
-    )
-    parser.add_argument(
-        "--format",
-        dest="output_format",
-        choices=["text", "json"],
-        default="text",
-        help="text: one translation per line; json: one object per line with score, tokens "
-        "and attention (default: text)",
-    )
+
+
+def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `sampling` group: `--sample`, `--temperature`, `--top-k`, `--top-p`, `--seed`."""
+    defaults = DecodingOptions.DEFAULTS
     sampling = parser.add_argument_group(
         "sampling", "draw each translation at random instead of searching"
     )
@@ -150,7 +158,8 @@ def add_translate_arguments(
         "--temperature",
         type=float,
         default=None,
-        help="with --sample: > 0; below 1 sharpens, above 1 flattens (default: 1.0)",
+        help="with --sample: > 0; below 1 sharpens, above 1 flattens "
+        f"(default: {defaults['temperature']})",
     )
     sampling.add_argument(
         "--top-k",
@@ -174,57 +183,100 @@ def add_translate_arguments(
         help="with --sample: seed for repeatable output; batch i uses seed + i (default: a new "
         "draw each time)",
     )
+
+
+def add_translate_arguments(
+    parser: argparse.ArgumentParser, *, beam_help: str = REMOTE_BEAM_HELP
+) -> None:
+    """Adds the flags of every `translate` command: `keras-attention-client translate`'s.
+
+    `keras-attention translate` adds the same (with its own `beam_help`)
+    plus its local-only flags, so both commands take the same spellings with
+    the same defaults: `--file`, the decoding flags (`add_search_arguments`,
+    `add_sampling_arguments`), `--batch-size`, `--format` and
+    `add_client_arguments`' server flags.
+    Over the wire the decoding flags given are sent as the export's decoding
+    inputs (`remote_decoding_options`).
+
+    Args:
+        parser: the (sub)parser.
+        beam_help: the help text of `--beam-width`.
+    """
+    parser.add_argument("--file", help="read sentences from this file, one per line")
+    add_search_arguments(parser, beam_help=beam_help)
+    add_batch_size_argument(parser, "sentences per batch (per request with --server)")
+    parser.add_argument(
+        "--format",
+        dest="output_format",
+        choices=["text", "json"],
+        default="text",
+        help="text: one translation per line; json: one object per line with score, tokens "
+        "and attention (default: text)",
+    )
+    add_sampling_arguments(parser)
     add_client_arguments(parser)
 
 
-def decoding_options(args: argparse.Namespace) -> dict:
-    """The decoding keywords of `translate` the flags give (`None`s left out).
+def add_batch_size_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """`--batch-size N` (default `DEFAULT_BATCH_SIZE`)."""
+    parser.add_argument(
+        "--batch-size",
+        dest="batch_size",
+        type=int,
+        default=DEFAULT_BATCH_SIZE,
+        help=f"{help_text} (default: {DEFAULT_BATCH_SIZE})",
+    )
+
+
+_FLAGS = {"beam_width": "--beam-width", "n_best": "--n-best", "length_penalty": "--length-penalty"}
+
+
+def decoding_options(args: argparse.Namespace) -> DecodingOptions:
+    """The `DecodingOptions` the decoding flags (`add_decoding_arguments`) give.
+
+    Only the flags given are set (`--beam-width`/`--beam` when given).
+    `--sample` with any beam option, or a sampling option without `--sample`,
+    is a `ValueError` naming the flags.
+    """
+    given_beam = args.beam_option is not None
+    fields = {
+        "beam_width": args.beam if given_beam else None,
+        "n_best": args.n_best,
+        "length_penalty": args.length_penalty,
+        "max_output_length": args.max_output_length,
+        "temperature": args.temperature,
+        "top_k": args.top_k,
+        "top_p": args.top_p,
+        "seed": args.seed,
+    }
+    beam, sampling = conflicts(args.sample, fields)
+    if sampling:
+        flags = ", ".join(f"--{name.replace('_', '-')}" for name in sampling)
+        raise ValueError(f"{flags} only go with --sample")
+    if beam:
+        flags = ", ".join(
+            _FLAGS[name] if name == "length_penalty" else f"{_FLAGS[name]} {fields[name]}"
+            for name in beam
+        )
+        raise ValueError(f"--sample cannot be combined with beam search ({flags})")
+    return DecodingOptions(sample=args.sample, **fields)
+
+
+def remote_decoding_options(args: argparse.Namespace) -> DecodingOptions:
+    """`decoding_options` as sent over the wire: `--beam N` alone is no decoding input.
 
     With none of `--beam-width`, `--n-best`, `--length-penalty`,
     `--max-output-length` given, the request stays a `text`-only one to
-    `serving_default` (or `beam_search` for `--beam N`) that every export
-    and a batching server take; any of them sends the `search` signature's
-    inputs (`--beam N` then gives `beam_width` N). `--sample` with any beam
-    option, or a sampling option without `--sample`, is a `ValueError`.
+    `serving_default` (or `beam_search` for `--beam N`, see
+    `client_from_args`) that every export and a batching server take; any of
+    them sends the `search` signature's inputs (`--beam N` then gives
+    `beam_width` N).
     """
-    beam = getattr(args, "beam", 1) or 1
-    per_request = [
-        getattr(args, name, None) for name in ("n_best", "length_penalty", "max_output_length")
-    ]
-    spelled_width = getattr(args, "beam_option", None) == "--beam-width"
-    send_width = beam != 1 and (spelled_width or any(v is not None for v in per_request))
-    if spelled_width and beam == 1:
-        send_width = True
-    options = {
-        "beam_width": beam if send_width else None,
-        "n_best": getattr(args, "n_best", None),
-        "length_penalty": getattr(args, "length_penalty", None),
-        "max_output_length": getattr(args, "max_output_length", None),
-    }
-    sampling = {
-        "temperature": getattr(args, "temperature", None),
-        "top_k": getattr(args, "top_k", None),
-        "top_p": getattr(args, "top_p", None),
-        "seed": getattr(args, "seed", None),
-    }
-    if not getattr(args, "sample", False):
-        given = [f"--{k.replace('_', '-')}" for k, v in sampling.items() if v is not None]
-        if given:
-            raise ValueError(f"{', '.join(given)} only go with --sample")
-        return {k: v for k, v in options.items() if v is not None}
-    beam_flags = [
-        flag
-        for flag, given in (
-            (f"--beam-width {beam}", beam != 1),
-            (f"--n-best {options['n_best']}", options["n_best"] not in (None, 1)),
-            ("--length-penalty", options["length_penalty"] is not None),
-        )
-        if given
-    ]
-    if beam_flags:
-        raise ValueError(f"--sample cannot be combined with beam search ({', '.join(beam_flags)})")
-    sampling["max_output_length"] = options["max_output_length"]
-    return {"sample": True, **{k: v for k, v in sampling.items() if v is not None}}
+    options = decoding_options(args)
+    others = dataclasses.replace(options, beam_width=None)
+    if args.beam_option == "--beam" and (args.beam == 1 or not others.searches):
+        return others
+    return options
 
 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:
@@ -313,48 +365,44 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
 def client_from_args(args: argparse.Namespace):
     """The `TranslationClient` or `RestTranslationClient` the parsed flags describe.
 
-    Flags the parser lacks take their defaults, so a parser that added only
-    some of `add_translate_arguments`' flags works too. `--beam N` (N > 1)
-    selects the `beam_search` signature unless `--signature-name` is given
-    (decoding options then send the request to `search`, see
-    `decoding_options`). Without `--model-name`, the server is asked for its only model
-    (`default_model_name`: a `ValueError` naming them if it serves several).
+    `args` holds `add_translate_arguments`' flags. `--beam N` (N > 1) selects
+    the `beam_search` signature unless `--signature-name` is given (decoding
+    options then send the request to `search`, see
+    `remote_decoding_options`). Without `--model-name`, the server is asked
+    for its only model (`default_model_name`: a `ValueError` naming them if
+    it serves several).
     """
-    server = getattr(args, "server", None)
-    if not server:
+    if not args.server:
         raise ValueError("--server HOST:PORT (or http://HOST:PORT) is required")
-    signature = getattr(args, "signature_name", None)
-    if not signature:
-        beam = getattr(args, "beam", 1) or 1
-        signature = BEAM_SEARCH if beam > 1 else DEFAULT_SIGNATURE
-    model_name = getattr(args, "model_name", None)
-    common = dict(
-        model_name=model_name or DEFAULT_MODEL_NAME,
+    signature = args.signature_name or (BEAM_SEARCH if args.beam > 1 else DEFAULT_SIGNATURE)
+    request = RequestOptions(
+        model_name=args.model_name or DEFAULT_MODEL_NAME,
         signature_name=signature,
-        timeout=getattr(args, "timeout", DEFAULT_TIMEOUT),
-        version=getattr(args, "model_version", None),
-        version_label=getattr(args, "version_label", None),
-        batch_size=getattr(args, "batch_size", DEFAULT_BATCH_SIZE),
-        max_retries=getattr(args, "max_retries", None),
+        timeout=args.timeout,
+        version=args.model_version,
+        version_label=args.version_label,
+        batch_size=args.batch_size,
     )
-    root_certificates = getattr(args, "root_certificates", None)
-    if server.startswith(("http://", "https://")):
+    retry = RetryPolicy(max_retries=args.max_retries)
+    if args.server.startswith(("http://", "https://")):
+        from keras_attention_client.http_options import HttpOptions
         from keras_attention_client.rest_translation_client import RestTranslationClient
 
-        client = RestTranslationClient(server, cafile=root_certificates, **common)
+        http = HttpOptions(cafile=args.root_certificates)
+        client = RestTranslationClient(args.server, request, retry, http)
     else:
+        from keras_attention_client.channel_options import ChannelOptions
         from keras_attention_client.translation_client import TranslationClient
 
-        client = TranslationClient(
-            server,
-            tls=getattr(args, "tls", False),
-            root_certificates=root_certificates,
-            private_key=getattr(args, "client_key", None),
-            certificate_chain=getattr(args, "client_certificate", None),
-            ssl_target_name_override=getattr(args, "ssl_target_name_override", None),
-            **common,
+        channel = ChannelOptions(
+            tls=args.tls,
+            root_certificates=args.root_certificates,
+            private_key=args.client_key,
+            certificate_chain=args.client_certificate,
+            ssl_target_name_override=args.ssl_target_name_override,
         )
-    if not model_name:  # the server's only model (TF Serving's default name if it cannot list)
+        client = TranslationClient(args.server, request, retry, channel)
+    if not args.model_name:  # the server's only model (TF Serving's default name if it cannot list)
         try:
             client.model_name = client.default_model_name()
         except BaseException:
@@ -374,12 +422,12 @@ def remote_translations(args: argparse.Namespace, texts: Sequence[str]) -> list:
     """
     from keras_attention_client.wire.errors import ServingError
 
-    options = decoding_options(args)
+    options = remote_decoding_options(args)
     try:
         with client_from_args(args) as client:
-            return client.translate(list(texts), **options)
+            return client.translate(list(texts), options)
     except ServingError as error:
-        hint = model_name_hint(error, getattr(args, "model_name", None))
+        hint = model_name_hint(error, args.model_name)
         if hint is None:
             raise
         raise ServingError(
@@ -438,7 +486,7 @@ def run_remote_translate(
         return 1
     for source, translation in zip(texts, translations, strict=True):
         listed = isinstance(translation, list)
-        if getattr(args, "output_format", "text") == "json":
+        if args.output_format == "json":
             if listed:
                 record = {"source": source, "n_best": [t.to_dict() for t in translation]}
             else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import time
@@ -13,6 +14,8 @@ import numpy as np
 from keras_attention_client.defaults import DEFAULT_MODEL_NAME
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
+from keras_attention_client.request_options import RequestOptions
+from keras_attention_client.retry_policy import RetryPolicy
 from keras_attention_client.served_model import ServedModel
 from keras_attention_client.translation import Translation, split_batches
 from keras_attention_client.wire.contract import (
@@ -22,6 +25,11 @@ from keras_attention_client.wire.contract import (
     SAMPLE,
     SEARCH,
     TEXT_INPUT,
+)
+from keras_attention_client.wire.decoding_options import (
+    SAMPLING_FIELDS,
+    SEARCH_FIELDS,
+    DecodingOptions,
 )
 from keras_attention_client.wire.errors import ServingError
 
@@ -65,61 +73,35 @@ class TranslationClientBase:
     `_metadata_once` and `_list_models_once`, each making exactly one request within the seconds it
     is given and raising `ServingError` on failure (`NoAnswer` when no
     server answered).
+
+    Args:
+        request: a `RequestOptions` (model, signature, timeout, version,
+            batch size).
+        retry: a `RetryPolicy` (retries and backoff).
+        **settings: fields of either by name, replacing their values.
     """
 
     def __init__(
         self,
-        *,
-        model_name: str,
-        signature_name: str,
-        timeout: float | None,
-        version: int | None,
-        version_label: str | None,
-        batch_size: int,
-        max_retries: int | None,
-        initial_backoff: float,
-        max_backoff: float,
-        backoff_multiplier: float,
+        request: RequestOptions | None = None,
+        retry: RetryPolicy | None = None,
+        **settings: Any,
     ):
-        if not isinstance(model_name, str) or not model_name:
-            raise ValueError(f"model_name must be a non-empty string. Received: {model_name!r}")
-        if not isinstance(signature_name, str) or not signature_name:
-            raise ValueError(
-                f"signature_name must be a non-empty string. Received: {signature_name!r}"
-            )
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be positive seconds or None. Received: {timeout!r}")
-        if version is not None and version_label is not None:
-            raise ValueError(
-                "Pass at most one of version and version_label. "
-                f"Received: version={version!r}, version_label={version_label!r}"
-            )
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
-            raise ValueError(f"version must be an integer or None. Received: {version!r}")
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer. Received: {batch_size!r}")
-        if max_retries is not None and (
-            isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
-        ):
-            raise ValueError(
-                f"max_retries must be an integer >= 0 or None. Received: {max_retries!r}"
-            )
-        if initial_backoff < 0 or max_backoff < 0 or backoff_multiplier < 1:
-            raise ValueError(
-                "Backoff must satisfy initial_backoff >= 0, max_backoff >= 0, "
-                f"backoff_multiplier >= 1. Received: initial_backoff={initial_backoff}, "
-                f"max_backoff={max_backoff}, backoff_multiplier={backoff_multiplier}"
-            )
-        self.model_name = model_name
-        self.signature_name = signature_name
-        self.timeout = timeout
-        self.version = version
-        self.version_label = version_label
-        self.batch_size = batch_size
-        self.max_retries = max_retries
-        self.initial_backoff = float(initial_backoff)
-        self.max_backoff = float(max_backoff)
-        self.backoff_multiplier = float(backoff_multiplier)
+        request = with_settings(request, RequestOptions, settings)
+        retry = with_settings(retry, RetryPolicy, settings)
+        check_no_settings_left(settings)
+        self.request = request
+        self.retry = retry
+        self.model_name = request.model_name
+        self.signature_name = request.signature_name
+        self.timeout = request.timeout
+        self.version = request.version
+        self.version_label = request.version_label
+        self.batch_size = request.batch_size
+        self.max_retries = retry.max_retries
+        self.initial_backoff = float(retry.initial_backoff)
+        self.max_backoff = float(retry.max_backoff)
+        self.backoff_multiplier = float(retry.backoff_multiplier)
         self._random = random.Random()
 
     @property
@@ -132,25 +114,19 @@ class TranslationClientBase:
     def translate(
         self,
         texts: Sequence[str],
+        options: DecodingOptions | None = None,
         *,
         batch_size: int | None = None,
         signature_name: str | None = None,
         timeout: float | None = None,
-        beam_width: int | None = None,
-        n_best: int | None = None,
-        length_penalty: float | None = None,
-        max_output_length: int | None = None,
-        sample: bool = False,
-        temperature: float | None = None,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        seed: int | None = None,
+        **decoding: Any,
     ) -> list:
         """Translates sentences, one request per batch of at most `batch_size`.
 
         The sentences are sorted by length into batches (less padding), as
         `keras-attention translate` does, and the results returned in input
-        order. The decoding arguments are the export's optional inputs
+        order. The decoding options (`DecodingOptions`, or its fields as
+        keywords) are the export's optional inputs
         (`keras_attention_client.wire.contract.DECODING_INPUTS`); each one
         given is sent, the others take the export's defaults:
 
@@ -174,24 +150,15 @@ class TranslationClientBase:
 
         Args:
             texts: the source sentences (a list of `str`; not a single `str`).
+            options: a `DecodingOptions` (default: none given).
             batch_size: sentences per request; defaults to the client's.
             signature_name: e.g. `"beam_search"`; defaults to the client's
                 (decoding options override `serving_default` and
                 `beam_search`, as described above).
             timeout: seconds allowed per request (one per batch), waiting for
                 the server and retries included; defaults to the client's.
-            beam_width: hypotheses kept per sentence (1: greedy).
-            n_best: translations returned per sentence, `<= beam_width`.
-            length_penalty: GNMT length penalty alpha, >= 0.
-            max_output_length: most tokens of a translation, at most the
-                export's.
-            sample: draw each translation at random (`sample` signature).
-            temperature: with `sample`: > 0.
-            top_k: with `sample`: draw among the `top_k` most probable tokens.
-            top_p: with `sample`: draw among the most probable tokens whose
-                mass reaches `top_p`, in `(0, 1]`.
-            seed: with `sample`: an int in `[0, 2**31 - 1]` for repeatable
-                draws.
+            **decoding: `DecodingOptions` fields, e.g. `beam_width=4`,
+                `n_best=2`, `sample=True, seed=1` (they replace `options`').
 
         Returns:
             One `Translation` per input, in order; with `n_best > 1`, one
@@ -203,6 +170,7 @@ class TranslationClientBase:
             ServingError: the server's error, or `UNAVAILABLE` naming the
                 address when it was not ready by the deadline.
         """
+        options = DecodingOptions.of(options, **decoding)
         if isinstance(texts, (str, bytes)):
             raise TypeError(
                 "texts must be a sequence of sentences, not a single string. "
@@ -215,18 +183,11 @@ class TranslationClientBase:
         batch_size = self.batch_size if batch_size is None else batch_size
         signature_name, inputs = decoding_request(
             signature_name or self.signature_name,
+            options,
             explicit_signature=signature_name is not None,
-            beam_width=beam_width,
-            n_best=n_best,
-            length_penalty=length_penalty,
-            max_output_length=max_output_length,
-            sample=sample,
-            temperature=temperature,
-            top_k=top_k,
-            top_p=top_p,
-            seed=seed,
         )
-        listed = n_best is not None and n_best > 1
+        listed = options.listed
+        seed = options.seed
         inputs = self._complete_inputs(signature_name, inputs, timeout)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         results: list = [None] * len(texts)
@@ -421,9 +382,7 @@ class TranslationClientBase:
 
     def backoff_delay(self, retry: int) -> float:
         """The sleep before retry number `retry` (from 0), without jitter: exponential, capped."""
-        return min(
-            self.max_backoff, self.initial_backoff * self.backoff_multiplier ** min(retry, 64)
-        )
+        return self.retry.delay(retry)
 
     def _with_retries(self, fn: Callable[..., T], *args: Any, timeout: float | None) -> T:
         """Calls `fn(*args, seconds_left)` until it answers or waiting is over.
@@ -508,6 +467,21 @@ class TranslationClientBase:
         raise NotImplementedError
 
 
+def with_settings(options: T | None, cls: type[T], settings: dict[str, Any]) -> T:
+    """`options` (default: `cls()`) with the keywords of `settings` that name its fields,
+    which are taken out of `settings` (a client constructor's keyword API)."""
+    names = {field.name for field in dataclasses.fields(cls)}
+    changes = {name: settings.pop(name) for name in list(settings) if name in names}
+    options = cls() if options is None else options
+    return dataclasses.replace(options, **changes) if changes else options
+
+
+def check_no_settings_left(settings: dict[str, Any]) -> None:
+    """`TypeError` for keywords of a client constructor that no options object took."""
+    if settings:
+        raise TypeError(f"Unexpected keyword arguments: {', '.join(sorted(settings))}")
+
+
 def _seconds_left(deadline: float | None) -> float | None:
     """Seconds until `deadline` (a `time.monotonic()` value), at least 1 ms; `None` for none."""
     if deadline is None:
@@ -516,81 +490,34 @@ def _seconds_left(deadline: float | None) -> float | None:
 
 
 def decoding_request(
-    signature_name: str,
-    *,
-    explicit_signature: bool = True,
-    beam_width: int | None = None,
-    n_best: int | None = None,
-    length_penalty: float | None = None,
-    max_output_length: int | None = None,
-    sample: bool = False,
-    temperature: float | None = None,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    seed: int | None = None,
+    signature_name: str, options: DecodingOptions, *, explicit_signature: bool = True
 ) -> tuple[str, dict[str, np.ndarray]]:
     """The signature to call and the decoding inputs to send, as scalar arrays.
 
-    `sample=True` calls `sample`; otherwise any of `beam_width`, `n_best`,
-    `length_penalty`, `max_output_length` calls `search` (unless a signature
-    other than `serving_default`, `beam_search` and `search` was chosen
-    explicitly, `explicit_signature`). Without them the request goes to
-    `signature_name`, `text` only, as before exports took decoding inputs
+    `options.sample` calls `sample`; otherwise any of `beam_width`, `n_best`,
+    `length_penalty`, `max_output_length` given calls `search` (unless a
+    signature other than `serving_default`, `beam_search` and `search` was
+    chosen explicitly, `explicit_signature`). Without them the request goes
+    to `signature_name`, `text` only, as before exports took decoding inputs
     (`serving_default` and `beam_search` take no other input, so every REST
-    caller and a batching server keep working). Only the arguments given are
-    sent.
-
-    Raises:
-        TypeError: a value of the wrong type.
-        ValueError: sampling options without `sample`, or beam options with it.
+    caller and a batching server keep working). Only the options given are
+    sent (`DecodingOptions` has checked their types and combination).
     """
-    search = {
-        "beam_width": beam_width,
-        "n_best": n_best,
-        "length_penalty": length_penalty,
-        "max_output_length": max_output_length,
-    }
-    sampling = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
-    if sample:
-        beam_options = {
-            k: v
-            for k, v in search.items()
-            if (k == "length_penalty" and v is not None)
-            or k in ("beam_width", "n_best")
-            and v not in (None, 1)
-        }
-        if beam_options:
-            raise ValueError(
-                "Sampling draws one translation per sentence; it cannot be combined with "
-                f"beam search. Received: {', '.join(f'{k}={v!r}' for k, v in beam_options.items())}"
-            )
+    if options.sample:
         signature_name = SAMPLE
-        given = {**sampling, "max_output_length": max_output_length}
+        names = (*SAMPLING_FIELDS, "max_output_length")
     else:
-        given_sampling = [k for k, v in sampling.items() if v is not None]
-        if given_sampling:
-            raise ValueError(f"{', '.join(given_sampling)} only go with sample=True")
-        given_search = any(v is not None for v in search.values())
-        if given_search and (
+        if options.searches and (
             not explicit_signature or signature_name in (DEFAULT_SIGNATURE, BEAM_SEARCH)
         ):
             signature_name = SEARCH
-        given = search
+        names = SEARCH_FIELDS
     dtypes = DECODING_INPUTS.get(signature_name, DECODING_INPUTS[SEARCH])
     inputs = {}
-    for alias, value in given.items():
-        if value is None:
-            continue
-        if dtypes[alias] == "DT_INT32":
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"{alias} must be an int. Received: {alias}={value!r}")
-            if not -(2**31) <= int(value) < 2**31:
-                raise ValueError(f"{alias} must fit in int32. Received: {alias}={value!r}")
-            inputs[alias] = np.int32(value)
-        else:
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-                raise TypeError(f"{alias} must be a number. Received: {alias}={value!r}")
-            inputs[alias] = np.float32(value)
+    for alias in names:
+        value = getattr(options, alias)
+        if value is not None:
+            inputs[alias] = np.int32(value) if dtypes[alias] == "DT_INT32" else np.float32(value)
     return signature_name, inputs
 
 

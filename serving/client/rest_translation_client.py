@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -13,13 +12,15 @@ from typing import Any
 import numpy as np
 
 from keras_attention_client.client_base import (
-    DEFAULT_SIGNATURE_NAME,
     NoAnswer,
     TranslationClientBase,
+    with_settings,
 )
-from keras_attention_client.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MODEL_NAME, DEFAULT_TIMEOUT
+from keras_attention_client.http_options import HttpOptions
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
+from keras_attention_client.request_options import RequestOptions
+from keras_attention_client.retry_policy import RetryPolicy
 from keras_attention_client.served_model import ServedModel
 from keras_attention_client.wire.contract import SAMPLE, SEARCH
 from keras_attention_client.wire.errors import CODE_FOR_HTTP_STATUS, ServingError
@@ -53,22 +54,17 @@ class RestTranslationClient(TranslationClientBase):
     Args:
         base_url: e.g. `"http://localhost:8501"` (TF Serving's REST port is
             8501); `https://` for TLS.
-        model_name: the served model's name.
-        signature_name: `"serving_default"` or `"beam_search"`.
-        timeout: seconds allowed per request, waiting for the server
-            included (`None`: no limit, wait as long as it takes).
-        version: pin a version number.
-        version_label: pin a version label; exclusive with `version`.
-        batch_size: sentences per request in `translate`.
-        max_retries: most retries of one request (`None`: as many as its
-            deadline allows; 0: none).
-        initial_backoff: seconds before the first retry.
-        max_backoff: cap on the seconds between retries.
-        backoff_multiplier: growth of the backoff per retry.
-        ssl_context: an `ssl.SSLContext` for `https://` (e.g. one trusting a
-            private CA); default: the system's.
-        cafile: path of a PEM CA bundle to trust (builds `ssl_context`).
-        headers: extra HTTP headers for every request (e.g. authorization).
+        request: a `RequestOptions`: the model name, signature, per-request
+            `timeout` (`None`: no limit), pinned `version` or
+            `version_label`, `batch_size`.
+        retry: a `RetryPolicy`: `max_retries` (`None`: as many as the
+            deadline allows; 0: none), `initial_backoff`, `max_backoff`,
+            `backoff_multiplier`.
+        http: an `HttpOptions`: `ssl_context`, `cafile` (a PEM CA bundle to
+            trust), `headers` (extra HTTP headers for every request).
+        **settings: any field of those three by name (e.g.
+            `model_name="translator", cafile="ca.pem"`), replacing the given
+            objects' values.
 
     Example:
 
@@ -83,33 +79,13 @@ class RestTranslationClient(TranslationClientBase):
     def __init__(
         self,
         base_url: str,
-        *,
-        model_name: str = DEFAULT_MODEL_NAME,
-        signature_name: str = DEFAULT_SIGNATURE_NAME,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        version: int | None = None,
-        version_label: str | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        max_retries: int | None = None,
-        initial_backoff: float = 0.1,
-        max_backoff: float = 1.0,
-        backoff_multiplier: float = 2.0,
-        ssl_context: ssl.SSLContext | None = None,
-        cafile: str | None = None,
-        headers: Mapping[str, str] | None = None,
+        request: RequestOptions | None = None,
+        retry: RetryPolicy | None = None,
+        http: HttpOptions | None = None,
+        **settings: Any,
     ):
-        super().__init__(
-            model_name=model_name,
-            signature_name=signature_name,
-            timeout=timeout,
-            version=version,
-            version_label=version_label,
-            batch_size=batch_size,
-            max_retries=max_retries,
-            initial_backoff=initial_backoff,
-            max_backoff=max_backoff,
-            backoff_multiplier=backoff_multiplier,
-        )
+        http = with_settings(http, HttpOptions, settings)
+        super().__init__(request, retry, **settings)
         if not isinstance(base_url, str) or not base_url:
             raise ValueError(f"base_url must be 'http://host:port'. Received: {base_url!r}")
         if "://" not in base_url:
@@ -120,10 +96,8 @@ class RestTranslationClient(TranslationClientBase):
                 f"base_url must be an http:// or https:// URL. Received: base_url={base_url!r}"
             )
         self.base_url = base_url.rstrip("/")
-        if ssl_context is None and cafile is not None:
-            ssl_context = ssl.create_default_context(cafile=cafile)
-        self._ssl_context = ssl_context
-        self._headers = dict(headers or {})
+        self._ssl_context = http.context()
+        self._headers = dict(http.headers or {})
 
     @property
     def endpoint(self) -> str:

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import grpc
 import numpy as np
 
+from keras_attention_client.channel_options import DEFAULT_MAX_MESSAGE_BYTES, ChannelOptions
 from keras_attention_client.client_base import (
-    DEFAULT_SIGNATURE_NAME,
     NoAnswer,
     TranslationClientBase,
+    with_settings,
 )
-from keras_attention_client.defaults import DEFAULT_BATCH_SIZE, DEFAULT_MODEL_NAME, DEFAULT_TIMEOUT
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
+from keras_attention_client.request_options import RequestOptions
+from keras_attention_client.retry_policy import RetryPolicy
 from keras_attention_client.served_model import ServedModel
 from keras_attention_client.wire.errors import ServingError
 from keras_attention_client.wire.protos import (
@@ -35,7 +37,7 @@ from keras_attention_client.wire.tensors import (
     tensor_proto_to_ndarray,
 )
 
-DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "TranslationClient"]
 
 
 class TranslationClient(TranslationClientBase):
@@ -67,33 +69,19 @@ class TranslationClient(TranslationClientBase):
     Args:
         target: `"host:port"` of the gRPC endpoint (TF Serving's is 8500);
             `"unix:/path"` for a UNIX socket.
-        model_name: the served model's name (TF Serving's default is
-            `"default"`).
-        signature_name: signature to call, `"serving_default"` (greedy) or
-            `"beam_search"`.
-        timeout: deadline in seconds for each request, waiting for the
-            server included (`None`: no deadline, wait as long as it takes).
-        version: pin a version number (default: the latest the server serves).
-        version_label: pin a version label from the server's model config
-            (e.g. `"stable"`); exclusive with `version`.
-        batch_size: sentences per request in `translate`.
-        max_retries: most retries of one request (`None`: as many as its
-            deadline allows; 0: none, fail at the first `UNAVAILABLE`).
-        initial_backoff: seconds before the first retry.
-        max_backoff: cap on the seconds between retries.
-        backoff_multiplier: growth of the backoff per retry.
-        tls: use TLS with the system's root certificates (implied by any of the
-            certificate arguments).
-        root_certificates: PEM bytes, or a path to a PEM file, of the CA(s) to
-            trust (for a self-signed server certificate).
-        private_key: PEM bytes or path of the client key (mutual TLS).
-        certificate_chain: PEM bytes or path of the client certificate chain.
-        credentials: ready-made `grpc.ChannelCredentials` (overrides the
-            TLS arguments).
-        ssl_target_name_override: the host name to verify in the server
-            certificate when it differs from `target`'s host.
-        max_message_bytes: largest response accepted (and request sent).
-        channel_options: extra `(key, value)` gRPC channel arguments.
+        request: a `RequestOptions`: the model name (TF Serving's default is
+            `"default"`), signature, per-request `timeout` (`None`: no
+            deadline), pinned `version` or `version_label`, `batch_size`.
+        retry: a `RetryPolicy`: `max_retries` (`None`: as many as the
+            deadline allows), `initial_backoff`, `max_backoff`,
+            `backoff_multiplier`.
+        channel: a `ChannelOptions`: `tls`, `root_certificates`,
+            `private_key`, `certificate_chain` (PEM bytes or paths),
+            `credentials`, `ssl_target_name_override`, `max_message_bytes`,
+            `channel_options`.
+        **settings: any field of those three by name (e.g.
+            `model_name="translator", max_retries=0, tls=True`), replacing
+            the given objects' values.
 
     Example:
 
@@ -109,38 +97,13 @@ class TranslationClient(TranslationClientBase):
     def __init__(
         self,
         target: str,
-        *,
-        model_name: str = DEFAULT_MODEL_NAME,
-        signature_name: str = DEFAULT_SIGNATURE_NAME,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        version: int | None = None,
-        version_label: str | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        max_retries: int | None = None,
-        initial_backoff: float = 0.1,
-        max_backoff: float = 1.0,
-        backoff_multiplier: float = 2.0,
-        tls: bool = False,
-        root_certificates: bytes | str | os.PathLike | None = None,
-        private_key: bytes | str | os.PathLike | None = None,
-        certificate_chain: bytes | str | os.PathLike | None = None,
-        credentials: grpc.ChannelCredentials | None = None,
-        ssl_target_name_override: str | None = None,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        channel_options: Sequence[tuple[str, Any]] = (),
+        request: RequestOptions | None = None,
+        retry: RetryPolicy | None = None,
+        channel: ChannelOptions | None = None,
+        **settings: Any,
     ):
-        super().__init__(
-            model_name=model_name,
-            signature_name=signature_name,
-            timeout=timeout,
-            version=version,
-            version_label=version_label,
-            batch_size=batch_size,
-            max_retries=max_retries,
-            initial_backoff=initial_backoff,
-            max_backoff=max_backoff,
-            backoff_multiplier=backoff_multiplier,
-        )
+        channel = with_settings(channel, ChannelOptions, settings)
+        super().__init__(request, retry, **settings)
         if not isinstance(target, str) or not target:
             raise ValueError(f"target must be 'host:port'. Received: target={target!r}")
         if "://" in target and not target.startswith(("unix://", "dns://", "ipv4:", "ipv6:")):
@@ -151,22 +114,23 @@ class TranslationClient(TranslationClientBase):
         self.target = target
         reconnect_ms = max(int(self.initial_backoff * 1000), 50)
         options = [
-            ("grpc.max_receive_message_length", int(max_message_bytes)),
-            ("grpc.max_send_message_length", int(max_message_bytes)),
+            ("grpc.max_receive_message_length", int(channel.max_message_bytes)),
+            ("grpc.max_send_message_length", int(channel.max_message_bytes)),
             # Reconnect quickly so a restarted server is picked up by the next retry
             # instead of the channel sitting in TRANSIENT_FAILURE for its default backoff.
             ("grpc.initial_reconnect_backoff_ms", reconnect_ms),
             ("grpc.min_reconnect_backoff_ms", reconnect_ms),
             ("grpc.max_reconnect_backoff_ms", max(int(self.max_backoff * 1000), reconnect_ms)),
         ]
-        if ssl_target_name_override:
-            options.append(("grpc.ssl_target_name_override", ssl_target_name_override))
-        options.extend(channel_options)
-        if credentials is None and (tls or root_certificates or private_key or certificate_chain):
+        if channel.ssl_target_name_override:
+            options.append(("grpc.ssl_target_name_override", channel.ssl_target_name_override))
+        options.extend(channel.channel_options)
+        credentials = channel.credentials
+        if credentials is None and channel.secure:
             credentials = grpc.ssl_channel_credentials(
-                root_certificates=_read_pem(root_certificates),
-                private_key=_read_pem(private_key),
-                certificate_chain=_read_pem(certificate_chain),
+                root_certificates=_read_pem(channel.root_certificates),
+                private_key=_read_pem(channel.private_key),
+                certificate_chain=_read_pem(channel.certificate_chain),
             )
         if credentials is not None:
             self._channel = grpc.secure_channel(target, credentials, options=options)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_attention.export.cli import main
+from keras_attention.cli import main
 
 SMALL_BATCH = ["I see the cat .", "she eat", "the dog", "apple", "Hello, world!"]
 
@@ -58,9 +58,9 @@ def test_the_manifest_records_the_shortlist(shortlisted, run_dir, translator):
 
 
 def session_outputs(path, signature, texts):
-    from keras_attention.export import ServingSession
+    from keras_attention.export import SavedModelSession
 
-    with ServingSession(path) as session:
+    with SavedModelSession(path) as session:
         return session.run(signature, {"text": np.array(texts, dtype=object)})
 
 
@@ -77,7 +77,7 @@ def test_the_export_decodes_as_the_shortlisted_translator(
     shortlist = VocabularyShortlist.from_run(run_dir, k=1, frequent=1)
     storage = WeightStorage(translator.model, "int8")
     local = translator.with_shortlist(shortlist, gather_weights=storage.gather)
-    strategy = local.strategy(3 if signature == "beam_search" else 1)
+    strategy = local.strategy(beam_width=3 if signature == "beam_search" else 1)
     expected = storage.wrap(local.translate)(tf.constant(SMALL_BATCH), strategy)
     outputs = session_outputs(shortlisted[2], signature, SMALL_BATCH)
     for key in ("translation", "tokens", "length"):

@@ -162,11 +162,9 @@ def test_remote_translate_reports_server_errors(server):
     assert "no model named 'nope'" in message and "--model-name" in message
 
 
-def test_wiring_into_a_parser_that_has_its_own_batch_size_and_beam(server):
+def test_beam_alone_calls_beam_search_and_a_decoding_option_calls_search(server):
     parser = argparse.ArgumentParser()
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--beam", type=int, default=1)
-    client_cli.add_client_arguments(parser)
+    client_cli.add_translate_arguments(parser)
     args = parser.parse_args(
         [
             "--server",
