@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -35,6 +36,9 @@ TensorFlow) translates with a model served by TensorFlow Serving or by
 `keras-attention serve`. Each prints the same help with `--help`; this page is
 that help in tables, one row per option.
 """
+
+STATED_DEFAULT = re.compile(r" \(default: ([^()]*)\)\.?$")
+"""A help text's closing "(default: X)" (X without parentheses)."""
 
 _MARKDOWN_SPECIAL = str.maketrans(
     {c: "\\" + c for c in "\\`*_[]|"} | {"<": "&lt;", ">": "&gt;", "\n": " "}
@@ -73,8 +77,18 @@ def is_switch(action: argparse.Action) -> bool:
     return action.nargs == 0 and not isinstance(action, argparse.BooleanOptionalAction)
 
 
+def stated_default(action: argparse.Action) -> str:
+    """The X of a help text that ends "(default: X)", or "" (`--help` states it there)."""
+    match = STATED_DEFAULT.search(action.help or "")
+    return match.group(1) if match else ""
+
+
 def format_default(action: argparse.Action) -> str:
-    """The Default cell: what the option is when it is not given."""
+    """The Default cell: what the option is when it is not given ("required" if it must be):
+    its argparse default, or for an option whose default is `None` (not given: a library
+    default applies) the default its help text states."""
+    if action.required:
+        return "required"
     default = action.default
     if isinstance(action, argparse.BooleanOptionalAction):
         return {True: "on", False: "off", None: "none"}.get(default, str(default))
@@ -83,7 +97,7 @@ def format_default(action: argparse.Action) -> str:
     if default is argparse.SUPPRESS:
         return ""
     if default is None:
-        return "none"
+        return stated_default(action) or "none"
     if isinstance(default, bool):
         return str(default).lower()
     if isinstance(default, str) and not default:

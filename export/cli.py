@@ -1,15 +1,22 @@
-"""`keras-attention export` and `keras-attention check-export`.
+"""The flags and handlers of `keras-attention export` and `keras-attention check-export`.
 
-`keras_attention.cli` wires these subcommands to the functions below, with a
-lazy import inside its handlers; `main()` runs them standalone
-(`python -m keras_attention.export.cli export RUN_DIR --export-dir BASE`).
+`keras_attention.cli.build_parser` adds these subcommands to the one
+`keras-attention` parser. Only light modules are imported here (the flags'
+choices and defaults come from `keras_attention.precision.POLICIES`,
+`weight_choices.WEIGHTS` and `export_settings.COMMAND_SETTINGS`); the heavy
+work is imported inside the handlers.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import dataclasses
 import sys
+
+from keras_attention.export.export_settings import COMMAND_SETTINGS, ExportSettings
+from keras_attention.export.signature_options import DEFAULT_MAX_BEAM_WIDTH
+from keras_attention.export.weight_choices import WEIGHTS
+from keras_attention.precision import AUTO, POLICIES
 
 EXPORT_ERROR = 2
 CHECK_FAILED = 1
@@ -74,33 +81,35 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         help="version number (default: the highest existing version + 1, or 1); "
         "an existing version is never overwritten",
     )
+    signatures = COMMAND_SETTINGS.signatures
     parser.add_argument(
         "--beam-width",
         "--beam",  # the alias translate and evaluate also accept
         dest="beam_width",
         type=_beam_width,
-        default=4,
-        help="the beam_search signature's beam width (fixed in its graph), >= 2 (default: 4)",
+        default=signatures.beam_width,
+        help="the beam_search signature's beam width (fixed in its graph), >= 2 "
+        f"(default: {signatures.beam_width})",
     )
     parser.add_argument(
         "--max-beam-width",
         dest="max_beam_width",
         type=_positive_int,
-        default=None,
+        default=signatures.max_beam_width,
         help="the largest beam_width input a search request may give, >= --beam-width "
-        "(default: 16, or --beam-width if larger)",
+        f"(default: {DEFAULT_MAX_BEAM_WIDTH}, or --beam-width if larger)",
     )
     parser.add_argument(
         "--length-penalty",
         type=_non_negative_float,
-        default=0.6,
+        default=signatures.length_penalty,
         help="GNMT length penalty alpha of beam_search, and the default length_penalty input "
-        "of search (default: 0.6)",
+        f"of search (default: {signatures.length_penalty})",
     )
     parser.add_argument(
         "--max-output-length",
         type=_positive_int,
-        default=None,
+        default=COMMAND_SETTINGS.max_output_length,
         help="most tokens of a translation, the largest max_output_length input "
         "(default: the run's max_output_length)",
     )
@@ -119,38 +128,42 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--precision",
-        choices=("auto", "float32", "mixed_bfloat16", "mixed_float16"),
-        default="auto",
+        choices=(AUTO, *POLICIES),
+        default=COMMAND_SETTINGS.precision,
         help="dtype policy the signatures compute in; auto = mixed_bfloat16 on a GPU or a CPU "
-        "with native bfloat16 (AVX512_BF16, AMX), float32 elsewhere (default: auto)",
+        "with native bfloat16 (AVX512_BF16, AMX), float32 elsewhere "
+        f"(default: {COMMAND_SETTINGS.precision})",
     )
     parser.add_argument(
         "--weights",
-        choices=("auto", "float32", "bfloat16", "int8"),
-        default="auto",
+        choices=(AUTO, *WEIGHTS),
+        default=COMMAND_SETTINGS.weights,
         help="how the variables are stored: float32 as trained; bfloat16 (half the size; read "
         "as they are when the signatures compute in bfloat16, cast to float32 otherwise); "
         "int8: per-channel weight-only quantization of the weight matrices, float32 scales, "
         "dequantized in the graph (about a quarter of the size); auto: bfloat16 when the "
-        "signatures compute in bfloat16 (--precision), else float32 (default: auto)",
+        "signatures compute in bfloat16 (--precision), else float32 "
+        f"(default: {COMMAND_SETTINGS.weights})",
     )
     parser.add_argument(
         "--shortlist",
         metavar="K",
         type=_shortlist_size,
-        default="auto",
+        default=COMMAND_SETTINGS.shortlist,
         help="decode over a vocabulary shortlist: for each source token, the K target tokens "
         "that go with it most (local mutual information) in the run's training split, plus the "
         "--shortlist-frequent most frequent target tokens; scores are then log-probabilities "
         "over the shortlist; none: the whole vocabulary; auto: K=100 for a target vocabulary "
-        "of 10000 tokens or more (not with --jit-compile), else none (default: auto)",
+        "of 10000 tokens or more (not with --jit-compile), else none "
+        f"(default: {COMMAND_SETTINGS.shortlist})",
     )
     parser.add_argument(
         "--shortlist-frequent",
         metavar="M",
         type=_non_negative_int,
-        default=300,
-        help="the most frequent target tokens every --shortlist keeps (default: 300)",
+        default=COMMAND_SETTINGS.shortlist_frequent,
+        help="the most frequent target tokens every --shortlist keeps "
+        f"(default: {COMMAND_SETTINGS.shortlist_frequent})",
     )
     parser.add_argument(
         "--no-score-signature",
@@ -166,6 +179,17 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def export_settings(args: argparse.Namespace) -> ExportSettings:
+    """The `ExportSettings` of `add_export_arguments`' flags."""
+    names = {field.name for field in dataclasses.fields(ExportSettings)} - {"signatures"}
+    signatures = dataclasses.fields(COMMAND_SETTINGS.signatures)
+    return ExportSettings.of(
+        None,
+        **{name: getattr(args, name) for name in names},
+        **{field.name: getattr(args, field.name) for field in signatures},
+    )
+
+
 def run_export(args: argparse.Namespace) -> int:
     """Exports; prints the new version's path. Returns 0, or 2 on an error."""
     from keras_attention.export.export_checker import ExportChecker
@@ -174,20 +198,7 @@ def run_export(args: argparse.Namespace) -> int:
 
     try:
         exported = export_translator(
-            args.run_dir,
-            args.export_dir,
-            version=args.version,
-            beam_width=args.beam_width,
-            length_penalty=args.length_penalty,
-            max_output_length=args.max_output_length,
-            jit_compile=args.jit_compile,
-            score_signature=args.score_signature,
-            max_beam_width=getattr(args, "max_beam_width", None),
-            decoding_inputs=getattr(args, "decoding_inputs", True),
-            precision=getattr(args, "precision", "auto"),
-            weights=getattr(args, "weights", "auto"),
-            shortlist=getattr(args, "shortlist", None),
-            shortlist_frequent=getattr(args, "shortlist_frequent", 300),
+            args.run_dir, args.export_dir, args.version, export_settings(args)
         )
     except (FileExistsError, FileNotFoundError, ValueError) as error:
         print(f"keras-attention export: error: {error}", file=sys.stderr)
@@ -208,7 +219,7 @@ def run_export(args: argparse.Namespace) -> int:
             f"({shortlist['measure']}, from {shortlist['pairs']} training pairs) "
             f"+ {shortlist['frequent']} most frequent"
         )
-    if getattr(args, "check", True):
+    if args.check:
         # The C API check is part of the default check where the wheel ships the C API.
         try:
             native_libraries()
@@ -292,48 +303,3 @@ def run_check_export(args: argparse.Namespace) -> int:
         )
         return CHECK_FAILED
     return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from keras_attention_client.cli import IntermixedArgumentParser
-
-    parser = argparse.ArgumentParser(
-        prog="python -m keras_attention.export.cli",
-        description="Export trained translators for TensorFlow Serving and check exports.",
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    commands = parser.add_subparsers(
-        dest="command", metavar="COMMAND", required=True, parser_class=IntermixedArgumentParser
-    )
-    export = commands.add_parser(
-        "export",
-        help="write a versioned SavedModel for TensorFlow Serving",
-        description="Write RUN_DIR's model as BASE/<version>/ with the signatures "
-        "serving_default (greedy), beam_search, sample and score_translation, warmup requests "
-        "and a manifest; atomically (staged in BASE/.tmp-export-*, then renamed).",
-    )
-    add_export_arguments(export)
-    export.set_defaults(handler=run_export)
-    check = commands.add_parser(
-        "check-export",
-        help="check that TensorFlow Serving can load and run an export",
-        description="Load EXPORT_DIR as TF Serving does (tag 'serve', TF1 Session), print "
-        "its signatures, list its ops (failing on any outside core TensorFlow + "
-        "tensorflow-text) and replay its warmup requests.",
-    )
-    add_check_export_arguments(check)
-    check.set_defaults(handler=run_check_export)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    return args.handler(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -40,11 +40,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-WEIGHTS = ("float32", "bfloat16", "int8")
-"""The ways to store the weights (`--weights` also takes `AUTO`)."""
-
-AUTO = "auto"
-"""The storage `resolve_weights` picks from the model's compute dtype."""
+from keras_attention.export.weight_choices import AUTO, WEIGHTS
 
 
 def resolve_weights(weights: str, compute_dtype: str) -> str:

@@ -312,7 +312,7 @@ def test_double_dash_still_ends_the_options():
 
 
 def test_the_client_and_the_export_module_take_options_anywhere():
-    from keras_attention.export.cli import build_parser as export_parser
+    from keras_attention.cli import build_parser as export_parser
     from keras_attention_client.cli import build_parser as client_parser
 
     client = client_parser().parse_args(

@@ -40,6 +40,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
             help_text = f"{help_text} (default {str(field.default).lower()})"
         else:
             kind = dict(type={"int": int, "float": float}.get(field.type.split(" ")[0], str))
+            if field.default not in (None, "") and "default" not in help_text:
+                help_text = f"{help_text} (default: {field.default})"
         group.add_argument(*names, dest=field.name, default=field.default, help=help_text, **kind)
     group.add_argument(
         "--log_level",

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from helpers.subprocesses import modules_loaded_by
 
-from keras_attention.export import ExportManifest, ServingSession
+from keras_attention.cli import main
+from keras_attention.export import ExportManifest, SavedModelSession
 from keras_attention.export.cli import (
     add_check_export_arguments,
     add_export_arguments,
-    main,
     run_check_export,
 )
 
@@ -39,7 +39,7 @@ def test_export_command_with_flags(run_dir, exported, tmp_path, capsys):
     assert manifest.weights["requested"] == "auto"
     assert (manifest.weights["weights"], manifest.weights["value_dtype"]) == (stored, stored)
     assert f"weights: {stored} (auto, read in {stored}, " in out
-    with ServingSession(base / "4") as session:
+    with SavedModelSession(base / "4") as session:
         texts = np.array([b"you like the red cat and the big dog ."] * 2, dtype=object)
         for signature in ("serving_default", "beam_search"):
             outputs = session.run(signature, {"text": texts})

@@ -1,6 +1,6 @@
 """`check-export --native`: the export on TensorFlow's C API, in a process without Python TF.
 
-Reference: the same export on the Python Session path (`ServingSession`);
+Reference: the same export on the Python Session path (`SavedModelSession`);
 translations, tokens and lengths must be identical, floats within 1e-5.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from keras_attention.cli import main
 from keras_attention.export import ExportChecker
-from keras_attention.export.cli import main
 from keras_attention.export.native_check import (
     NativeCheckError,
     compare_outputs,

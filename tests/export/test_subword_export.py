@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from helpers.export_testing import SENTENCES, train_export_run
 
-from keras_attention.export import ExportChecker, ExportManifest, ServingSession
-from keras_attention.export.cli import main
+from keras_attention.cli import main
+from keras_attention.export import ExportChecker, ExportManifest, SavedModelSession
 
 # A subword run and its export take about a minute: with the slow tests.
 pytestmark = pytest.mark.slow
@@ -56,7 +56,7 @@ def test_session_path_matches_the_python_translator(subword_run, subword_export)
     translator = load_translator(subword_run)
     texts = SENTENCES + UNSEEN
     expected = [r["translation"] for r in translator.translate_all(texts, batch_size=len(texts))]
-    with ServingSession(subword_export.path) as session:
+    with SavedModelSession(subword_export.path) as session:
         outputs = session.run("serving_default", {"text": np.array(texts, dtype=object)})
     assert [t.decode("utf-8") for t in outputs["translation"]] == expected
     assert not np.any(outputs["tokens"] == b"[UNK]")

@@ -230,7 +230,7 @@ def test_stored_embeddings_are_converted_only_in_the_rows_a_request_uses(
 
 
 def test_export_cli_refuses_a_bad_weights_value(run_dir, tmp_path, capsys):
-    from keras_attention.export.cli import main
+    from keras_attention.cli import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["export", str(run_dir), "--export-dir", str(tmp_path), "--weights", "int4"])
@@ -307,13 +307,13 @@ def test_stored_exports_are_smaller(exports):
 def test_stored_weights_translate_as_float32(exports, weights, signature):
     """Same tokens as the float32 export on the trained tiny model; scores within 0.05
     (of about -5) and attention weights within 0.05."""
-    from keras_attention.export import ServingSession
+    from keras_attention.export import SavedModelSession
 
     outputs = {}
     text = np.array([s.encode("utf-8") for s in SENTENCES], dtype=object)
     for name in ("float32", weights):
         # As TF Serving runs it: the Session path, the SignatureDef's defaults filled in.
-        with ServingSession(exports[name].path) as session:
+        with SavedModelSession(exports[name].path) as session:
             outputs[name] = session.run(signature, {"text": text})
     reference, stored = outputs["float32"], outputs[weights]
     for key in ("translation", "tokens", "length", "source_tokens"):
@@ -368,7 +368,7 @@ def test_a_bfloat16_export_with_auto_weights_serves_as_with_float32_weights(
     """On TF Serving's Session path: the same translations (scores and attention within
     bfloat16 rounding), from half the bytes, with no cast of a stored value, and the
     export passes `check-export --native`."""
-    from keras_attention.export import ServingSession
+    from keras_attention.export import SavedModelSession
     from keras_attention.export.export_checker import ExportChecker
 
     auto, float32 = bfloat16_exports["auto"], bfloat16_exports["float32"]
@@ -381,7 +381,7 @@ def test_a_bfloat16_export_with_auto_weights_serves_as_with_float32_weights(
     for signature in ("serving_default", "beam_search", "search"):
         outputs = {}
         for name, exported in bfloat16_exports.items():
-            with ServingSession(exported.path) as session:
+            with SavedModelSession(exported.path) as session:
                 outputs[name] = session.run(signature, {"text": text})
         reference, stored = outputs["float32"], outputs["auto"]
         for key in ("translation", "tokens", "length", "source_tokens"):
