@@ -49,7 +49,7 @@ harness.quiet_tensorflow()
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from keras_attention.export import ServingSession, TranslatorExporter  # noqa: E402
+from keras_attention.export import SavedModelSession, TranslatorExporter  # noqa: E402
 from keras_attention.inference.trained_run import load_translator  # noqa: E402
 from keras_attention.runs.run_directory import RunDirectory  # noqa: E402
 
@@ -75,7 +75,7 @@ def eager_greedy(translator, texts: list[str]) -> list[bytes]:
     return target.decode(tf.constant(np.stack(emitted, axis=1))).numpy().tolist()
 
 
-def session_greedy(session: ServingSession, texts: list[str]) -> list[bytes]:
+def session_greedy(session: SavedModelSession, texts: list[str]) -> list[bytes]:
     batch = np.array([t.encode("utf-8") for t in texts], dtype=object)
     return session.run("serving_default", {"text": batch}, ["translation"])["translation"].tolist()
 
@@ -95,7 +95,7 @@ def throughput(
 
 
 def beam_outputs(
-    session: ServingSession, texts: list[str], signature: str = "beam_search", **inputs
+    session: SavedModelSession, texts: list[str], signature: str = "beam_search", **inputs
 ) -> list:
     batch = np.array([t.encode("utf-8") for t in texts], dtype=object)
     feeds = {"text": batch, **{k: np.int32(v) for k, v in inputs.items()}}
@@ -111,7 +111,7 @@ def compare_designs(
         exporter = TranslatorExporter.from_run(
             run_dir, beam_width=4, decoding_inputs=decoding_inputs
         )
-        sessions[name] = ServingSession(exporter.export(scratch / f"design-{name}").path)
+        sessions[name] = SavedModelSession(exporter.export(scratch / f"design-{name}").path)
     old, new = sessions["before"], sessions["inputs"]
     figures: dict[str, dict[int, float]] = {"before": {}, "inputs": {}, "ratio": {}}
     n_best: dict[str, dict[int, float]] = {"n_best 1": {}, "n_best 4": {}, "ratio": {}}
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             with harness.Stopwatch() as watch:
                 exporter = TranslatorExporter.from_run(run_dir, jit_compile=jit)
-                session = ServingSession(exporter.export(scratch / "m").path)
+                session = SavedModelSession(exporter.export(scratch / "m").path)
             sessions.append(session)
             print(f"{name}: exported and loaded in {watch.seconds:.1f} s")
             methods[name] = lambda texts, session=session: session_greedy(session, texts)

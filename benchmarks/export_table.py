@@ -5,7 +5,7 @@ One trained run (`--run-dir`; without it a small model is trained first, as
 code of `keras-attention export` (`keras_attention.export.cli.run_export`,
 the variant's flags plus `--no-check`), and loaded as `tensorflow_model_server`
 loads it: tag `serve` in a `tf.compat.v1.Session`, run through the
-SignatureDef's tensor names (`ServingSession`). The variants:
+SignatureDef's tensor names (`SavedModelSession`). The variants:
 
 - `--weights` float32, bfloat16 and int8 (the choices of the CLI's
   `--weights` but `auto`, which resolves to one of them; `export/weight_storage.py`), each at `--precision float32` and
@@ -64,7 +64,7 @@ rows taking turns over `--repeats` rounds, best pass kept):
 
 - `vars MB`: bytes of the version's `variables/` directory.
 - `+RSS MiB`: resident memory a fresh Python process gains by loading the
-  version (`ServingSession`): RSS after the load minus RSS before it, with
+  version (`SavedModelSession`): RSS after the load minus RSS before it, with
   TensorFlow, tf-text and the loader already imported (the JSON file also has
   both, and RSS after one request).
 - `gr bN`, `bm bN`: target tokens per second of
@@ -124,7 +124,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_attention.evaluation.bleu import score_translations  # noqa: E402
-from keras_attention.export import ServingSession  # noqa: E402
+from keras_attention.export import SavedModelSession  # noqa: E402
 from keras_attention.export import cli as export_cli  # noqa: E402
 from keras_attention.export.translator_exporter import with_precision  # noqa: E402
 from keras_attention.export.weight_storage import AUTO as AUTO_WEIGHTS  # noqa: E402
@@ -326,7 +326,7 @@ class Row:
 
     def __init__(self, name: str, path: Path, signatures: tuple[str, ...], precision: str):
         self.name, self.path, self.signatures, self.precision = name, path, signatures, precision
-        self.session = ServingSession(path)
+        self.session = SavedModelSession(path)
         self.flags: list[str] | None = None
         self.default = False
         self.baseline = False  # the float32 export as exports decoded before drop_finished

@@ -30,7 +30,7 @@ harness.quiet_tensorflow()
 import numpy as np  # noqa: E402
 
 from keras_attention.evaluation.bleu import score_translations  # noqa: E402
-from keras_attention.export import ServingSession, TranslatorExporter  # noqa: E402
+from keras_attention.export import SavedModelSession, TranslatorExporter  # noqa: E402
 
 VARIANTS = (
     ("float32", "float32"),
@@ -42,7 +42,7 @@ VARIANTS = (
 """`(precision, weights)` rows; the first is the baseline."""
 
 
-def translate(session: ServingSession, signature: str, texts: list[str]) -> list[str]:
+def translate(session: SavedModelSession, signature: str, texts: list[str]) -> list[str]:
     batch = np.array([t.encode("utf-8") for t in texts], dtype=object)
     outputs = session.run(signature, {"text": batch}, ["translation"])["translation"]
     return [t.decode("utf-8") for t in outputs.tolist()]
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.run_dir, beam_width=args.beam_width, precision=precision, weights=weights
             ).export(Path(scratch) / f"{precision}-{weights}")
             sizes.append(harness.variables_bytes(exported.path))
-            sessions.append(ServingSession(exported.path))
+            sessions.append(SavedModelSession(exported.path))
         signatures = ("serving_default", "beam_search")
         best = {
             (row, signature, batch): float("inf")

@@ -484,9 +484,9 @@ import json, sys
 import numpy as np
 import harness
 harness.quiet_tensorflow()
-from keras_attention.export import ServingSession
+from keras_attention.export import SavedModelSession
 before = harness.rss_mib()
-session = ServingSession(sys.argv[1])
+session = SavedModelSession(sys.argv[1])
 loaded = harness.rss_mib()
 signature = session.signature_defs[sys.argv[2]]
 inputs = {name: np.array([sys.argv[3].encode()], dtype=object) for name in signature.inputs}
@@ -499,7 +499,7 @@ def session_load_rss(
     version: str | os.PathLike, signature: str = "serving_default", text: str = "Hello."
 ) -> dict[str, float]:
     """Resident memory of a fresh Python process that loads a SavedModel version as
-    TF Serving does (`ServingSession`: tag `serve`, a TF1 Session) and runs one request.
+    TF Serving does (`SavedModelSession`: tag `serve`, a TF1 Session) and runs one request.
 
     Returns MiB `before_mib` (TensorFlow, tf-text and the loader imported, nothing
     loaded), `loaded_mib` (after the load: variables restored, the init op run) and

@@ -24,7 +24,7 @@ from keras_attention.export.saved_model_proto import (
     serve_meta_graph,
     xla_compiled_functions,
 )
-from keras_attention.export.serving_session import ServingSession
+from keras_attention.export.saved_model_session import SavedModelSession
 from keras_attention.export.translation_signatures import (
     BEAM_SEARCH,
     INPUT_KEY,
@@ -36,7 +36,7 @@ from keras_attention.export.translation_signatures import (
     TRANSLATION_KEY,
     TRANSLATION_OUTPUTS,
 )
-from keras_attention.serving.server.serving_session import read_warmup_requests
+from keras_attention.export.warmup import read_warmup_requests
 from keras_attention_client.wire.contract import DECODING_INPUTS
 
 logger = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class ExportChecker:
        graph holds the text ops of the tokenizer the manifest names (word
        lookups, or SentencePiece ops for `subwords`).
     4. The export loads with `tf.compat.v1.saved_model.loader.load` in a
-       `tf.compat.v1.Session` with tag `serve` (`ServingSession`), after
+       `tf.compat.v1.Session` with tag `serve` (`SavedModelSession`), after
        `tensorflow_text` is imported, as in the model server.
     5. The warmup requests (`assets.extra/tf_serving_warmup_requests`) are
        replayed through the SignatureDefs' tensor names, inputs a request
@@ -157,7 +157,7 @@ class ExportChecker:
             )
             return report
         try:
-            session = ServingSession(path)
+            session = SavedModelSession(path)
         except Exception as error:  # noqa: BLE001 - any load failure is the finding
             report.errors.append(f"TF Serving's load path failed: {type(error).__name__}: {error}")
             return report
@@ -310,7 +310,7 @@ class ExportChecker:
     def _replay_warmup(
         self,
         path: Path,
-        session: ServingSession,
+        session: SavedModelSession,
         report: CheckReport,
         manifest: ExportManifest | None,
     ) -> list[tuple[str, dict, dict]]:
@@ -372,7 +372,7 @@ class ExportChecker:
     def _check_native(
         self,
         path: Path,
-        session: ServingSession,
+        session: SavedModelSession,
         replayed: list[tuple[str, dict, dict]],
         report: CheckReport,
     ) -> None:
@@ -402,7 +402,7 @@ class ExportChecker:
 
     def _every_input_requests(
         self,
-        session: ServingSession,
+        session: SavedModelSession,
         replayed: list[tuple[str, dict, dict]],
         report: CheckReport,
     ) -> list[tuple[str, dict, dict]]:

@@ -15,11 +15,17 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
-# The constants are the local server's, as is the one warmup reader
-# (`keras_attention.serving.server.serving_session.read_warmup_requests`).
-from keras_attention.serving.server.serving_session import MAX_WARMUP_RECORDS, WARMUP_FILE
+# Where the file lies and how many records TF Serving takes: the wire contract, which the
+# local server's reader uses too.
+from keras_attention_client.wire.contract import MAX_WARMUP_RECORDS, WARMUP_FILE
 
-__all__ = ["MAX_WARMUP_RECORDS", "WARMUP_FILE", "predict_log", "write_warmup_requests"]
+__all__ = [
+    "MAX_WARMUP_RECORDS",
+    "WARMUP_FILE",
+    "predict_log",
+    "read_warmup_requests",
+    "write_warmup_requests",
+]
 
 
 def predict_log(
@@ -69,3 +75,28 @@ def write_warmup_requests(
         for log in logs:
             writer.write(log.SerializeToString())
     return path
+
+
+def read_warmup_requests(version_dir: str | os.PathLike) -> list[prediction_log_pb2.PredictionLog]:
+    """The `PredictionLog` records of a version's warmup file (`[]` if there is none).
+
+    Raises:
+        ValueError: more than `MAX_WARMUP_RECORDS` records (TF Serving refuses
+            such a version), or a non-empty file without a record.
+        tf.errors.DataLossError: a corrupt record.
+        google.protobuf.message.DecodeError: a record is not a `PredictionLog`.
+    """
+    path = str(Path(version_dir) / WARMUP_FILE)
+    if not tf.io.gfile.exists(path):
+        return []
+    logs = []
+    for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+        if len(logs) == MAX_WARMUP_RECORDS:
+            raise ValueError(
+                f"{path!r} holds more than {MAX_WARMUP_RECORDS} warmup records, which TF "
+                "Serving refuses"
+            )
+        logs.append(prediction_log_pb2.PredictionLog.FromString(record))
+    if not logs and tf.io.gfile.stat(path).length:
+        raise ValueError(f"{path!r} is not a TFRecord file of PredictionLogs")
+    return logs

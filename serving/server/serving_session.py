@@ -1,7 +1,7 @@
 """`ServingSession`: a SavedModel version loaded and run as TF Serving does, and its warmup file.
 
-The project's one loader: the local server serves each version through it, and
-`keras_attention.export` checks its exports with it.
+The local server serves each version through it (the export, which does not
+import the server, checks its versions with `export.saved_model_session`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,9 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
+from keras_attention_client.wire.contract import MAX_WARMUP_RECORDS, WARMUP_FILE
+
 logger = logging.getLogger(__name__)
-
-WARMUP_FILE = Path(tf.saved_model.ASSETS_DIRECTORY + ".extra") / "tf_serving_warmup_requests"
-"""Where TF Serving looks for warmup requests, relative to the version directory."""
-
-MAX_WARMUP_RECORDS = 1000
-"""TF Serving refuses to load a version whose warmup file holds more records."""
 
 
 class ServingSession:

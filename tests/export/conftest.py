@@ -38,9 +38,9 @@ def exported(exporter, tmp_path_factory):
 @pytest.fixture(scope="session")
 def serving_session(exported):
     """The export loaded as TF Serving loads it (tag "serve", TF1 Session)."""
-    from keras_attention.export import ServingSession
+    from keras_attention.export import SavedModelSession
 
-    with ServingSession(exported.path) as session:
+    with SavedModelSession(exported.path) as session:
         yield session
 
 

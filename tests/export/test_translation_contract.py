@@ -15,6 +15,7 @@ from keras_attention_client.wire import contract
 def test_the_contracts_copies_are_tensorflows_constants():
     # The client cannot import TensorFlow, so the wire keeps copies; the server uses TF's.
     assert contract.SERVE_TAG == tf.saved_model.SERVING
+    assert contract.ASSETS_EXTRA == tf.saved_model.ASSETS_DIRECTORY + ".extra"
     assert contract.DEFAULT_SIGNATURE == tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
     assert inference.DEFAULT_SIGNATURE is tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 

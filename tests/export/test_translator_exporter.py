@@ -12,8 +12,8 @@ import tensorflow as tf
 from helpers.export_testing import SENTENCES
 
 from keras_attention.export import ExportManifest, TranslatorExporter
+from keras_attention.export.warmup import read_warmup_requests
 from keras_attention.runs.train_config import TrainConfig
-from keras_attention.serving.server.serving_session import read_warmup_requests
 from keras_attention_client.wire.contract import DECODING_INPUTS
 
 EXACT = ("translation", "tokens", "source_tokens", "length")
@@ -451,7 +451,7 @@ def test_failed_export_leaves_no_trace(exporter, tmp_path, monkeypatch):
 )
 def test_every_model_variant_exports_and_matches(variant, tmp_path):
     # Untrained (random) weights: parity needs deterministic outputs, not good ones.
-    from keras_attention.export import ServingSession
+    from keras_attention.export import SavedModelSession
     from keras_attention.layers import LuongAttention
     from keras_attention.models.seq2seq import Seq2Seq
     from keras_attention.text import TextVectorizer
@@ -477,7 +477,7 @@ def test_every_model_variant_exports_and_matches(variant, tmp_path):
     exported = exporter.export(tmp_path)
     texts = ["I see the cat .", "", "dog " * 20, "the the cat"]
     bfloat16 = variant.get("dtype") == "mixed_bfloat16"
-    with ServingSession(exported.path) as session:
+    with SavedModelSession(exported.path) as session:
         assert set(session.signature_defs) == {"serving_default", "beam_search", "search", "sample"}
         for signature in SIGNATURES:
             outputs = session.run(signature, {"text": as_bytes(texts)})

@@ -8,8 +8,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_attention.export import predict_log, write_warmup_requests
-from keras_attention.export.warmup import MAX_WARMUP_RECORDS, WARMUP_FILE
-from keras_attention.serving.server.serving_session import read_warmup_requests
+from keras_attention.export.warmup import MAX_WARMUP_RECORDS, WARMUP_FILE, read_warmup_requests
 
 
 def test_round_trip(tmp_path):

@@ -10,8 +10,20 @@ checks the copies against `tf.saved_model`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 SERVE_TAG = "serve"
 """The MetaGraph tag TF Serving loads (`tf.saved_model.SERVING`)."""
+
+ASSETS_EXTRA = "assets.extra"
+"""The version directory's folder of extra assets (`tf.saved_model.ASSETS_DIRECTORY + ".extra"`)."""
+
+WARMUP_FILE = Path(ASSETS_EXTRA) / "tf_serving_warmup_requests"
+"""Where TF Serving looks for warmup requests (a TFRecord file of `PredictionLog`s), relative
+to the version directory: the exporter writes it, the local server replays it."""
+
+MAX_WARMUP_RECORDS = 1000
+"""TF Serving refuses to load a version whose warmup file holds more records."""
 
 DEFAULT_SIGNATURE = "serving_default"
 """`tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY`: greedy decoding."""
