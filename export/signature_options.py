@@ -23,7 +23,7 @@ class SignatureOptions:
             graph). Defaults to `DEFAULT_EXPORT_BEAM_WIDTH` (4).
         length_penalty: float >= 0, the GNMT length penalty of
             `beam_search`, and the default `length_penalty` input of
-            `search`. Defaults to `DEFAULT_LENGTH_PENALTY` (0.6).
+            `search`. Defaults to `DEFAULT_LENGTH_PENALTY`.
         max_beam_width: int >= `beam_width`, the largest `beam_width` input
             accepted (recorded in the manifest). `None` (the default):
             `max(DEFAULT_MAX_BEAM_WIDTH, beam_width)`.

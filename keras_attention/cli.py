@@ -23,9 +23,12 @@ VERBOSE_HELP = (
 )
 
 
-def add_search_arguments(parser: argparse.ArgumentParser, beam_width: int, beam_help: str) -> None:
-    """`--beam-width N` (alias `--beam`), `--length-penalty A`, `--batch-size N`: the client's
-    definitions of these flags, with `beam_width` as `--beam-width`'s default."""
+def add_evaluate_arguments(
+    parser: argparse.ArgumentParser, beam_width: int, beam_help: str
+) -> None:
+    """`evaluate`'s `--beam-width N` (alias `--beam`), `--length-penalty A`, `--batch-size N`:
+    the client's definitions of these flags, with `beam_width` as `--beam-width`'s default
+    and `DecodingOptions.DEFAULTS`' length penalty as `--length-penalty`'s."""
     from keras_attention_client.cli import (
         add_batch_size_argument,
         add_beam_width_argument,
@@ -408,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reference translations of each source; BLEU by source length. Writes metrics.json.",
     )
     evaluate.add_argument("run_dir", metavar="RUN_DIR", help="a trained run directory")
-    add_search_arguments(
+    add_evaluate_arguments(
         evaluate, beam_width=4, beam_help="beam width (default: 4; 1 = greedy only)"
     )
     evaluate.add_argument(

@@ -76,7 +76,7 @@ class BeamSearch(DecodingStrategy):
     Args:
         beam_width: int >= 1, hypotheses kept per sentence. Defaults to 4.
         length_penalty: float >= 0, the GNMT `alpha`. Defaults to
-            `DEFAULT_LENGTH_PENALTY` (0.6).
+            `DEFAULT_LENGTH_PENALTY`.
         n_best: int in `[1, beam_width]` or `None`, how many hypotheses to
             return per sentence; `None` returns the best one without the
             n-best axis. Defaults to `None`.

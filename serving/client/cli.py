@@ -28,6 +28,9 @@ from keras_attention_client.retry_policy import RetryPolicy
 from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE
 from keras_attention_client.wire.decoding_options import DecodingOptions, conflicts
 
+DISTRIBUTION = "keras-attention-client"
+"""The distribution that installs this package and the `keras-attention-client` command."""
+
 REMOTE_BEAM_HELP = (
     "beam width: --beam-width N calls the search signature with beam_width N (at most the "
     "export's max_beam_width; 1 = greedy); --beam N (N > 1) alone calls beam_search, whose "
@@ -43,6 +46,25 @@ class _BeamWidthAction(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, values)
         namespace.beam_option = option_string
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: prints `keras-attention-client X.Y.Z` (the installed distribution's)."""
+
+    def __init__(
+        self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None
+    ):  # noqa: A002
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib import metadata
+
+        try:
+            version = metadata.version(DISTRIBUTION)
+        except metadata.PackageNotFoundError:
+            version = "(not installed)"
+        print(f"{parser.prog} {version}")
+        parser.exit(0)
 
 
 class IntermixedArgumentParser(argparse.ArgumentParser):
@@ -98,25 +120,17 @@ def add_length_penalty_argument(
     )
 
 
-def add_decoding_arguments(
+def add_search_arguments(
     parser: argparse.ArgumentParser, *, beam_help: str = REMOTE_BEAM_HELP
 ) -> None:
-    """Adds the decoding flags, one per `DecodingOptions` field: `add_search_arguments`'
-    and `add_sampling_arguments`'.
+    """`--beam-width N` (alias `--beam`, read as `args.beam`), `--n-best`, `--length-penalty`,
+    `--max-output-length`: the search fields of `DecodingOptions` (with
+    `add_sampling_arguments`, one flag per field).
 
     A flag not given leaves its field `None`, so `decoding_options` gives
     only what was asked for and the decoder (a `Translator`, or the export
     over the wire) applies `DecodingOptions.DEFAULTS` or its own.
     """
-    add_search_arguments(parser, beam_help=beam_help)
-    add_sampling_arguments(parser)
-
-
-def add_search_arguments(
-    parser: argparse.ArgumentParser, *, beam_help: str = REMOTE_BEAM_HELP
-) -> None:
-    """`--beam-width N` (alias `--beam`, read as `args.beam`), `--n-best`, `--length-penalty`,
-    `--max-output-length`: the search fields of `DecodingOptions`."""
     defaults = DecodingOptions.DEFAULTS
     add_beam_width_argument(parser, defaults["beam_width"], beam_help)
     parser.add_argument(
@@ -232,7 +246,8 @@ _FLAGS = {"beam_width": "--beam-width", "n_best": "--n-best", "length_penalty": 
 
 
 def decoding_options(args: argparse.Namespace) -> DecodingOptions:
-    """The `DecodingOptions` the decoding flags (`add_decoding_arguments`) give.
+    """The `DecodingOptions` the decoding flags (`add_search_arguments`,
+    `add_sampling_arguments`) give.
 
     Only the flags given are set (`--beam-width`/`--beam` when given).
     `--sample` with any beam option, or a sampling option without `--sample`,
@@ -504,6 +519,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="keras-attention-client",
         description="Translate with a model served by TensorFlow Serving (or python -m keras_attention.serving), "
         "over gRPC or REST, without TensorFlow.",
+    )
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the installed version and exit"
     )
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=IntermixedArgumentParser

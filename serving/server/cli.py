@@ -26,14 +26,16 @@ def _parse_bool(value: str) -> bool:
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds `tensorflow_model_server`'s flags: one per `ServerOptions` field, with its help.
 
-    Each flag also has a dashed spelling (`--model-base-path`). Booleans take
+    Each flag is spelled with dashes (`--model-base-path`), as every command's, and also
+    takes TF Serving's underscore spelling (`--model_base_path`). Booleans take
     `--flag`, `--flag=true` or `--flag=false`.
     """
     from keras_attention.serving.server.server_options import ServerOptions
 
     group = parser.add_argument_group("model server (tensorflow_model_server flags)")
     for field in dataclasses.fields(ServerOptions):
-        names = dict.fromkeys([f"--{field.name}", f"--{field.name.replace('_', '-')}"])
+        # The dashed spelling first (as every other command's flags), TF Serving's as an alias.
+        names = dict.fromkeys([f"--{field.name.replace('_', '-')}", f"--{field.name}"])
         help_text = field.metadata["help"]
         if field.type == "bool":
             kind = dict(type=_parse_bool, nargs="?", const=True, metavar="BOOL")
@@ -41,14 +43,16 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         else:
             kind = dict(type={"int": int, "float": float}.get(field.type.split(" ")[0], str))
             if field.default not in (None, "") and "default" not in help_text:
-                help_text = f"{help_text} (default: {field.default})"
+                end = "." if help_text.endswith(".") else ""
+                help_text = f"{help_text.removesuffix('.')} (default: {field.default}){end}"
         group.add_argument(*names, dest=field.name, default=field.default, help=help_text, **kind)
     group.add_argument(
-        "--log_level",
         "--log-level",
+        "--log_level",
+        dest="log_level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="Logging level of the server.",
+        help="Logging level of the server (default: INFO).",
     )
     # The name the ready line starts with: `keras-attention serve`, `python -m ...`.
     parser.set_defaults(serve_command=parser.prog)

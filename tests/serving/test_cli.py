@@ -301,3 +301,10 @@ def test_translate_with_nothing_listening_fails_at_its_timeout(scheme, capsys):
         capsys.readouterr().err
     )
     assert time.monotonic() - start < 4
+
+
+def test_keras_attention_client_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        client_cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("keras-attention-client ")

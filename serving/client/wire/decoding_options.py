@@ -38,8 +38,7 @@ class DecodingOptions:
         n_best: translations returned per sentence, `<= beam_width`; `None`
             returns the best one without an n-best list.
         length_penalty: GNMT length penalty alpha of beam search, >= 0.
-            Default `DEFAULT_LENGTH_PENALTY` (0.6; an export's own over the
-            wire).
+            Default `DEFAULT_LENGTH_PENALTY` (an export's own over the wire).
         max_output_length: most tokens of a translation (default: the
             translator's or the export's).
         sample: draw each translation at random instead of searching.
@@ -60,8 +59,8 @@ class DecodingOptions:
     Example:
 
     >>> options = DecodingOptions(beam_width=4)
-    >>> options.value("length_penalty"), options.given()
-    (0.6, {'beam_width': 4})
+    >>> options.value("length_penalty") == DEFAULT_LENGTH_PENALTY, options.given()
+    (True, {'beam_width': 4})
     """
 
     beam_width: int | None = None
