@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     ratios = {}
     print("\nsentences/s | every row | running rows | ratio | same translations")
     for name, beam_width in (("greedy", 1), ("beam 4", 4)):
-        dropping = translator.strategy(beam_width)
+        dropping = translator.strategy(beam_width=beam_width)
         keeping = type(dropping).from_config({**dropping.get_config(), "drop_finished": False})
         functions = {
             "every row": translate_function(translator, keeping),
