@@ -29,8 +29,8 @@ def add_evaluate_arguments(
     """`evaluate`'s `--beam-width N` (alias `--beam`), `--length-penalty A`, `--batch-size N`:
     the client's definitions of these flags, with `beam_width` as `--beam-width`'s default
     and `DecodingOptions.DEFAULTS`' length penalty as `--length-penalty`'s."""
-    from keras_attention_client.cli import (
-        add_batch_size_argument,
+    from keras_attention_client.cli import add_batch_size_argument
+    from keras_attention_client.decoding_flags import (
         add_beam_width_argument,
         add_length_penalty_argument,
     )
@@ -248,7 +248,7 @@ def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list:
 def run_translate(args: argparse.Namespace) -> int:
     if not args.server and not args.run_dir:
         raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
-    from keras_attention_client.cli import decoding_options
+    from keras_attention_client.decoding_flags import decoding_options
 
     options = decoding_options(args)  # checks the flags before any text is read
     texts = read_texts(args)
@@ -296,7 +296,7 @@ def _json_result(result: dict) -> dict:
 
 def decoding_name(args: argparse.Namespace) -> str:
     """Which decoding `translate` used, for plot titles."""
-    from keras_attention_client.cli import decoding_options, remote_decoding_options
+    from keras_attention_client.decoding_flags import decoding_options, remote_decoding_options
 
     options = decoding_options(args)
     if options.sample:

@@ -30,6 +30,7 @@ LAYERS = [
         "layers",
         "decoding",
         "precision",
+        "shortlist_defaults",
     },
     {"data", "models"},
     {"translator"},
