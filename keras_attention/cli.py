@@ -177,10 +177,9 @@ def warn_if_partial(run_dir: str, command: str) -> None:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from keras_attention.evaluation.run_evaluation import evaluate_run
-
-    warn_if_partial(args.run_dir, "evaluate")
     from keras_attention_client.wire.decoding_options import DecodingOptions
 
+    warn_if_partial(args.run_dir, "evaluate")
     evaluation = evaluate_run(
         args.run_dir,
         DecodingOptions(beam_width=args.beam, length_penalty=args.length_penalty),
