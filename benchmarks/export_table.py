@@ -130,9 +130,9 @@ from keras_attention.export.translator_exporter import with_precision  # noqa: E
 from keras_attention.export.weight_storage import AUTO as AUTO_WEIGHTS  # noqa: E402
 from keras_attention.export.weight_storage import resolve_weights  # noqa: E402
 from keras_attention.inference.trained_run import load_translator  # noqa: E402
+from keras_attention.inference.translator import Translator  # noqa: E402
 from keras_attention.precision import resolve_precision  # noqa: E402
 from keras_attention.runs.train_config import TrainConfig  # noqa: E402
-from keras_attention.translator import Translator  # noqa: E402
 from keras_attention.vocabulary_shortlist import AUTO_K, auto_shortlist_size  # noqa: E402
 
 TUTORIAL_URL = "https://www.tensorflow.org/text/tutorials/nmt_with_attention"

@@ -73,10 +73,10 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     from keras_attention.data import DatasetOptions, load_corpus, make_dataset, split_corpus
     from keras_attention.export import ExportChecker, TranslatorExporter
+    from keras_attention.inference.translator import Translator
     from keras_attention.models import Seq2Seq
     from keras_attention.text import TextVectorizer, build_vocabulary
     from keras_attention.training import MaskedSparseCategoricalCrossentropy
-    from keras_attention.translator import Translator
 
     keras.utils.set_random_seed(args.seed)
     out = Path(args.out)

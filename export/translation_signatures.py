@@ -9,7 +9,7 @@ from typing import Any
 import tensorflow as tf
 
 from keras_attention.export.signature_options import DEFAULT_MAX_BEAM_WIDTH, SignatureOptions
-from keras_attention.translator import Translator
+from keras_attention.inference.translator import Translator
 from keras_attention_client.wire.contract import (
     BEAM_SEARCH,
     DECODING_INPUTS,

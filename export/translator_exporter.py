@@ -32,9 +32,9 @@ from keras_attention.export.translation_signatures import (
 from keras_attention.export.version_directory import VersionDirectory
 from keras_attention.export.warmup import predict_log, write_warmup_requests
 from keras_attention.export.weight_storage import WeightStorage
+from keras_attention.inference.translator import Translator
 from keras_attention.models.seq2seq import require_registered
 from keras_attention.shortlist_defaults import AUTO
-from keras_attention.translator import Translator
 from keras_attention.vocabulary_shortlist import (
     VocabularyShortlist,
     auto_shortlist_size,

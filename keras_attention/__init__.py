@@ -21,7 +21,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "layers.base_attention": ["BaseAttention"],
         "layers.luong_attention": ["LuongAttention"],
         "models.seq2seq": ["Seq2Seq"],
-        "translator": ["Translator"],
+        "inference.translator": ["Translator"],
         "decoding.greedy_search": ["GreedySearch"],
         "decoding.beam_search": ["BeamSearch"],
         "decoding.random_sampling": ["RandomSampling"],

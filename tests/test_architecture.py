@@ -33,7 +33,6 @@ LAYERS = [
         "shortlist_defaults",
     },
     {"data", "models"},
-    {"translator"},
     {"runs"},
     {"vocabulary_shortlist", "distribution", "inference"},
     {"training"},
@@ -72,7 +71,7 @@ def test_the_graph_resolves_our_modules_and_relative_imports():
     assert "keras_attention_client.wire.contract" in graph
     assert "keras_attention.serving.server.model_server" in graph
     # `from keras_attention.text import X` is an edge to the package, not to X.
-    assert "keras_attention.text" in graph["keras_attention.translator"]
+    assert "keras_attention.text" in graph["keras_attention.inference.translator"]
 
 
 def test_find_cycles_finds_a_cycle_through_a_function_level_import():

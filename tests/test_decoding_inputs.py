@@ -314,7 +314,7 @@ def assert_same_translation(remote, local: dict):
 
 
 def local_results(translator, options: dict, batch_size: int):
-    from keras_attention.translator import Translator
+    from keras_attention.inference.translator import Translator
 
     options = dict(options)
     steps = options.pop("max_output_length", None)

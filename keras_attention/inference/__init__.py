@@ -1,4 +1,4 @@
-"""Inference: a trained run loaded as a `Translator`.
+"""Inference: `Translator` (text in, translations out, in the graph) and loading a trained run as one.
 
 Names are imported lazily (through `lazy_loader`), so importing the package
 does not load TensorFlow.
@@ -8,5 +8,5 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submod_attrs={"trained_run": ["load_translator"]},
+    submod_attrs={"trained_run": ["load_translator"], "translator": ["Translator"]},
 )

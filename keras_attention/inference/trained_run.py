@@ -6,11 +6,11 @@ import os
 
 import keras
 
+from keras_attention.inference.translator import Translator
 from keras_attention.models.seq2seq import Seq2Seq  # registers the class `load_model` reads
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.run_vectorizers import check_model_matches, load_vectorizers
 from keras_attention.runs.train_config import TrainConfig
-from keras_attention.translator import Translator
 
 
 def load_translator(run_dir: str | os.PathLike, max_output_length: int | None = None) -> Translator:

@@ -452,10 +452,10 @@ def test_failed_export_leaves_no_trace(exporter, tmp_path, monkeypatch):
 def test_every_model_variant_exports_and_matches(variant, tmp_path):
     # Untrained (random) weights: parity needs deterministic outputs, not good ones.
     from keras_attention.export import SavedModelSession
+    from keras_attention.inference.translator import Translator
     from keras_attention.layers import LuongAttention
     from keras_attention.models.seq2seq import Seq2Seq
     from keras_attention.text import TextVectorizer
-    from keras_attention.translator import Translator
 
     reserved = ["", "[UNK]", "[START]", "[END]"]
     source = TextVectorizer(reserved + "I see the cat dog .".split(), max_length=6)
@@ -510,10 +510,10 @@ def test_a_model_with_an_unregistered_attention_layer_is_refused():
     reloaded: the exporter says so, naming the decorator to use."""
     import keras
 
+    from keras_attention.inference.translator import Translator
     from keras_attention.layers import BaseAttention
     from keras_attention.models.seq2seq import Seq2Seq
     from keras_attention.text import TextVectorizer
-    from keras_attention.translator import Translator
 
     class PlainDot(BaseAttention):  # not registered
         def _score(self, query, keys):

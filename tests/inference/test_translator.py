@@ -99,8 +99,8 @@ class _UnkLovingModel:
 
 @pytest.mark.parametrize("beam_width", [1, 3])
 def test_subword_targets_never_emit_unk_even_when_the_model_prefers_it(beam_width):
+    from keras_attention.inference.translator import Translator
     from keras_attention.text import SubwordVectorizer, TextVectorizer, train_subword_model
-    from keras_attention.translator import Translator
 
     texts = ["le chat dort .", "le chien dort !"] * 10
     source = TextVectorizer(["", "[UNK]", "[START]", "[END]", "a"])

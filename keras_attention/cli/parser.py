@@ -1,20 +1,20 @@
-"""The `keras-attention` command line.
+"""The `keras-attention` parser: every subcommand, its flags and its handler.
 
-Thin by design: each subcommand parses its arguments and calls library
-functions that tests can call directly. TensorFlow is imported only inside the
-subcommands, so `keras-attention --help` is instant.
+The train flags are `TrainConfig`'s fields, the decoding flags the client's
+(`keras_attention_client.decoding_flags`), the export and serve flags those of
+`keras_attention.export.cli` and `keras_attention.serving.server.cli`: one
+parser, built from the library's own definitions.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import logging
-import sys
 import typing
 
-from keras_attention import distribution, tensorflow_logging
+from keras_attention import distribution
+from keras_attention.cli.run_commands import run_evaluate, run_plot, run_status, run_train
+from keras_attention.cli.translate_command import run_translate
 from keras_attention.runs.train_config import AUTO, CHOICES, FIELD_HELP, TrainConfig
 
 VERBOSE_HELP = (
@@ -101,249 +101,6 @@ class _BooleanFlag(argparse.BooleanOptionalAction):
     def __init__(self, *args, help=None, **kwargs):  # noqa: A002 - argparse's keyword
         super().__init__(*args, **kwargs)
         self.help = help
-
-
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    return TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})
-
-
-def run_train(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
-    # The strategy first: it must exist before any other TensorFlow op.
-    strategy = distribution.distribution_from_args(args)
-    from keras_attention.training.interrupt_on_signal import TrainingInterrupted
-    from keras_attention.training.trainer import train
-
-    def print_choice(name: str, choice) -> None:
-        print(f"{name.capitalize()}: {choice.describe()}", flush=True)
-
-    try:
-        summary = train(config, distribute=strategy, on_choice=print_choice)
-    except TrainingInterrupted as interrupted:
-        if sys.stdout.isatty():
-            print(file=sys.stdout)  # end Keras' progress bar line
-        when = (
-            f"after epoch {interrupted.epochs_done}"
-            if interrupted.epochs_done
-            else "before the first epoch ended"
-        )
-        print(
-            f"keras-attention train: interrupted {when}; run the same command to resume",
-            file=sys.stderr,
-        )
-        return interrupted.exit_code
-    if summary.get("already_completed"):
-        epochs = summary["epochs_run"]
-        print(
-            f"keras-attention train: {args.out} already completed ({epochs} "
-            f"epoch{'s' if epochs != 1 else ''}); nothing to do"
-        )
-        return 0
-    best = summary["best_val_loss"]
-    print(
-        f"Trained {summary['epochs_run']} epochs in {summary['seconds']:.0f} s; "
-        f"best val_loss {'n/a' if best is None else f'{best:.3f}'}; run directory: {args.out}"
-    )
-    return 0
-
-
-def run_status(args: argparse.Namespace) -> int:
-    from keras_attention.runs import run_state
-
-    status = run_state.run_status(args.run_dir)
-    if args.json:
-        print(json.dumps(status, indent=2, sort_keys=True))
-    else:
-        print(run_state.format_status(status))
-    return 0
-
-
-def warn_if_partial(run_dir: str, command: str) -> None:
-    """Says on stderr when RUN_DIR's training has not completed (the model is partial)."""
-    from keras_attention.runs import run_state
-
-    status = run_state.run_status(run_dir)
-    if status["state"] != run_state.COMPLETED:
-        resume = (
-            " (run the same train command to finish it)" if status["state"] != "training" else ""
-        )
-        print(
-            f"keras-attention {command}: warning: {run_dir} is {status['state']} after epoch "
-            f"{status['epochs_done']} of {status['epochs_planned']}; using the partial "
-            f"model{resume}",
-            file=sys.stderr,
-        )
-
-
-def run_evaluate(args: argparse.Namespace) -> int:
-    from keras_attention.evaluation.run_evaluation import evaluate_run
-    from keras_attention_client.wire.decoding_options import DecodingOptions
-
-    warn_if_partial(args.run_dir, "evaluate")
-    evaluation = evaluate_run(
-        args.run_dir,
-        DecodingOptions(beam_width=args.beam, length_penalty=args.length_penalty),
-        batch_size=args.batch_size,
-        max_sentences=args.max_sentences,
-        progress=True,
-    )
-    print(f"{evaluation['sentences']} test sentences (all references of each source)")
-    for name in ("greedy", "beam"):
-        if name in evaluation:
-            result = evaluation[name]
-            print(f"{name:>6}: BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}")
-            for bucket in result["bleu_by_length"]:
-                print(
-                    f"        source {bucket['bucket']:>6} words: BLEU {bucket['bleu']:6.2f} "
-                    f"({bucket['count']} sentences)"
-                )
-    signatures = evaluation["greedy"]
-    print(f"sacreBLEU signature: {signatures['bleu_signature']}")
-    print(f"chrF signature:      {signatures['chrf_signature']}")
-    return 0
-
-
-def read_texts(args: argparse.Namespace) -> list[str]:
-    """Texts from the command line, else from --file, else from stdin (one per line)."""
-    texts = list(args.texts)
-    if args.server and args.run_dir:
-        # With --server there is no RUN_DIR: the first positional is a sentence.
-        texts.insert(0, args.run_dir)
-    if texts:
-        return texts
-    if args.file:
-        with open(args.file, encoding="utf-8") as f:
-            return [line.rstrip("\n") for line in f]
-    if sys.stdin.isatty():
-        print(
-            "keras-attention translate: reading sentences from stdin, one per line "
-            "(end with Ctrl-D; or pass TEXT arguments or --file)",
-            file=sys.stderr,
-        )
-    return [line.rstrip("\n") for line in sys.stdin]
-
-
-def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list:
-    """Translations from a TF Serving endpoint, as dicts like `translate_all`'s (a list of
-    dicts per text with `--n-best` above 1)."""
-    from keras_attention_client.cli import remote_translations
-
-    def as_dict(t) -> dict:
-        return {
-            "translation": t.text,
-            "score": t.score,
-            "length": t.length,
-            "tokens": list(t.tokens),
-            "source_tokens": list(t.source_tokens),
-            "attention": t.attention,
-        }
-
-    return [
-        [as_dict(t) for t in result] if isinstance(result, list) else as_dict(result)
-        for result in remote_translations(args, texts)
-    ]
-
-
-def run_translate(args: argparse.Namespace) -> int:
-    if not args.server and not args.run_dir:
-        raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
-    from keras_attention_client.decoding_flags import decoding_options
-
-    options = decoding_options(args)  # checks the flags before any text is read
-    texts = read_texts(args)
-    if args.server:
-        from keras_attention_client.wire.errors import ServingError
-
-        try:
-            results = translate_remotely(args, texts)
-        except ServingError as error:
-            print(f"keras-attention translate: server error: {error}", file=sys.stderr)
-            return 1
-    else:
-        from keras_attention.inference.trained_run import load_translator
-
-        warn_if_partial(args.run_dir, "translate")
-        translator = load_translator(args.run_dir, max_output_length=args.max_output_length)
-        results = translator.translate_all(
-            texts,
-            options,
-            batch_size=args.batch_size,
-            progress=len(texts) > args.batch_size and sys.stderr.isatty(),
-        )
-    for index, (text, result) in enumerate(zip(texts, results, strict=True)):
-        listed = isinstance(result, list)
-        if args.output_format == "json":
-            if listed:
-                record = {"source": text, "n_best": [_json_result(r) for r in result]}
-            else:
-                record = {"source": text, **_json_result(result)}
-            print(json.dumps(record, ensure_ascii=False))
-        else:
-            for one in result if listed else [result]:
-                print(one["translation"])
-        if args.show_attention:
-            show_attention(args, index, result[0] if listed else result)
-    return 0
-
-
-def _json_result(result: dict) -> dict:
-    return {
-        **{k: v for k, v in result.items() if k != "attention"},
-        "attention": [[round(float(w), 4) for w in row] for row in result["attention"]],
-    }
-
-
-def decoding_name(args: argparse.Namespace) -> str:
-    """Which decoding `translate` used, for plot titles."""
-    from keras_attention_client.decoding_flags import decoding_options, remote_decoding_options
-
-    options = decoding_options(args)
-    if options.sample:
-        top_k = f", top-k {options.top_k}" if options.top_k is not None else ""
-        top_p = f", top-p {options.top_p:g}" if options.top_p is not None else ""
-        name = f"random sampling, temperature {options.value('temperature'):g}{top_k}{top_p}"
-    else:
-        width = options.value("beam_width")
-        name = f"beam search, width {width}" if width > 1 else "greedy decoding"
-    if args.server:
-        signature = (
-            "sample"
-            if options.sample
-            else "search"
-            if remote_decoding_options(args).given()
-            else args.signature_name or ("beam_search" if args.beam > 1 else "serving_default")
-        )
-        return f"{name}, {signature} signature"
-    return name
-
-
-def show_attention(args: argparse.Namespace, index: int, result: dict) -> None:
-    from keras_attention.plotting import format_alignment, plot_attention
-
-    if args.attention_dir:
-        from pathlib import Path
-
-        path = Path(args.attention_dir) / f"attention_{index:04d}.png"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        plot_attention(
-            result["attention"],
-            result["source_tokens"],
-            result["tokens"],
-            path,
-            title=result["translation"],
-            decoding=decoding_name(args),
-        )
-        print(f"  attention heatmap: {path}", file=sys.stderr)
-    else:
-        print(format_alignment(result["attention"], result["source_tokens"], result["tokens"]))
-
-
-def run_plot(args: argparse.Namespace) -> int:
-    from keras_attention.plotting.run_plots import plot_runs
-
-    for path in plot_runs(args.run_dirs, sentences=args.sentence, out=args.out):
-        print(path)
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -502,35 +259,3 @@ class _Commands:
         return self.action.add_parser(name, parents=self.parents, **kwargs)
 
 
-def _needs_tensorflow(args: argparse.Namespace) -> bool:
-    if args.command == "status":
-        return False
-    return not (args.command == "translate" and args.server)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
-    verbose = args.verbose or tensorflow_logging.verbose_from_environment()
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    tensorflow_logging.configure(verbose)
-    try:
-        if _needs_tensorflow(args):
-            tensorflow_logging.import_tensorflow(verbose)
-        return args.handler(args)
-    except (ValueError, FileNotFoundError, distribution.DistributedTrainingError) as error:
-        print(f"keras-attention {args.command}: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"keras-attention {args.command}: interrupted", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,52 @@
+"""The `keras-attention` command line.
+
+Thin by design: each subcommand parses its arguments and calls library
+functions that tests can call directly. TensorFlow is imported only inside the
+subcommands, so `keras-attention --help` is instant.
+
+- `parser`: `build_parser`, the one parser of every subcommand;
+- `run_commands`: the handlers of `train`, `status`, `evaluate`, `plot`;
+- `translate_command`: the handler of `translate`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from keras_attention import distribution, tensorflow_logging
+from keras_attention.cli.parser import build_parser
+from keras_attention.cli.run_commands import config_from_args
+
+__all__ = ["build_parser", "config_from_args", "main"]
+
+
+def _needs_tensorflow(args: argparse.Namespace) -> bool:
+    if args.command == "status":
+        return False
+    return not (args.command == "translate" and args.server)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    verbose = args.verbose or tensorflow_logging.verbose_from_environment()
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    tensorflow_logging.configure(verbose)
+    try:
+        if _needs_tensorflow(args):
+            tensorflow_logging.import_tensorflow(verbose)
+        return args.handler(args)
+    except (ValueError, FileNotFoundError, distribution.DistributedTrainingError) as error:
+        print(f"keras-attention {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"keras-attention {args.command}: interrupted", file=sys.stderr)
+        return 130
