@@ -426,8 +426,8 @@ def test_command_line_flags_choose_the_signature(flags, signature, inputs):
     """Without a decoding option a request goes where it went before decoding inputs
     existed, `text` only; any option goes to `search`, `--sample` to `sample`."""
     from keras_attention_client.cli import build_parser, client_from_args
-    from keras_attention_client.client_base import decoding_request
     from keras_attention_client.decoding_flags import remote_decoding_options
+    from keras_attention_client.decoding_request import decoding_request
 
     command = ["translate", "--server", "localhost:1", "--model-name", "m", *flags, "hi"]
     args = build_parser().parse_args(command)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
-import logging
 import random
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
+from keras_attention_client import retries
+from keras_attention_client.client_settings import check_no_settings_left, with_settings
+from keras_attention_client.decoding_request import decoding_request, explain_missing_inputs
 from keras_attention_client.defaults import DEFAULT_MODEL_NAME
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
@@ -18,43 +18,13 @@ from keras_attention_client.request_options import RequestOptions
 from keras_attention_client.retry_policy import RetryPolicy
 from keras_attention_client.served_model import ServedModel
 from keras_attention_client.translation import Translation, split_batches
-from keras_attention_client.wire.contract import (
-    BEAM_SEARCH,
-    DECODING_INPUTS,
-    DEFAULT_SIGNATURE,
-    SAMPLE,
-    SEARCH,
-    TEXT_INPUT,
-)
-from keras_attention_client.wire.decoding_options import (
-    SAMPLING_FIELDS,
-    SEARCH_FIELDS,
-    DecodingOptions,
-)
+from keras_attention_client.wire.contract import DEFAULT_SIGNATURE, TEXT_INPUT
+from keras_attention_client.wire.decoding_options import DecodingOptions
 from keras_attention_client.wire.errors import ServingError
-
-logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 DEFAULT_SIGNATURE_NAME = DEFAULT_SIGNATURE
-
-LAST_ATTEMPT_SECONDS = 0.1
-"""The least time left for a retry: a request needs some to be answered."""
-
-LOADING_STATES = ("START", "LOADING")
-"""Version states of a model the server is still bringing up (`ModelVersionStatus.state`)."""
-
-
-class NoAnswer(ServingError):
-    """`UNAVAILABLE` with no answer from a server: nothing listens there, or connecting failed.
-
-    Raised by the transports; `TranslationClientBase` retries it like any
-    `UNAVAILABLE` and, at the deadline, names the address and the time waited.
-    """
-
-    def __init__(self, message: str = ""):
-        super().__init__("UNAVAILABLE", message)
 
 
 class TranslationClientBase:
@@ -199,7 +169,9 @@ class TranslationClientBase:
             try:
                 outputs = self.predict(request, signature_name=signature_name, timeout=timeout)
             except ServingError as error:
-                raise self._explain_missing_inputs(error, signature_name, inputs) from error
+                raise explain_missing_inputs(
+                    error, signature_name, inputs, self._served_metadata
+                ) from error
             try:
                 if listed:
                     translations = Translation.from_n_best_outputs(outputs)
@@ -223,32 +195,9 @@ class TranslationClientBase:
         send every input adds the SignatureDef's defaults)."""
         return inputs
 
-    def _explain_missing_inputs(
-        self, error: ServingError, signature_name: str, inputs: Mapping[str, Any]
-    ) -> ServingError:
-        """`error`, or for a request whose decoding inputs the export lacks, one that says so."""
-        sent = [alias for alias in inputs if alias in error.message]
-        no_sample = signature_name in (SEARCH, SAMPLE) and error.code in (
-            "FAILED_PRECONDITION",
-            "INVALID_ARGUMENT",
-        )
-        if not no_sample and (error.code != "INVALID_ARGUMENT" or not sent):
-            return error
-        try:
-            metadata = self.model_metadata(timeout=self.timeout)
-        except ServingError:
-            return error
-        signature = metadata.signatures.get(signature_name)
-        if signature is None:
-            if no_sample:
-                return lacking_inputs_error(metadata, signature_name, [])
-            return error
-        lacking = [alias for alias in inputs if alias not in signature.inputs]
-        if not lacking:
-            return error
-        return lacking_inputs_error(
-            metadata, signature_name, lacking, f" The server said: {error.message}"
-        )
+    def _served_metadata(self) -> ModelMetadata:
+        """The served version's metadata, asked for within the client's timeout."""
+        return self.model_metadata(timeout=self.timeout)
 
     def predict(
         self,
@@ -344,30 +293,14 @@ class TranslationClientBase:
         Raises:
             ServingError: `DEADLINE_EXCEEDED` if it is not available in time.
         """
-        deadline = time.monotonic() + timeout
-        last_error: ServingError | None = None
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                statuses = self._status_once(
-                    self.version, max(min(remaining, self.timeout or remaining), 0.05)
-                )
-                if any(
-                    status.available and (self.version is None or status.version == self.version)
-                    for status in statuses
-                ):
-                    return statuses
-            except ServingError as error:
-                if error.code not in ("UNAVAILABLE", "NOT_FOUND", "DEADLINE_EXCEEDED"):
-                    raise
-                last_error = error
-            if time.monotonic() + poll_interval > deadline:
-                detail = f" Last error: {last_error}" if last_error else ""
-                raise ServingError(
-                    "DEADLINE_EXCEEDED",
-                    f"Model {self.model_name!r} was not available after {timeout} s.{detail}",
-                )
-            time.sleep(poll_interval)
+        return retries.wait_until_available(
+            lambda seconds: self._status_once(self.version, seconds),
+            version=self.version,
+            model_name=self.model_name,
+            request_timeout=self.timeout,
+            timeout=timeout,
+            poll_interval=poll_interval,
+        )
 
     def close(self) -> None:
         """Releases the connection (the client cannot be used afterwards)."""
@@ -389,62 +322,19 @@ class TranslationClientBase:
 
         Waiting is over at an error that retrying cannot mend, after
         `max_retries` retries, or at the deadline `timeout` seconds from now
-        (`None`: no deadline).
+        (`None`: no deadline); see `retries.call_with_retries`.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        retry = 0
-        while True:
-            try:
-                return fn(*args, _seconds_left(deadline))
-            except ServingError as error:
-                if self.max_retries is not None and retry >= self.max_retries:
-                    raise
-                if not self._not_ready_yet(error, deadline):
-                    raise
-                # "Equal jitter": half the delay fixed, half random, so many clients
-                # retrying at once spread out.
-                delay = self.backoff_delay(retry) * (0.5 + 0.5 * self._random.random())
-                if deadline is not None:
-                    # The last attempt comes just before the deadline, with time to answer.
-                    left = deadline - time.monotonic() - LAST_ATTEMPT_SECONDS
-                    if left <= 0:
-                        raise self._not_ready_error(error, timeout) from None
-                    delay = min(delay, left)
-                logger.info("%s; retrying in %.2f s (retry %d)", error, delay, retry + 1)
-                time.sleep(delay)
-                retry += 1
-
-    def _not_ready_yet(self, error: ServingError, deadline: float | None) -> bool:
-        """Whether `error` says the server or the model is not ready yet (worth waiting for)."""
-        if error.retryable:
-            return True
-        if error.code != "NOT_FOUND":
-            return False
-        # Also the answer to a wrong model name: only wait if the server says it is loading.
-        try:
-            statuses = self._status_once(self.version, _seconds_left(deadline))
-        except ServingError:
-            return False
-        return any(status.state in LOADING_STATES for status in statuses)
-
-    def _not_ready_error(self, error: ServingError, timeout: float) -> ServingError:
-        """The error to raise when the deadline passes while the server is not ready."""
-        if isinstance(error, NoAnswer):
-            message = (
-                f"No model server answered at {self.endpoint} within {timeout:g} s "
-                f"({error.message}); is a model server running there?"
-            )
-        elif error.code == "NOT_FOUND":
-            message = (
-                f"Model {self.model_name!r} at {self.endpoint} was still loading after "
-                f"{timeout:g} s ({error.message})"
-            )
-        else:
-            message = (
-                f"The model server at {self.endpoint} was still unavailable after {timeout:g} s "
-                f"({error.message})"
-            )
-        return ServingError("UNAVAILABLE", message, http_status=error.http_status)
+        return retries.call_with_retries(
+            lambda seconds: fn(*args, seconds),
+            timeout=timeout,
+            max_retries=self.max_retries,
+            backoff_delay=self.backoff_delay,
+            statuses=lambda seconds: self._status_once(self.version, seconds),
+            deadline_error=lambda error: retries.not_ready_error(
+                error, timeout, endpoint=self.endpoint, model_name=self.model_name
+            ),
+            rng=self._random,
+        )
 
     # Transport hooks ----------------------------------------------------------------------
 
@@ -465,82 +355,3 @@ class TranslationClientBase:
 
     def _list_models_once(self, timeout: float | None) -> list[ServedModel]:
         raise NotImplementedError
-
-
-def with_settings(options: T | None, cls: type[T], settings: dict[str, Any]) -> T:
-    """`options` (default: `cls()`) with the keywords of `settings` that name its fields,
-    which are taken out of `settings` (a client constructor's keyword API)."""
-    names = {field.name for field in dataclasses.fields(cls)}
-    changes = {name: settings.pop(name) for name in list(settings) if name in names}
-    options = cls() if options is None else options
-    return dataclasses.replace(options, **changes) if changes else options
-
-
-def check_no_settings_left(settings: dict[str, Any]) -> None:
-    """`TypeError` for keywords of a client constructor that no options object took."""
-    if settings:
-        raise TypeError(f"Unexpected keyword arguments: {', '.join(sorted(settings))}")
-
-
-def _seconds_left(deadline: float | None) -> float | None:
-    """Seconds until `deadline` (a `time.monotonic()` value), at least 1 ms; `None` for none."""
-    if deadline is None:
-        return None
-    return max(deadline - time.monotonic(), 0.001)
-
-
-def decoding_request(
-    signature_name: str, options: DecodingOptions, *, explicit_signature: bool = True
-) -> tuple[str, dict[str, np.ndarray]]:
-    """The signature to call and the decoding inputs to send, as scalar arrays.
-
-    `options.sample` calls `sample`; otherwise any of `beam_width`, `n_best`,
-    `length_penalty`, `max_output_length` given calls `search` (unless a
-    signature other than `serving_default`, `beam_search` and `search` was
-    chosen explicitly, `explicit_signature`). Without them the request goes
-    to `signature_name`, `text` only, as before exports took decoding inputs
-    (`serving_default` and `beam_search` take no other input, so every REST
-    caller and a batching server keep working). Only the options given are
-    sent (`DecodingOptions` has checked their types and combination).
-    """
-    if options.sample:
-        signature_name = SAMPLE
-        names = (*SAMPLING_FIELDS, "max_output_length")
-    else:
-        if options.searches and (
-            not explicit_signature or signature_name in (DEFAULT_SIGNATURE, BEAM_SEARCH)
-        ):
-            signature_name = SEARCH
-        names = SEARCH_FIELDS
-    dtypes = DECODING_INPUTS.get(signature_name, DECODING_INPUTS[SEARCH])
-    inputs = {}
-    for alias in names:
-        value = getattr(options, alias)
-        if value is not None:
-            inputs[alias] = np.int32(value) if dtypes[alias] == "DT_INT32" else np.float32(value)
-    return signature_name, inputs
-
-
-def lacking_inputs_error(
-    metadata: ModelMetadata, signature_name: str, lacking: Sequence[str], detail: str = ""
-) -> ServingError:
-    """`INVALID_ARGUMENT` for decoding inputs a served version's signature does not take
-    (or for its lacking `search` or `sample` signature)."""
-    if signature_name not in metadata.signatures:
-        return ServingError(
-            "INVALID_ARGUMENT",
-            f"Model {metadata.name!r} version {metadata.version} has no {signature_name!r} "
-            f"signature (signatures: {sorted(metadata.signatures)}): it was exported before "
-            "exports took decoding inputs. Re-export it with this keras-attention version to "
-            "send decoding options, or leave them out (its serving_default and beam_search "
-            f"signatures decode as exported).{detail}",
-        )
-    signature = metadata.signatures[signature_name]
-    return ServingError(
-        "INVALID_ARGUMENT",
-        f"Model {metadata.name!r} version {metadata.version} has no decoding input "
-        f"{', '.join(repr(a) for a in lacking)} in its {signature_name!r} signature (inputs: "
-        f"{sorted(signature.inputs)}): it was exported before exports took decoding inputs. "
-        "Re-export it with this keras-attention version, or leave out the decoding options "
-        f"(its beam_search signature decodes with the beam width fixed at export).{detail}",
-    )

@@ -11,14 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from keras_attention_client.client_base import (
-    NoAnswer,
-    TranslationClientBase,
-    with_settings,
-)
+from keras_attention_client.client_base import TranslationClientBase
+from keras_attention_client.client_settings import with_settings
+from keras_attention_client.decoding_request import lacking_inputs_error
 from keras_attention_client.http_options import HttpOptions
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
+from keras_attention_client.no_answer import NoAnswer
 from keras_attention_client.request_options import RequestOptions
 from keras_attention_client.retry_policy import RetryPolicy
 from keras_attention_client.served_model import ServedModel
@@ -134,8 +133,6 @@ class RestTranslationClient(TranslationClientBase):
         `text`-only request to another signature (`serving_default`,
         `beam_search`) is sent as is, without asking for the metadata.
         """
-        from keras_attention_client.client_base import lacking_inputs_error
-
         if not inputs and signature_name not in (SEARCH, SAMPLE):
             return inputs
 

@@ -10,13 +10,11 @@ import grpc
 import numpy as np
 
 from keras_attention_client.channel_options import DEFAULT_MAX_MESSAGE_BYTES, ChannelOptions
-from keras_attention_client.client_base import (
-    NoAnswer,
-    TranslationClientBase,
-    with_settings,
-)
+from keras_attention_client.client_base import TranslationClientBase
+from keras_attention_client.client_settings import with_settings
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
+from keras_attention_client.no_answer import NoAnswer
 from keras_attention_client.request_options import RequestOptions
 from keras_attention_client.retry_policy import RetryPolicy
 from keras_attention_client.served_model import ServedModel

@@ -6,9 +6,10 @@ import time
 import numpy as np
 import pytest
 
-from keras_attention_client import ServingError, client_base
-from keras_attention_client.client_base import NoAnswer, TranslationClientBase
+from keras_attention_client import ServingError, retries
+from keras_attention_client.client_base import TranslationClientBase
 from keras_attention_client.model_version_status import ModelVersionStatus
+from keras_attention_client.no_answer import NoAnswer
 
 OUTPUTS = {
     "translation": np.array([b"B A"], dtype=object),
@@ -70,7 +71,7 @@ INVALID = ServingError("INVALID_ARGUMENT", "bad")
 @pytest.mark.parametrize("error", [UNAVAILABLE, REFUSED], ids=["unavailable", "no-answer"])
 def test_not_ready_answers_are_retried_until_one_succeeds(error, caplog):
     client = ScriptedClient([error, error, error, OUTPUTS])
-    with caplog.at_level(logging.INFO, logger=client_base.logger.name):
+    with caplog.at_level(logging.INFO, logger=retries.logger.name):
         (translation,) = client.translate(["a b"])
     assert translation.text == "B A"
     assert len(client.calls) == 4

@@ -72,7 +72,7 @@ def test_connection_refused_is_unavailable_and_retried(caplog):
     client = RestTranslationClient(
         f"http://127.0.0.1:{free_port()}", model_name="m", max_retries=2, initial_backoff=0.05
     )
-    with caplog.at_level(logging.INFO, logger="keras_attention_client.client_base"):
+    with caplog.at_level(logging.INFO, logger="keras_attention_client.retries"):
         with pytest.raises(ServingError) as caught:
             client.translate(["a"])
     assert caught.value.code == "UNAVAILABLE"

@@ -13,9 +13,9 @@ from helpers.serving import TEXTS
 
 from keras_attention.serving import ModelServer, ServerOptions
 from keras_attention.serving.server.model_server import free_port
-from keras_attention_client import ServingError, TranslationClient, client_base
+from keras_attention_client import ServingError, TranslationClient, retries
 
-RETRY_LOGGER = client_base.logger.name
+RETRY_LOGGER = retries.logger.name
 
 
 def _retries(caplog) -> int:
