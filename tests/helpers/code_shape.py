@@ -1,7 +1,7 @@
 """The shape of our code, read from the source (no module is imported): the import graph,
 module sizes, signatures and written-out defaults.
 
-`tests/test_architecture.py` bounds these; `benchmarks/code_shape.py` reports them for any
+`tests/test_architecture.py` bounds these; `docs/gen_code_shape.py` reports them for any
 commit (it loads this file by path, so nothing here imports other test helpers).
 
 The import graph:

@@ -4,7 +4,7 @@ import circles, long signatures and how often the length penalty's default is wr
 Each commit is read from git (`git archive`) into a temporary folder and measured there
 with `tests/helpers/code_shape.py`, the functions `tests/test_architecture.py` bounds.
 
-    python benchmarks/code_shape.py --revisions BEFORE AFTER [--out benchmarks/results]
+    python docs/gen_code_shape.py --revisions BEFORE AFTER [--out benchmarks/results]
 
 writes `code_shape.json` (the figures, with the command, commits and date) and
 `code_shape.md` (the tables the architecture page includes) into `--out`, and prints the
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     text = tables(results)
     print(text)
     if args.out is not None:
-        command = "python benchmarks/code_shape.py " + " ".join(
+        command = "python docs/gen_code_shape.py " + " ".join(
             sys.argv[1:] if argv is None else argv
         )
         record = {
