@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,8 +13,11 @@ import numpy as np
 import tensorflow as tf
 
 import keras_attention
-from keras_attention.export.export_manifest import ExportManifest, file_sha256
+from keras_attention.export.decoding_description import describe_decoding
+from keras_attention.export.export_manifest import ExportManifest, file_sha256, jsonable
+from keras_attention.export.export_precision import with_precision
 from keras_attention.export.export_settings import COMMAND_SETTINGS, ExportSettings
+from keras_attention.export.exported_version import ExportedVersion
 from keras_attention.export.saved_model_proto import (
     SAVED_MODEL_PB,
     describe_signatures,
@@ -31,6 +33,7 @@ from keras_attention.export.translation_signatures import (
 )
 from keras_attention.export.version_directory import VersionDirectory
 from keras_attention.export.warmup import predict_log, write_warmup_requests
+from keras_attention.export.warmup_pairs import DEFAULT_WARMUP_PAIRS, run_warmup_pairs
 from keras_attention.export.weight_storage import WeightStorage
 from keras_attention.inference.translator import Translator
 from keras_attention.models.seq2seq import require_registered
@@ -40,19 +43,6 @@ from keras_attention.vocabulary_shortlist import (
     auto_shortlist_size,
     check_shortlist_size,
 )
-
-logger = logging.getLogger(__name__)
-
-DEFAULT_WARMUP_PAIRS: tuple[tuple[str, str], ...] = (
-    ("Hello.", "Bonjour."),
-    ("How are you?", "Comment allez-vous ?"),
-    ("I don't know what to do.", "Je ne sais pas quoi faire."),
-    ("", ""),
-)
-"""Warmup sentences when the training run has no test split to take them from."""
-
-WARMUP_SENTENCES = 8
-"""At most this many (source, reference) pairs of the run's test split are used for warmup."""
 
 WARMUP_DECODING_INPUTS: dict[str, dict[str, np.ndarray]] = {
     "search": {
@@ -68,21 +58,6 @@ WARMUP_DECODING_INPUTS: dict[str, dict[str, np.ndarray]] = {
     },
 }
 """The warmup request with every decoding input given (plus `max_output_length`, the export's)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ExportedVersion:
-    """The result of `TranslatorExporter.export`.
-
-    Attributes:
-        version: the integer version written.
-        path: `BASE/<version>`.
-        manifest: its `ExportManifest`.
-    """
-
-    version: int
-    path: Path
-    manifest: ExportManifest
 
 
 class TranslatorExporter:
@@ -258,10 +233,7 @@ class TranslatorExporter:
         run = RunDirectory(run_dir)
         config = TrainConfig.load(run.path)
         if warmup_pairs is None:
-            pairs = _read_pairs(run.test_split, WARMUP_SENTENCES) or _read_pairs(
-                run.validation_split, WARMUP_SENTENCES
-            )
-            warmup_pairs = pairs + [("", "")] if pairs else None
+            warmup_pairs = run_warmup_pairs(run)
         return cls(
             translator,
             settings.signatures,
@@ -360,32 +332,6 @@ class TranslatorExporter:
         import tensorflow_text
 
         translator = self.translator
-        decoding = {
-            name: _strategy_config(strategy)
-            for name, strategy in (
-                ("serving_default", self.signatures.greedy_strategy),
-                ("beam_search", self.signatures.beam_strategy),
-            )
-        }
-        decoding["serving_default"]["search"] = "greedy"
-        decoding["beam_search"]["search"] = "beam"
-        if self.signatures.decoding_inputs:
-            decoding["search"] = {
-                **_strategy_config(self.signatures.beam_strategy),
-                "search": "greedy or beam (the beam_width input)",
-                "max_beam_width": self.signatures.max_beam_width,
-            }
-            decoding["search"].pop("beam_width", None)
-            decoding["sample"] = {
-                **_strategy_config(self.signatures.sample_strategy),
-                "search": "sample",
-            }
-            for name in ("search", "sample"):
-                ranges = self.signatures.input_ranges(name)
-                decoding[name]["inputs"] = {
-                    alias: {"default": default, "range": ranges[alias]}
-                    for alias, default in self.signatures.input_defaults(name).items()
-                }
         return ExportManifest(
             version=version,
             created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -397,7 +343,7 @@ class TranslatorExporter:
             },
             run_dir=self.run_dir,
             train_config=self.train_config,
-            model_config=_jsonable(translator.model.get_config()),
+            model_config=jsonable(translator.model.get_config()),
             vocabulary={
                 "tokenizer": translator.target_vectorizer.tokenizer,
                 "source_size": translator.source_vectorizer.vocabulary_size,
@@ -405,7 +351,7 @@ class TranslatorExporter:
             },
             max_source_length=translator.source_vectorizer.max_length,
             max_output_length=translator.max_output_length,
-            decoding=decoding,
+            decoding=describe_decoding(self.signatures),
             signatures={
                 name: {"inputs": spec["inputs"], "outputs": spec["outputs"]}
                 for name, spec in describe_signatures(meta_graph).items()
@@ -445,53 +391,3 @@ def export_translator(
     if version is not None:
         VersionDirectory(export_dir).check_available(version)
     return TranslatorExporter.from_run(run_dir, settings).export(export_dir, version)
-
-
-def with_precision(translator: Translator, precision: str) -> Translator:
-    """`translator` computing under `precision` (`"auto"` or a dtype policy)."""
-    from keras_attention.precision import model_with_policy, resolve_precision
-
-    choice = resolve_precision(precision)
-    logger.info("export precision: %s", choice.describe())
-    model = model_with_policy(translator.model, choice.policy)
-    if model is translator.model:
-        return translator
-    return Translator(
-        model,
-        translator.source_vectorizer,
-        translator.target_vectorizer,
-        max_output_length=translator.max_output_length,
-    )
-
-
-def _strategy_config(strategy) -> dict:
-    config = dict(strategy.get_config())
-    config.pop("name", None)
-    return config
-
-
-def _read_pairs(path: Path, limit: int) -> list[tuple[str, str]]:
-    """The first `limit` pairs with distinct sources of a `source<TAB>target` file."""
-    if not path.is_file():
-        return []
-    pairs, seen = [], set()
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) >= 2 and parts[0] not in seen:
-                seen.add(parts[0])
-                pairs.append((parts[0], parts[1]))
-                if len(pairs) == limit:
-                    break
-    return pairs
-
-
-def _jsonable(value):
-    """`value` with everything JSON cannot hold turned into strings."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)

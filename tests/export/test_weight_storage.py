@@ -78,7 +78,7 @@ def test_auto_stores_the_weights_in_the_dtype_the_model_computes_in(
 
 @pytest.fixture(scope="module")
 def bfloat16_translator(translator):
-    from keras_attention.export.translator_exporter import with_precision
+    from keras_attention.export.export_precision import with_precision
 
     return with_precision(translator, "mixed_bfloat16")
 
