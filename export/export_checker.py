@@ -5,17 +5,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import time
 from pathlib import Path
-
-import numpy as np
-import tensorflow as tf
-from tensorflow.core.framework import types_pb2
 
 from keras_attention.export.allowed_ops import AllowedOps
 from keras_attention.export.check_report import CheckReport
 from keras_attention.export.export_manifest import ExportManifest, file_sha256
-from keras_attention.export.native_check import NativeCheckError, compare_outputs, run_native
 from keras_attention.export.saved_model_proto import (
     SAVED_MODEL_PB,
     describe_signatures,
@@ -36,7 +30,7 @@ from keras_attention.export.translation_signatures import (
     TRANSLATION_KEY,
     TRANSLATION_OUTPUTS,
 )
-from keras_attention.export.warmup import read_warmup_requests
+from keras_attention.export.warmup_replay import check_native, replay_warmup
 from keras_attention_client.wire.contract import DECODING_INPUTS
 
 logger = logging.getLogger(__name__)
@@ -58,14 +52,6 @@ _TOKENIZER_OPS = {
     ),
 }
 _EXPECTED_INPUTS = {SCORE_TRANSLATION: (INPUT_KEY, TRANSLATION_KEY)}
-_NUMPY_DTYPES = {
-    "DT_STRING": np.object_,
-    "DT_FLOAT": np.float32,
-    "DT_INT32": np.int32,
-    "DT_INT64": np.int64,
-    "DT_DOUBLE": np.float64,
-    "DT_BOOL": np.bool_,
-}
 
 
 class ExportChecker:
@@ -164,9 +150,9 @@ class ExportChecker:
         report.loaded = True
         with session:
             if self.replay_warmup:
-                replayed = self._replay_warmup(path, session, report, manifest)
+                replayed = replay_warmup(path, session, report, manifest)
                 if self.native and replayed:
-                    self._check_native(path, session, replayed, report)
+                    check_native(path, session, replayed, report)
         return report
 
     # ------------------------------------------------------------------ steps
@@ -306,169 +292,3 @@ class ExportChecker:
                 f"The manifest says the run was trained with tokenizer {tokenizer!r}, but the "
                 f"graph lacks its ops {missing}: the model and its tokenizer do not match"
             )
-
-    def _replay_warmup(
-        self,
-        path: Path,
-        session: SavedModelSession,
-        report: CheckReport,
-        manifest: ExportManifest | None,
-    ) -> list[tuple[str, dict, dict]]:
-        """Replays the warmup requests; returns `(signature, inputs, outputs)` of each that ran."""
-        replayed: list[tuple[str, dict, dict]] = []
-        try:
-            logs = read_warmup_requests(path)
-        except Exception as error:  # noqa: BLE001 - a corrupt file is the finding
-            report.errors.append(f"Unreadable warmup file: {type(error).__name__}: {error}")
-            return replayed
-        if not logs:
-            message = "No assets.extra/tf_serving_warmup_requests: the first requests will be slow"
-            if manifest is not None and manifest.warmup_records:
-                report.errors.append(
-                    f"{message} (the manifest lists {manifest.warmup_records} records)"
-                )
-            else:
-                report.warnings.append(message)
-            return replayed
-        covered = set()
-        for index, log in enumerate(logs):
-            if log.WhichOneof("log_type") != "predict_log":
-                report.errors.append(
-                    f"Warmup record {index} is a {log.WhichOneof('log_type')}; "
-                    "the translator exports only serve Predict"
-                )
-                continue
-            request = log.predict_log.request
-            name = request.model_spec.signature_name or SERVING_DEFAULT
-            covered.add(name)
-            signature = report.signatures.get(name)
-            if signature is None:
-                report.errors.append(f"Warmup record {index} calls unknown signature {name!r}")
-                continue
-            try:
-                inputs = {key: tf.make_ndarray(proto) for key, proto in request.inputs.items()}
-                batch_size = len(inputs[INPUT_KEY])
-                inputs = _repeatable(input_values(session.signature_defs[name], inputs))
-                started = time.perf_counter()
-                outputs = session.run(name, inputs)
-                seconds = time.perf_counter() - started
-            except Exception as error:  # noqa: BLE001 - a failing request is the finding
-                report.errors.append(
-                    f"Warmup record {index} ({name}) failed: {type(error).__name__}: {error}"
-                )
-                continue
-            report.warmup.append({"signature": name, "batch_size": batch_size, "seconds": seconds})
-            replayed.append((name, inputs, outputs))
-            for alias, value in outputs.items():
-                problem = _output_problem(signature["outputs"][alias], value, batch_size)
-                if problem:
-                    report.errors.append(
-                        f"Warmup record {index} ({name}): output {alias!r} {problem}"
-                    )
-        for name in sorted(set(report.signatures) - covered):
-            report.warnings.append(f"No warmup request for signature {name!r}")
-        return replayed
-
-    def _check_native(
-        self,
-        path: Path,
-        session: SavedModelSession,
-        replayed: list[tuple[str, dict, dict]],
-        report: CheckReport,
-    ) -> None:
-        replayed = replayed + self._every_input_requests(session, replayed, report)
-        requests = []
-        for name, inputs, outputs in replayed:
-            signature = session.signature_defs[name]
-            feeds = {signature.inputs[key].name: value for key, value in inputs.items()}
-            requests.append((feeds, [signature.outputs[key].name for key in outputs]))
-        started = time.perf_counter()
-        try:
-            answers = run_native(path, requests)
-        except NativeCheckError as error:
-            report.errors.append(f"TensorFlow's C API (TF_LoadSessionFromSavedModel): {error}")
-            return
-        largest = 0.0
-        for index, ((name, _, outputs), answer) in enumerate(zip(replayed, answers, strict=True)):
-            problems, difference = compare_outputs(outputs, dict(zip(outputs, answer, strict=True)))
-            largest = max(largest, difference)
-            for problem in problems:
-                report.errors.append(f"Warmup request {index} ({name}) on the C API: {problem}")
-        report.native = {
-            "requests": len(requests),
-            "seconds": time.perf_counter() - started,
-            "max_float_difference": largest,
-        }
-
-    def _every_input_requests(
-        self,
-        session: SavedModelSession,
-        replayed: list[tuple[str, dict, dict]],
-        report: CheckReport,
-    ) -> list[tuple[str, dict, dict]]:
-        """For each signature with defaults: a request giving every input, run on the Session.
-
-        The values are the defaults (a `seed` of -1, a draw per request, is
-        replaced by 1 so that both paths draw alike), fed explicitly; the
-        requests replayed from the warmup file leave them out.
-        """
-        extra = []
-        for name, signature in session.signature_defs.items():
-            texts = next((i[INPUT_KEY] for n, i, _ in replayed if n == name), None)
-            if not signature.defaults or texts is None:
-                continue
-            inputs = _repeatable(input_values(signature, {INPUT_KEY: texts}))
-            try:
-                outputs = session.run(name, inputs)
-            except Exception as error:  # noqa: BLE001 - a failing request is the finding
-                report.errors.append(
-                    f"{name} with every input given failed: {type(error).__name__}: {error}"
-                )
-                continue
-            extra.append((name, inputs, outputs))
-        return extra
-
-
-def input_values(signature, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The arrays to feed for a request: `inputs`, plus the SignatureDef's `defaults` for the
-    inputs it leaves out, as TF Serving's `GetInputValues` (tensorflow/cc/saved_model/util.cc).
-
-    Raises:
-        ValueError: an input the signature lacks, or a missing one without a default (TF
-            Serving's message).
-    """
-    extra = sorted(set(inputs) - set(signature.inputs))
-    if extra:
-        raise ValueError(f"Input {extra[0]!r} is not an input of the signature")
-    values = dict(inputs)
-    for alias in sorted(signature.inputs):
-        if alias in values:
-            continue
-        if alias not in signature.defaults:
-            raise ValueError(
-                f"Signature input alias: {alias}(feed name: {signature.inputs[alias].name}) not "
-                "found in request and no default value provided"
-            )
-        values[alias] = tf.make_ndarray(signature.defaults[alias])
-    return values
-
-
-def _repeatable(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """`inputs` with a negative `seed` (a new draw per request) replaced by 1, so that the
-    Python Session path and the C API draw the same translations."""
-    if "seed" in inputs and int(inputs["seed"]) < 0:
-        inputs = {**inputs, "seed": np.int32(1)}
-    return inputs
-
-
-def _output_problem(spec: dict, value: np.ndarray, batch_size: int) -> str | None:
-    dtype = _NUMPY_DTYPES.get(spec["dtype"])
-    if dtype is not None and value.dtype != dtype:
-        return f"has dtype {value.dtype}, not {spec['dtype']}"
-    if spec["shape"] is not None and value.ndim != len(spec["shape"]):
-        return f"has shape {value.shape}, not rank {len(spec['shape'])}"
-    if value.ndim == 0 or value.shape[0] != batch_size:
-        return f"has shape {value.shape}, not {batch_size} rows"
-    if spec["dtype"] == types_pb2.DataType.Name(types_pb2.DT_FLOAT) and np.isnan(value).any():
-        return "holds NaN"
-    return None
