@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from keras_attention.translator import Translator
+from keras_attention.inference.translator import Translator
 
 logger = logging.getLogger(__name__)
 
