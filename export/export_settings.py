@@ -52,8 +52,14 @@ class ExportSettings:
     @classmethod
     def of(cls, settings: ExportSettings | None = None, **changes: Any) -> ExportSettings:
         """`settings` (default: `ExportSettings()`) with `changes`, each a field of this
-        class or of `SignatureOptions` (e.g. `beam_width=3, weights="int8"`)."""
+        class or of `SignatureOptions` (e.g. `beam_width=3, weights="int8"`).
+
+        Raises:
+            TypeError: `settings` is not an `ExportSettings`.
+        """
         settings = cls() if settings is None else settings
+        if not isinstance(settings, cls):
+            raise TypeError(f"`settings` must be an ExportSettings. Received: {settings!r}")
         names = {field.name for field in dataclasses.fields(SignatureOptions)}
         signature_changes = {k: changes.pop(k) for k in list(changes) if k in names}
         if signature_changes:

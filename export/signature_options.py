@@ -65,8 +65,14 @@ class SignatureOptions:
 
     @classmethod
     def of(cls, options: SignatureOptions | None = None, **changes: Any) -> SignatureOptions:
-        """`options` (default: `SignatureOptions()`) with `changes`."""
+        """`options` (default: `SignatureOptions()`) with `changes`.
+
+        Raises:
+            TypeError: `options` is not a `SignatureOptions`.
+        """
         options = cls() if options is None else options
+        if not isinstance(options, cls):
+            raise TypeError(f"`options` must be a SignatureOptions. Received: {options!r}")
         return dataclasses.replace(options, **changes) if changes else options
 
     @property

@@ -153,9 +153,10 @@ class TranslationSignatures:
         self.sample_strategy = translator.strategy(sample=True)
 
     def endpoints(
-        self, score_signature: bool = True
+        self,
     ) -> dict[str, tuple[Callable[..., dict[str, tf.Tensor]], list[tf.TensorSpec]]]:
-        """Signature name -> `(fn, input_signature)`, `serving_default` first."""
+        """Signature name -> `(fn, input_signature)`, `serving_default` first
+        (`score_translation` when `options.score_signature`)."""
         endpoints = {
             SERVING_DEFAULT: (self.translate_function(self.greedy_strategy), [_TEXT_SPEC]),
             BEAM_SEARCH: (self.translate_function(self.beam_strategy), [_TEXT_SPEC]),
@@ -166,7 +167,7 @@ class TranslationSignatures:
                 self.sample_function(),
                 [_TEXT_SPEC, *_input_specs(SAMPLE_INPUTS)],
             )
-        if score_signature:
+        if self.options.score_signature:
             endpoints[SCORE_TRANSLATION] = (self.score, [_TEXT_SPEC, _TRANSLATION_SPEC])
         return endpoints
 

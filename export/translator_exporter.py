@@ -167,7 +167,6 @@ class TranslatorExporter:
             translator = translator.with_shortlist(shortlist, gather_weights=gather)
         self.translator = translator
         self.signatures = TranslationSignatures(translator, signatures)
-        self.score_signature = bool(signatures.score_signature)
         pairs = list(warmup_pairs) if warmup_pairs is not None else list(DEFAULT_WARMUP_PAIRS)
         if not pairs:
             raise ValueError(f"`warmup_pairs` must not be empty. Received: {warmup_pairs!r}")
@@ -300,7 +299,7 @@ class TranslatorExporter:
             archive.add_variable_collection("vocabulary_shortlist", self.shortlist.variables)
         archive.track(self.translator.source_vectorizer)
         archive.track(self.translator.target_vectorizer)
-        for name, (fn, input_signature) in self.signatures.endpoints(self.score_signature).items():
+        for name, (fn, input_signature) in self.signatures.endpoints().items():
             archive.add_endpoint(
                 name, self.weight_storage.wrap(fn), input_signature=input_signature
             )
@@ -313,7 +312,7 @@ class TranslatorExporter:
         targets = np.array([t.encode("utf-8") for _, t in self.warmup_pairs], dtype=object)
         batches = [slice(0, 1)] + ([slice(None)] if len(sources) > 1 else [])
         logs = []
-        for name in self.signatures.endpoints(self.score_signature):
+        for name in self.signatures.endpoints():
             for batch in batches:
                 inputs = {INPUT_KEY: sources[batch]}
                 if name == SCORE_TRANSLATION:
@@ -375,7 +374,10 @@ def export_translator(
     """Exports the model of `run_dir` as `export_dir/<version>/` (see `TranslatorExporter`).
 
     `settings` (an `ExportSettings`, see `TranslatorExporter.from_run`)
-    default to `COMMAND_SETTINGS`, those of `keras-attention export`:
+    default to `COMMAND_SETTINGS`, those of `keras-attention export` (a
+    given `settings` is taken as it is: `ExportSettings()` exports in the
+    trained policy with the whole vocabulary; start from `COMMAND_SETTINGS`,
+    or pass `changes`, to keep the command's choices):
     precision `"auto"` (resolved on this machine), shortlist `"auto"` (100
     target ids per source id for a target vocabulary of 10,000 ids or more
     without `jit_compile`), weights `"auto"` (bfloat16 when the export

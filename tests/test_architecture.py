@@ -129,6 +129,7 @@ def test_the_default_count_sees_every_way_to_write_a_default(source, count):
     assert len(literal_defaults(ast.parse(source), "length_penalty")) == count
 
 
-def test_the_length_penalty_default_is_written_once():
-    places = literal_default_places("length_penalty")
+@pytest.mark.parametrize("option", ["length_penalty", "temperature"])
+def test_a_decoding_default_is_written_once(option):
+    places = literal_default_places(option)
     assert len(places) == 1, places

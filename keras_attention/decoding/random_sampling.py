@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from keras_attention.decoding.decoding_strategy import check_int
 from keras_attention.decoding.greedy_search import GreedySearch
+from keras_attention_client.wire.decoding_options import DEFAULT_TEMPERATURE
 
 _MAX_SEED = 2**31 - 1
 
@@ -95,7 +96,7 @@ class RandomSampling(GreedySearch):
 
     def __init__(
         self,
-        temperature: float = 1.0,
+        temperature: float = DEFAULT_TEMPERATURE,
         top_k: int | None = None,
         seed: int | None = None,
         max_length: int = 50,

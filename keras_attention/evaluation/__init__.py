@@ -1,17 +1,21 @@
-"""Evaluation: corpus BLEU and chrF with sacreBLEU, overall and by sentence length."""
+"""Evaluation: corpus BLEU and chrF with sacreBLEU, overall and by sentence length.
 
-from keras_attention.evaluation.bleu import (
-    DEFAULT_BUCKETS,
-    TranslationScores,
-    bleu_by_length,
-    reference_streams,
-    score_translations,
+Names are imported lazily (through `lazy_loader`), so the command line reads
+`EVALUATION_BEAM_WIDTH` without importing sacreBLEU.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "bleu": [
+            "DEFAULT_BUCKETS",
+            "TranslationScores",
+            "bleu_by_length",
+            "reference_streams",
+            "score_translations",
+        ],
+        "evaluation_defaults": ["EVALUATION_BEAM_WIDTH"],
+    },
 )
-
-__all__ = [
-    "DEFAULT_BUCKETS",
-    "TranslationScores",
-    "bleu_by_length",
-    "reference_streams",
-    "score_translations",
-]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from keras_attention.data import group_references, load_corpus
 from keras_attention.evaluation.bleu import DEFAULT_BUCKETS, bleu_by_length, score_translations
+from keras_attention.evaluation.evaluation_defaults import EVALUATION_BEAM_WIDTH
 from keras_attention.inference.trained_run import load_translator
 from keras_attention.runs import run_state
 from keras_attention.runs.run_directory import RunDirectory
@@ -16,10 +17,6 @@ from keras_attention_client.defaults import DEFAULT_BATCH_SIZE
 from keras_attention_client.wire.decoding_options import DecodingOptions
 
 logger = logging.getLogger(__name__)
-
-
-EVALUATION_BEAM_WIDTH = 4
-"""The beam width of the beam-search pass when the options give none."""
 
 
 def evaluate_run(
@@ -58,9 +55,22 @@ def evaluate_run(
 
     Returns:
         The evaluation section written to metrics.json.
+
+    Raises:
+        ValueError: a beam width below 1, or `options` that give `sample`,
+            `n_best` or `max_output_length` (evaluation scores greedy and
+            beam search with the run's own length limit).
     """
     options = DecodingOptions.of(options, **decoding)
-    beam_width = options.beam_width or EVALUATION_BEAM_WIDTH
+    unused = [name for name in ("sample", "n_best", "max_output_length") if options.given().get(name)]
+    if unused:
+        raise ValueError(
+            "evaluate scores greedy and beam search with `beam_width` and `length_penalty`; "
+            f"it takes no {', '.join(unused)}. Received: {options!r}"
+        )
+    beam_width = EVALUATION_BEAM_WIDTH if options.beam_width is None else options.beam_width
+    if beam_width < 1:
+        raise ValueError(f"`beam_width` must be >= 1 (1: greedy only). Received: {beam_width}")
     length_penalty = options.value("length_penalty")
     run = RunDirectory(run_dir)
     run.require_trained()

@@ -184,6 +184,10 @@ class ServingSession:
 def read_warmup_requests(version_dir: str | os.PathLike) -> list[prediction_log_pb2.PredictionLog]:
     """The `PredictionLog` records of a version's warmup file (`[]` if there is none).
 
+    The same reader as `keras_attention.export.warmup.read_warmup_requests` (the import
+    direction keeps export and server apart); tests/export/test_warmup.py holds
+    both to the same tests.
+
     Raises:
         ValueError: more than `MAX_WARMUP_RECORDS` records (TF Serving refuses
             such a version), or a non-empty file without a record.

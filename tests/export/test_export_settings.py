@@ -36,3 +36,11 @@ def test_signature_options_defaults_and_the_beam_search_decoding():
 def test_bad_settings(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_of_names_a_value_that_is_not_its_class():
+    # The keyword API before ExportSettings took beam_width as export_translator's 4th argument.
+    with pytest.raises(TypeError, match="must be an ExportSettings. Received: 5"):
+        ExportSettings.of(5)
+    with pytest.raises(TypeError, match="must be a SignatureOptions. Received: 3"):
+        SignatureOptions.of(3)

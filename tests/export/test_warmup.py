@@ -7,11 +7,21 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
-from keras_attention.export import predict_log, write_warmup_requests
-from keras_attention.export.warmup import MAX_WARMUP_RECORDS, WARMUP_FILE, read_warmup_requests
+from keras_attention.export import predict_log, warmup, write_warmup_requests
+from keras_attention.export.warmup import MAX_WARMUP_RECORDS, WARMUP_FILE
+from keras_attention.serving.server import serving_session
+
+# The export's reader (check-export) and the local server's read the same files: the import
+# direction keeps them apart, so both are held to the same tests.
+READERS = pytest.mark.parametrize(
+    "read_warmup_requests",
+    [warmup.read_warmup_requests, serving_session.read_warmup_requests],
+    ids=["export", "server"],
+)
 
 
-def test_round_trip(tmp_path):
+@READERS
+def test_round_trip(tmp_path, read_warmup_requests):
     texts = np.array([b"Hello.", "Ça va ?".encode(), b""], dtype=object)
     logs = [
         predict_log("serving_default", {"text": texts}),
@@ -36,11 +46,13 @@ def test_round_trip(tmp_path):
     assert records[1].predict_log.request.model_spec.name == "m"
 
 
-def test_no_file_means_no_records(tmp_path):
+@READERS
+def test_no_file_means_no_records(tmp_path, read_warmup_requests):
     assert read_warmup_requests(tmp_path) == []
 
 
-def test_at_most_1000_records(tmp_path):
+@READERS
+def test_at_most_1000_records(tmp_path, read_warmup_requests):
     log = predict_log("serving_default", {"text": np.array([b"a"], dtype=object)})
     write_warmup_requests(tmp_path, [log] * MAX_WARMUP_RECORDS)
     assert len(read_warmup_requests(tmp_path)) == 1000

@@ -15,6 +15,9 @@ from typing import Any, ClassVar
 DEFAULT_LENGTH_PENALTY = 0.6
 """The GNMT length penalty alpha of beam search when none is given."""
 
+DEFAULT_TEMPERATURE = 1.0
+"""The sampling temperature when none is given (the model's own distribution)."""
+
 INT_FIELDS = ("beam_width", "n_best", "max_output_length", "top_k", "seed")
 FLOAT_FIELDS = ("length_penalty", "temperature", "top_p")
 SEARCH_FIELDS = ("beam_width", "n_best", "length_penalty", "max_output_length")
@@ -42,7 +45,7 @@ class DecodingOptions:
         max_output_length: most tokens of a translation (default: the
             translator's or the export's).
         sample: draw each translation at random instead of searching.
-        temperature: with `sample`, > 0. Default 1.0.
+        temperature: with `sample`, > 0. Default `DEFAULT_TEMPERATURE`.
         top_k: with `sample`, draw from the `top_k` most probable tokens only
             (default: all).
         top_p: with `sample`, draw from the most probable tokens whose mass
@@ -74,7 +77,7 @@ class DecodingOptions:
     seed: int | None = None
 
     DEFAULTS: ClassVar[Mapping[str, Any]] = MappingProxyType(
-        {"beam_width": 1, "length_penalty": DEFAULT_LENGTH_PENALTY, "temperature": 1.0}
+        {"beam_width": 1, "length_penalty": DEFAULT_LENGTH_PENALTY, "temperature": DEFAULT_TEMPERATURE}
     )
     """The value of an option not given, where it has one (the others stay `None`)."""
 
