@@ -125,8 +125,10 @@ def add_batch_size_argument(parser: argparse.ArgumentParser, help_text: str) -> 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds the flags that reach a model server (`--server`, `--model-name`, `--timeout`, ...).
 
-    `client_from_args` reads them (and `args.beam`, `args.batch_size` when
-    the parser has them).
+    `client_from_args` and `remote_translations` read these and also
+    `--beam-width` (`args.beam`), `--batch-size` and the decoding flags, so
+    they need a namespace from a parser built with `add_translate_arguments`
+    (which adds this group along with the others).
     """
     group = parser.add_argument_group("remote model server")
     group.add_argument(

@@ -9,7 +9,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from keras_attention_client import retries
-from keras_attention_client.client_settings import check_no_settings_left, with_settings
+from keras_attention_client.client_settings import (
+    check_no_settings_left,
+    option_property,
+    with_settings,
+)
 from keras_attention_client.decoding_request import decoding_request, explain_missing_inputs
 from keras_attention_client.defaults import DEFAULT_MODEL_NAME
 from keras_attention_client.model_metadata import ModelMetadata
@@ -49,7 +53,27 @@ class TranslationClientBase:
             batch size).
         retry: a `RetryPolicy` (retries and backoff).
         **settings: fields of either by name, replacing their values.
+
+    Attributes:
+        request: the `RequestOptions` in use.
+        retry: the `RetryPolicy` in use.
+        model_name, signature_name, timeout, version, version_label,
+            batch_size: `request`'s fields; setting one (e.g.
+            `client.model_name = "translator"`) replaces `request`.
+        max_retries, initial_backoff, max_backoff, backoff_multiplier:
+            `retry`'s fields; setting one replaces `retry`.
     """
+
+    model_name = option_property("request", "model_name")
+    signature_name = option_property("request", "signature_name")
+    timeout = option_property("request", "timeout")
+    version = option_property("request", "version")
+    version_label = option_property("request", "version_label")
+    batch_size = option_property("request", "batch_size")
+    max_retries = option_property("retry", "max_retries")
+    initial_backoff = option_property("retry", "initial_backoff")
+    max_backoff = option_property("retry", "max_backoff")
+    backoff_multiplier = option_property("retry", "backoff_multiplier")
 
     def __init__(
         self,
@@ -62,16 +86,6 @@ class TranslationClientBase:
         check_no_settings_left(settings)
         self.request = request
         self.retry = retry
-        self.model_name = request.model_name
-        self.signature_name = request.signature_name
-        self.timeout = request.timeout
-        self.version = request.version
-        self.version_label = request.version_label
-        self.batch_size = request.batch_size
-        self.max_retries = retry.max_retries
-        self.initial_backoff = float(retry.initial_backoff)
-        self.max_backoff = float(retry.max_backoff)
-        self.backoff_multiplier = float(retry.backoff_multiplier)
         self._random = random.Random()
 
     @property

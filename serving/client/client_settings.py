@@ -21,3 +21,22 @@ def check_no_settings_left(settings: dict[str, Any]) -> None:
     """`TypeError` for keywords of a client constructor that no options object took."""
     if settings:
         raise TypeError(f"Unexpected keyword arguments: {', '.join(sorted(settings))}")
+
+
+def option_property(options: str, name: str) -> property:
+    """`client.NAME`: field `name` of the client's frozen options value `client.OPTIONS`.
+
+    Setting it replaces that value with `dataclasses.replace` (so the value
+    checks it as a constructor argument is checked), keeping the options
+    object the one place the setting is stored.
+    """
+
+    def get(self) -> Any:
+        return getattr(getattr(self, options), name)
+
+    def set_(self, value: Any) -> None:
+        setattr(self, options, dataclasses.replace(getattr(self, options), **{name: value}))
+
+    return property(
+        get, set_, doc=f"`{options}.{name}`; setting it replaces `{options}` with the new value."
+    )

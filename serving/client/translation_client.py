@@ -110,7 +110,9 @@ class TranslationClient(TranslationClientBase):
                 f"http:// URLs). Received: target={target!r}"
             )
         self.target = target
-        reconnect_ms = max(int(self.initial_backoff * 1000), 50)
+        # The channel's reconnect backoff follows the retry policy given here (a
+        # later change of `client.retry` changes the retries, not the channel).
+        reconnect_ms = max(int(self.retry.initial_backoff * 1000), 50)
         options = [
             ("grpc.max_receive_message_length", int(channel.max_message_bytes)),
             ("grpc.max_send_message_length", int(channel.max_message_bytes)),
@@ -118,7 +120,10 @@ class TranslationClient(TranslationClientBase):
             # instead of the channel sitting in TRANSIENT_FAILURE for its default backoff.
             ("grpc.initial_reconnect_backoff_ms", reconnect_ms),
             ("grpc.min_reconnect_backoff_ms", reconnect_ms),
-            ("grpc.max_reconnect_backoff_ms", max(int(self.max_backoff * 1000), reconnect_ms)),
+            (
+                "grpc.max_reconnect_backoff_ms",
+                max(int(self.retry.max_backoff * 1000), reconnect_ms),
+            ),
         ]
         if channel.ssl_target_name_override:
             options.append(("grpc.ssl_target_name_override", channel.ssl_target_name_override))

@@ -6,10 +6,14 @@ import time
 import numpy as np
 import pytest
 
-from keras_attention_client import ServingError, retries
+from keras_attention_client import RestTranslationClient, ServingError, TranslationClient, retries
 from keras_attention_client.client_base import TranslationClientBase
 from keras_attention_client.model_version_status import ModelVersionStatus
 from keras_attention_client.no_answer import NoAnswer
+from keras_attention_client.retry_policy import RetryPolicy
+from keras_attention_client.wire.json_tensor import json_from_array
+from keras_attention_client.wire.protos import predict_pb2
+from keras_attention_client.wire.tensors import ndarray_to_tensor_proto
 
 OUTPUTS = {
     "translation": np.array([b"B A"], dtype=object),
@@ -145,3 +149,73 @@ def test_no_timeout_means_no_deadline():
     client = ScriptedClient([REFUSED] * 5 + [OUTPUTS], timeout=None)
     assert client.translate(["a b"])[0].text == "B A"
     assert client.calls == [None] * 6
+
+
+class _NoJitter:
+    """An `rng` whose draws make each retry sleep its full backoff delay."""
+
+    def random(self):
+        return 1.0
+
+
+def test_setting_a_retry_field_after_construction_changes_the_retries(monkeypatch):
+    slept = []
+    monkeypatch.setattr(retries.time, "sleep", slept.append)
+    client = ScriptedClient([UNAVAILABLE] * 3 + [OUTPUTS])  # initial_backoff=0.01
+    client._random = _NoJitter()
+    client.initial_backoff = 0.02
+    assert client.retry == RetryPolicy(None, 0.02, 0.05, 2.0)
+    assert client.translate(["a b"])[0].text == "B A"
+    # min(max_backoff, initial_backoff * multiplier**n): 0.02, 0.04, then 0.08 capped at 0.05.
+    assert slept == pytest.approx([0.02, 0.04, 0.05])
+
+    client = ScriptedClient([UNAVAILABLE])
+    client.max_retries = 1
+    with pytest.raises(ServingError):
+        client.translate(["a"])
+    assert len(client.calls) == 2
+    with pytest.raises(ValueError, match="backoff_multiplier=0.5"):
+        client.backoff_multiplier = 0.5
+    assert client.retry == RetryPolicy(1, 0.01, 0.05, 2.0)
+
+
+def _grpc_client_naming(named):
+    client = TranslationClient("127.0.0.1:1", model_name="first")
+
+    def predict(request, **kwargs):
+        named.append(request.model_spec.name)
+        response = predict_pb2.PredictResponse()
+        for alias, values in OUTPUTS.items():
+            ndarray_to_tensor_proto(values, out=response.outputs[alias])
+        return response
+
+    client._prediction.Predict = predict
+    return client
+
+
+def _rest_client_naming(named):
+    client = RestTranslationClient("http://127.0.0.1:1", model_name="first")
+
+    def request(method, url, body, timeout):
+        named.append(url)
+        return {"outputs": {alias: json_from_array(values) for alias, values in OUTPUTS.items()}}
+
+    client._request = request
+    return client
+
+
+@pytest.mark.parametrize(
+    "client_naming, expected",
+    [
+        (_grpc_client_naming, "second"),
+        (_rest_client_naming, "http://127.0.0.1:1/v1/models/second:predict"),
+    ],
+    ids=["grpc", "rest"],
+)
+def test_setting_the_model_name_after_construction_changes_the_request(client_naming, expected):
+    named = []
+    with client_naming(named) as client:
+        client.model_name = "second"
+        assert client.translate(["a b"])[0].text == "B A"
+    assert named == [expected]
+    assert client.request.model_name == "second"
