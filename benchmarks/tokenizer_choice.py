@@ -122,9 +122,9 @@ def corpus_statistics(config) -> dict:
     import dataclasses
 
     from keras_attention.runs import tokenizer_choice
-    from keras_attention.runs.run_data import read_splits
+    from keras_attention.runs.run_data import sample_splits
 
-    return dataclasses.asdict(tokenizer_choice.corpus_statistics(read_splits(config).train))
+    return dataclasses.asdict(tokenizer_choice.corpus_statistics(sample_splits(config).train))
 
 
 def train_and_evaluate(config, max_sentences: int | None) -> dict:

@@ -283,7 +283,7 @@ class VocabularyShortlist:
     ) -> VocabularyShortlist:
         """`build` on the training split of a trained run, as the run tokenized it.
 
-        The run's corpus is split again with its config (`read_splits`: the
+        The run's corpus is split again with its config (`sample_splits`: the
         same seed and fractions give the same training pairs), tokenized by
         the run's vectorizers and filtered as training filters it
         (`make_dataset` with the run's `max_length`: pairs with an empty
@@ -294,7 +294,7 @@ class VocabularyShortlist:
             ValueError: a bad `k` or `frequent`.
         """
         from keras_attention.data import DatasetOptions, make_dataset
-        from keras_attention.runs.run_data import read_splits
+        from keras_attention.runs.run_data import sample_splits
         from keras_attention.runs.run_directory import RunDirectory
         from keras_attention.runs.run_vectorizers import load_vectorizers
         from keras_attention.runs.train_config import TrainConfig
@@ -304,7 +304,7 @@ class VocabularyShortlist:
         config = TrainConfig.load(run.path)
         source_vectorizer, target_vectorizer = load_vectorizers(run, config)
         check_shortlist_size(k, frequent, target_vectorizer.vocabulary_size)
-        splits = read_splits(config)
+        splits = sample_splits(config)
         dataset = make_dataset(
             splits.train,
             source_vectorizer,

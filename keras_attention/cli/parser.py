@@ -88,6 +88,11 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         args = typing.get_args(hint)
         base = next((a for a in args if a is not type(None)), hint)
+        if typing.get_origin(base) is list:  # one or more values, repeatable
+            parser.add_argument(
+                flag, nargs="+", action="extend", metavar="SPEC", default=None, help=help_text
+            )
+            continue
         if set(args) >= {int, str}:  # an int or `auto` (the vocabulary sizes)
             base = _int_or_auto
         parse = _optional(base) if type(None) in args else base
@@ -260,5 +265,3 @@ class _Commands:
 
     def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
         return self.action.add_parser(name, parents=self.parents, **kwargs)
-
-

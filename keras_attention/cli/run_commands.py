@@ -121,5 +121,3 @@ def run_plot(args: argparse.Namespace) -> int:
     for path in plot_runs(args.run_dirs, sentences=args.sentence, out=args.out):
         print(path)
     return 0
-
-

@@ -142,5 +142,3 @@ def show_attention(args: argparse.Namespace, index: int, result: dict) -> None:
         print(f"  attention heatmap: {path}", file=sys.stderr)
     else:
         print(format_alignment(result["attention"], result["source_tokens"], result["tokens"]))
-
-

@@ -17,7 +17,10 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         ],
         "corpus": ["BUNDLED_CORPUS", "Corpus", "CorpusError", "load_corpus", "normalize_text"],
         "dataset_options": ["DatasetOptions"],
-        "pipeline": ["DEFAULT_BUCKET_BOUNDARIES", "make_dataset"],
+        "corpus_files": ["CorpusFiles", "corpus_list", "parse_corpus_spec", "read_data_file"],
+        "corpus_scan": ["CorpusScan", "scan_corpora", "scan_corpus"],
+        "corpus_stream": ["HeldOut", "corpus_pairs", "held_out_split", "training_pairs"],
+        "pipeline": ["DEFAULT_BUCKET_BOUNDARIES", "make_dataset", "make_stream"],
         "split": ["CorpusSplits", "group_references", "split_corpus"],
     },
 )

@@ -34,6 +34,9 @@ class DatasetOptions:
             sentences per batch (at least 1).
         long_pairs: `"drop"` or `"truncate"`, what to do with pairs over the
             limits.
+        max_length_ratio: float or `None`: drop pairs whose longer side has
+            more than this many times the tokens of the shorter (misaligned
+            lines of a crawled corpus); `None` keeps every ratio.
         cache: bool, whether to cache the vectorized pairs in memory.
         repeat: bool, whether to make an endless, deterministic stream of
             passes over the pairs.
@@ -56,6 +59,7 @@ class DatasetOptions:
     max_length: int | None = None
     tokens_per_batch: int | None = None
     long_pairs: str = "drop"
+    max_length_ratio: float | None = None
     cache: bool = True
     repeat: bool = False
 
@@ -65,6 +69,13 @@ class DatasetOptions:
             raise ValueError(f"`batch_size` must be a positive int. Received: batch_size={size!r}")
         _positive_int_or_none("max_length", self.max_length)
         _positive_int_or_none("tokens_per_batch", self.tokens_per_batch)
+        ratio = self.max_length_ratio
+        if ratio is not None and (
+            isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not ratio >= 1
+        ):
+            raise ValueError(
+                f"`max_length_ratio` must be a number >= 1 or None. Received: max_length_ratio={ratio!r}"
+            )
         if self.long_pairs not in LONG_PAIRS:
             raise ValueError(
                 "`long_pairs` must be 'drop' or 'truncate'. "

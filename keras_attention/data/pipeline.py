@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 
@@ -31,7 +32,9 @@ def make_dataset(
     1. Both sides are vectorized in large batches (each vectorizer's
        `token_ids`: words or subwords) into ragged int32 ids; the result is
        cached in memory (`cache=True`), so later epochs skip tokenization.
-    2. Pairs with an empty side are dropped. Pairs longer than the limits
+    2. Pairs with an empty side are dropped, and with `max_length_ratio`
+       pairs whose longer side has more than that many times the tokens of
+       the shorter. Pairs longer than the limits
        are dropped (`long_pairs="drop"`, the default: a cut sentence would
        teach the model a wrong translation) or cut (`long_pairs="truncate"`:
        the target keeps `[END]` after its cut tokens).
@@ -89,64 +92,23 @@ def make_dataset(
     >>> bool((target_in[:, 0] == START_ID).numpy().all())
     True
     """
-    batch_size, shuffle, seed = options.batch_size, options.shuffle, options.seed
-    max_length, long_pairs, repeat = options.max_length, options.long_pairs, options.repeat
     pairs = list(pairs)
     if not pairs:
         raise ValueError("`pairs` is empty: there is nothing to make a dataset of.")
-
-    source_limit = max_length if max_length is not None else source_vectorizer.max_length
-    target_limit = max_length if max_length is not None else target_vectorizer.max_length
-    if target_limit is not None and target_limit < 2:
-        raise ValueError(
-            "The target length limit must be >= 2 ([START] or [END] plus one token). "
-            f"Received: max_length={target_limit}"
-        )
-    limit = max(source_limit or 0, target_limit or 0) or None
-    if options.bucket_boundaries is None:
-        boundaries = [b for b in DEFAULT_BUCKET_BOUNDARIES if limit is None or b <= limit]
-    else:
-        boundaries = list(options.bucket_boundaries)
-
+    limits = _Limits.of(source_vectorizer, target_vectorizer, options)
     sources = [source for source, _ in pairs]
     targets = [target for _, target in pairs]
-
-    def vectorize(source, target):
-        return source_vectorizer.token_ids(source), target_vectorizer.token_ids(target)
-
-    def within_limits(source_ids, target_ids):
-        source_length, target_length = tf.size(source_ids), tf.size(target_ids)
-        keep = tf.logical_and(source_length > 0, target_length > 0)
-        if long_pairs == "drop" and source_limit is not None:
-            keep = tf.logical_and(keep, source_length <= source_limit)
-        if long_pairs == "drop" and target_limit is not None:
-            keep = tf.logical_and(keep, target_length + 1 <= target_limit)
-        return keep
-
-    def truncate(source_ids, target_ids):
-        if source_limit is not None:
-            source_ids = source_ids[:source_limit]
-        if target_limit is not None:
-            target_ids = target_ids[: target_limit - 1]
-        return source_ids, target_ids
-
-    def shift(source_ids, target_ids):
-        target_in = tf.concat([[START_ID], target_ids], axis=0)
-        target_out = tf.concat([target_ids, [END_ID]], axis=0)
-        return source_ids, target_in, target_out
-
-    dataset = (
-        tf.data.Dataset.from_tensor_slices((sources, targets))
-        .batch(_VECTORIZE_BATCH)
-        .map(vectorize, num_parallel_calls=tf.data.AUTOTUNE)
-        .unbatch()
-        .filter(within_limits)
+    dataset = _vectorized(
+        tf.data.Dataset.from_tensor_slices((sources, targets)),
+        source_vectorizer,
+        target_vectorizer,
+        options,
+        limits,
     )
-    if long_pairs == "truncate":
-        dataset = dataset.map(truncate)
-    if options.cache and not repeat:
+    shuffle, seed = options.shuffle, options.seed
+    if options.cache and not options.repeat:
         dataset = dataset.cache()
-    if repeat:
+    if options.repeat:
         # A permutation per pass from a stateless function of (seed, pass), not
         # a seed generator per dataset: `shuffle(...).repeat()` starts every
         # new iterator at a different permutation.
@@ -155,7 +117,7 @@ def make_dataset(
             raise ValueError(
                 f"None of the {len(pairs)} pairs is left to train on: each has a side with no "
                 "token or is longer than the length limits (source "
-                f"{source_limit}, target {target_limit} with [END]). Check the corpus columns "
+                f"{limits.source}, target {limits.target} with [END]). Check the corpus columns "
                 "or raise --max-length."
             )
         sources_ids, targets_ids = kept
@@ -173,10 +135,119 @@ def make_dataset(
         dataset = tf.data.Dataset.counter().flat_map(one_pass)
     elif shuffle:
         dataset = dataset.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.map(shift, num_parallel_calls=tf.data.AUTOTUNE)
+    return _batched(dataset, options, limits)
 
+
+def make_stream(
+    pairs: tf.data.Dataset,
+    source_vectorizer: BaseVectorizer,
+    target_vectorizer: BaseVectorizer,
+    options: DatasetOptions,
+) -> tf.data.Dataset:
+    """Training batches from a stream of string pairs, as `make_dataset` batches a list.
+
+    Steps 1, 2, 4, 5 and 6 of `make_dataset` (vectorizing, filtering,
+    shifting, bucketing, prefetching) on `pairs` as it comes: no caching, no
+    shuffling and no repetition here (the stream shuffles and repeats
+    itself: `keras_attention.data.corpus_stream.training_pairs`), so memory
+    does not grow with the corpus.
+
+    Args:
+        pairs: a `tf.data.Dataset` of scalar `(source, target)` strings.
+        source_vectorizer: the source language's vectorizer.
+        target_vectorizer: the target language's vectorizer.
+        options: `DatasetOptions`; `shuffle`, `cache` and `repeat` are not used.
+
+    Returns:
+        A `tf.data.Dataset` of `((source_ids, target_in), target_out)`, as
+        `make_dataset` gives.
+    """
+    limits = _Limits.of(source_vectorizer, target_vectorizer, options)
+    dataset = _vectorized(pairs, source_vectorizer, target_vectorizer, options, limits)
+    return _batched(dataset, options, limits)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Limits:
+    """The length limits of a dataset: per side, the larger one, and the bucket boundaries."""
+
+    source: int | None
+    target: int | None
+    boundaries: tuple[int, ...]
+
+    @property
+    def longest(self) -> int | None:
+        return max(self.source or 0, self.target or 0) or None
+
+    @classmethod
+    def of(cls, source_vectorizer, target_vectorizer, options: DatasetOptions) -> _Limits:
+        max_length = options.max_length
+        source = max_length if max_length is not None else source_vectorizer.max_length
+        target = max_length if max_length is not None else target_vectorizer.max_length
+        if target is not None and target < 2:
+            raise ValueError(
+                "The target length limit must be >= 2 ([START] or [END] plus one token). "
+                f"Received: max_length={target}"
+            )
+        longest = max(source or 0, target or 0) or None
+        if options.bucket_boundaries is None:
+            boundaries = [b for b in DEFAULT_BUCKET_BOUNDARIES if longest is None or b <= longest]
+        else:
+            boundaries = list(options.bucket_boundaries)
+        return cls(source, target, tuple(boundaries))
+
+
+def _vectorized(pairs, source_vectorizer, target_vectorizer, options, limits):
+    """Steps 1-2 of `make_dataset`: token ids of each pair, filtered or cut to the limits."""
+    source_limit, target_limit = limits.source, limits.target
+    long_pairs, ratio = options.long_pairs, options.max_length_ratio
+
+    def vectorize(source, target):
+        return source_vectorizer.token_ids(source), target_vectorizer.token_ids(target)
+
+    def within_limits(source_ids, target_ids):
+        source_length, target_length = tf.size(source_ids), tf.size(target_ids)
+        keep = tf.logical_and(source_length > 0, target_length > 0)
+        if long_pairs == "drop" and source_limit is not None:
+            keep = tf.logical_and(keep, source_length <= source_limit)
+        if long_pairs == "drop" and target_limit is not None:
+            keep = tf.logical_and(keep, target_length + 1 <= target_limit)
+        if ratio is not None:
+            longer = tf.cast(tf.maximum(source_length, target_length), tf.float32)
+            shorter = tf.cast(tf.minimum(source_length, target_length), tf.float32)
+            keep = tf.logical_and(keep, longer <= ratio * shorter)
+        return keep
+
+    def truncate(source_ids, target_ids):
+        if source_limit is not None:
+            source_ids = source_ids[:source_limit]
+        if target_limit is not None:
+            target_ids = target_ids[: target_limit - 1]
+        return source_ids, target_ids
+
+    dataset = (
+        pairs.batch(_VECTORIZE_BATCH)
+        .map(vectorize, num_parallel_calls=tf.data.AUTOTUNE)
+        .unbatch()
+        .filter(within_limits)
+    )
+    if long_pairs == "truncate":
+        dataset = dataset.map(truncate)
+    return dataset
+
+
+def _batched(dataset, options, limits):
+    """Steps 4-6 of `make_dataset`: shifted targets, length buckets, prefetching."""
+
+    def shift(source_ids, target_ids):
+        target_in = tf.concat([[START_ID], target_ids], axis=0)
+        target_out = tf.concat([target_ids, [END_ID]], axis=0)
+        return source_ids, target_in, target_out
+
+    dataset = dataset.map(shift, num_parallel_calls=tf.data.AUTOTUNE)
+    boundaries, batch_size = list(limits.boundaries), options.batch_size
     if boundaries:
-        uppers = [b - 1 for b in boundaries] + [limit or 2 * boundaries[-1]]
+        uppers = [b - 1 for b in boundaries] + [limits.longest or 2 * boundaries[-1]]
         if options.tokens_per_batch is None:
             batch_sizes = [batch_size] * len(uppers)
         else:

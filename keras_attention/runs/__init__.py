@@ -9,7 +9,7 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submod_attrs={
-        "run_data": ["read_splits"],
+        "run_data": ["sample_splits"],
         "run_directory": ["RunDirectory"],
         "run_state": ["run_status"],
         "train_config": ["TrainConfig"],

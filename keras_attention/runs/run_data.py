@@ -2,49 +2,109 @@
 
 Everything here reads or writes the run directory (`RunDirectory`) and needs
 no model: the trainer calls it before and after `fit`, and the tokenizer choice
-reads the training split through `read_splits`.
+reads the training sample through `sample_splits`.
 """
 
 from __future__ import annotations
 
 import csv
 
-from keras_attention.data import CorpusSplits, load_corpus, split_corpus
+from keras_attention.data.corpus import CorpusError
+from keras_attention.data.corpus_files import corpus_list
+from keras_attention.data.corpus_sample import CorpusSample, sample_corpora
+from keras_attention.data.corpus_scan import scan_corpora
+from keras_attention.data.corpus_stream import HeldOut, corpus_pairs
 from keras_attention.runs import run_state
 from keras_attention.runs.backup_files import (
     complete_lines,
     write_bytes_atomically,
+    write_json_atomically,
     write_text_atomically,
 )
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.run_vectorizers import write_vocabularies
 from keras_attention.runs.train_config import TrainConfig
 
+DATA_SUMMARY = "data.json"
+"""The run's record of its corpora (files, line counts, weights) and sample."""
 
-def read_splits(config: TrainConfig) -> CorpusSplits:
-    """Reads `config.data` and splits it into training, validation and test pairs.
 
-    Pairs are reversed (target -> source) when `config.reverse` is set, then
-    split by `split_corpus` with the config's fractions, seed and `max_pairs`.
+def held_out(config: TrainConfig) -> HeldOut:
+    """The held-out shares of `config`; a split given as a file takes no share of the corpora."""
+    return HeldOut(
+        validation_fraction=0.0 if config.validation_data else config.validation_fraction,
+        test_fraction=0.0 if config.test_data else config.test_fraction,
+        seed=config.seed,
+    )
+
+
+def read_held_out_file(spec: str, reverse: bool) -> list[tuple[str, str]]:
+    """Every pair of a user-given validation or test corpus (`--validation-data`, `--test-data`).
 
     Raises:
-        ValueError: the corpus cannot be read, or its training split is empty
-            (raised before anything is written).
+        CorpusError: the spec or its files are wrong, or it holds no pair.
     """
-    corpus = load_corpus(config.data)
-    pairs = (
-        [(target, source) for source, target in corpus.pairs] if config.reverse else corpus.pairs
+    pairs = []
+    for scan in scan_corpora(corpus_list(spec)):
+        for sources, targets, _ in corpus_pairs(
+            scan, HeldOut(0.0, 0.0), reverse
+        ).as_numpy_iterator():
+            pairs += [
+                (s.decode("utf-8"), t.decode("utf-8"))
+                for s, t in zip(sources, targets, strict=True)
+            ]
+    if not pairs:
+        raise CorpusError(f"{spec!r} holds no sentence pair.")
+    return pairs
+
+
+def sample_splits(config: TrainConfig) -> CorpusSample:
+    """Checks `config.data`'s files and reads the run's bounded sample of them.
+
+    The corpora are checked first (`scan_corpora`: readable, UTF-8, aligned
+    line counts), then sampled (`sample_corpora`, `config.sample_pairs`
+    pairs): its training pairs give the vocabularies and the tokenizer
+    choice; its held-out pairs the validation and test splits, unless
+    `config.validation_data` / `config.test_data` name files, whose pairs are
+    then the split (and whose sources the training stream and the sample
+    leave out). Pairs are reversed (target -> source) with `config.reverse`.
+
+    Raises:
+        CorpusError: a corpus cannot be used (named in the message).
+        ValueError: the sample holds no training pair (raised before anything
+            is written).
+    """
+    scans = scan_corpora(corpus_list(config.data))
+    sample = sample_corpora(
+        scans, held_out(config), config.sample_pairs, config.reverse, config.max_pairs
     )
-    splits = split_corpus(
-        pairs,
-        validation_fraction=config.validation_fraction,
-        test_fraction=config.test_fraction,
-        seed=config.seed,
-        max_pairs=config.max_pairs,
+    given = {}
+    for split in ("validation", "test"):
+        spec = getattr(config, f"{split}_data")
+        if spec:
+            given[split] = read_held_out_file(spec, config.reverse)
+            setattr(sample, split, given[split])
+    if given:
+        excluded = {source for pairs in given.values() for source, _ in pairs}
+        parts = [[p for p in part if p[0] not in excluded] for part in sample.train_by_corpus()]
+        sample.train = [pair for part in parts for pair in part]
+        sample.train_counts = [len(part) for part in parts]
+    if not sample.train:
+        names = ", ".join(repr(scan.corpus.name) for scan in scans)
+        raise ValueError(f"The sample of {names} holds no training pair: {sample.describe()}")
+    return sample
+
+
+def excluded_sources(config: TrainConfig, sample: CorpusSample) -> list[str]:
+    """The sources of user-given validation and test files: the training stream skips them."""
+    return sorted(
+        {
+            source
+            for split in ("validation", "test")
+            if getattr(config, f"{split}_data")
+            for source, _ in getattr(sample, split)
+        }
     )
-    if not splits.train:
-        raise ValueError(f"The training split of {corpus.path} is empty")
-    return splits
 
 
 def claim_run(config: TrainConfig) -> RunDirectory:
@@ -60,14 +120,15 @@ def claim_run(config: TrainConfig) -> RunDirectory:
     return run
 
 
-def write_run_files(run: RunDirectory, config: TrainConfig, splits: CorpusSplits) -> None:
-    """Writes the validation and test splits, and the vocabularies of a new run.
+def write_run_files(run: RunDirectory, config: TrainConfig, splits: CorpusSample) -> None:
+    """Writes the validation and test splits, the data summary and the vocabularies of a new run.
 
     A resumed run keeps its saved vocabularies (or subword models), so it
     continues with identical token ids.
     """
     run.write_pairs(run.validation_split, splits.validation)
     run.write_pairs(run.test_split, splits.test)
+    write_json_atomically(run.path / DATA_SUMMARY, splits.summary())
     write_vocabularies(run, config, splits)
 
 

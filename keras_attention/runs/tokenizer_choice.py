@@ -58,6 +58,9 @@ CHOICE_INPUTS = (
     "data",
     "reverse",
     "max_pairs",
+    "sample_pairs",
+    "validation_data",
+    "test_data",
     "validation_fraction",
     "test_fraction",
     "seed",
@@ -213,7 +216,7 @@ def is_resolved(config: TrainConfig) -> bool:
 
 
 def resolve_tokenizer(
-    config: TrainConfig, read_splits: Callable[[], object] | None = None
+    config: TrainConfig, read_sample: Callable[[], object] | None = None
 ) -> TokenizerChoice:
     """Resolves `config`'s `auto` tokenizer and sizes in place from its training split.
 
@@ -223,9 +226,9 @@ def resolve_tokenizer(
 
     Args:
         config: a `TrainConfig`.
-        read_splits: returns the run's corpus splits (`.train` is read);
+        read_sample: returns the run's corpus sample (`.train` is read);
             called only when the choice needs the data (not for subwords).
-            Default: `keras_attention.runs.run_data.read_splits(config)`.
+            Default: `keras_attention.runs.run_data.sample_splits(config)`.
 
     Returns:
         The `TokenizerChoice`; `config` then holds its values.
@@ -238,7 +241,7 @@ def resolve_tokenizer(
             "subwords", SUBWORD_PIECES, SUBWORD_PIECES, reason=f"{SUBWORD_PIECES:,} pieces per side"
         )
     else:
-        splits = read_splits() if read_splits is not None else run_data.read_splits(config)
+        splits = read_sample() if read_sample is not None else run_data.sample_splits(config)
         statistics = corpus_statistics(splits.train)
         if config.tokenizer == AUTO:
             choice = choose_tokenizer(statistics)
@@ -246,6 +249,10 @@ def resolve_tokenizer(
             choice = TokenizerChoice(
                 "words", *word_vocabulary_sizes(statistics), reason=_word_sizes_reason(statistics)
             )
+        choice = dataclasses.replace(
+            choice,
+            reason=f"{choice.reason}; from {statistics.train_pairs:,} sampled training pairs",
+        )
     sizes = []
     for name, default in zip(SIZE_FIELDS, VOCABULARY_SIZES[choice.tokenizer], strict=True):
         value = getattr(config, name)
@@ -258,7 +265,7 @@ def resolve_tokenizer(
 
 
 def resolve_run_tokenizer(
-    config: TrainConfig, read_splits: Callable[[], object] | None = None
+    config: TrainConfig, read_sample: Callable[[], object] | None = None
 ) -> TokenizerChoice:
     """Resolves `config`'s `auto` tokenizer and sizes in place, before its run starts or resumes.
 
@@ -281,7 +288,7 @@ def resolve_run_tokenizer(
             )
             choice.apply(config)
             return choice
-    choice = resolve_tokenizer(config, read_splits)
+    choice = resolve_tokenizer(config, read_sample)
     logger.info("tokenizer: %s", choice.describe())
     return choice
 

@@ -41,7 +41,18 @@ MIN_VOCABULARY_SIZE = 5
 
 
 FIELD_HELP = {
-    "data": "parallel corpus, source<TAB>target lines, plain or .gz (default: the bundled fra-eng corpus)",
+    "data": "training corpora, one or more SPECs: a TSV file or glob of shards (plain or "
+    ".gz); path=PATH,weight=W; src=PATH,tgt=PATH,weight=W for aligned plain-text files; or a "
+    ".toml data file (docs/data.md) (default: the bundled fra-eng corpus)",
+    "validation_data": "a validation corpus SPEC instead of the hashed share of the training "
+    "corpora (its sources are never trained on) (default: none)",
+    "test_data": "a test corpus SPEC instead of the hashed share of the training corpora "
+    "(its sources are never trained on) (default: none)",
+    "sample_pairs": "pairs read into memory, across all corpora, for the vocabularies, the "
+    "tokenizer choice and the validation and test splits",
+    "shuffle_buffer": "training pairs held in the shuffle buffers",
+    "max_length_ratio": "drop training pairs whose longer side has more than this many times "
+    "the tokens of the shorter ('none' = keep all)",
     "reverse": "swap the corpus columns: translate its second column into its first "
     "(the bundled corpus: French to English)",
     "out": "run directory (config, vocabularies, model, logs, metrics); re-run to resume",
@@ -92,9 +103,11 @@ FIELD_HELP = {
     "in config.json (measurements: docs/benchmarks.md)",
     "jit_compile": "compile the training step with XLA (slower on CPU with the length "
     "buckets: docs/benchmarks.md)",
-    "max_pairs": "use at most this many sentence pairs of the corpus ('none' = all)",
-    "validation_fraction": "share of source sentences held out for validation",
-    "test_fraction": "share of source sentences held out for the test split",
+    "max_pairs": "train on about this many lines of the corpora, every k-th line ('none' = all)",
+    "validation_fraction": "share of source sentences held out for validation (by a hash of "
+    "the sentence)",
+    "test_fraction": "share of source sentences held out for the test split (by a hash of the "
+    "sentence)",
     "seed": "random seed (shuffle, split, initialization)",
     "patience": "early stopping patience in epochs (on validation loss)",
     "time_budget_minutes": "stop training after this many minutes ('none' = no limit)",
@@ -112,7 +125,9 @@ class TrainConfig:
     docs/results.md and docs/research/model-notes.md.
     """
 
-    data: str | None = None  # TSV corpus path; None = the bundled fra-eng corpus
+    data: list[str] | None = None  # corpus specs; None = the bundled fra-eng corpus
+    validation_data: str | None = None
+    test_data: str | None = None
     reverse: bool = False  # swap the corpus columns: train target -> source (fr -> en)
     out: str = "runs/fra-eng"
     attention: str = "luong"  # luong | bahdanau | none
@@ -156,6 +171,9 @@ class TrainConfig:
     precision: str = "auto"
     jit_compile: bool = False  # compile the training step with XLA
     max_pairs: int | None = None
+    sample_pairs: int = 300_000
+    shuffle_buffer: int = 200_000
+    max_length_ratio: float | None = 9.0
     validation_fraction: float = 0.02
     test_fraction: float = 0.02
     seed: int = 0
@@ -163,6 +181,10 @@ class TrainConfig:
     time_budget_minutes: float | None = 20.0
 
     def __post_init__(self):
+        if isinstance(self.data, str):  # one spec, as config.json of older runs holds it
+            self.data = [self.data]
+        elif self.data is not None:
+            self.data = list(self.data)
         for name, choices in CHOICES.items():
             value = getattr(self, name)
             if value not in choices:
@@ -209,7 +231,14 @@ class TrainConfig:
                 "`scale_by_dimension` divides the 'dot' and 'general' scores by sqrt(d). "
                 f"Received: scale_by_dimension=True, score={self.score!r}"
             )
-        for name in ("batch_size", "epochs", "max_length", "max_output_length"):
+        for name in (
+            "batch_size",
+            "epochs",
+            "max_length",
+            "max_output_length",
+            "sample_pairs",
+            "shuffle_buffer",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import math
 import signal
 import time
 from collections.abc import Callable
@@ -13,7 +14,8 @@ import keras
 import tensorflow as tf
 
 from keras_attention import distribution as dist
-from keras_attention.data import DatasetOptions, make_dataset
+from keras_attention.data import DatasetOptions, make_dataset, make_stream
+from keras_attention.data.corpus_stream import training_pairs
 from keras_attention.models.seq2seq import Seq2Seq
 from keras_attention.precision import resolve_run_precision
 from keras_attention.runs import run_state
@@ -21,8 +23,10 @@ from keras_attention.runs.backup_files import backed_up_epoch
 from keras_attention.runs.run_data import (
     best_validation_loss,
     claim_run,
+    excluded_sources,
+    held_out,
     keep_history,
-    read_splits,
+    sample_splits,
     write_run_files,
 )
 from keras_attention.runs.run_directory import RunDirectory
@@ -125,7 +129,7 @@ def train(
     if report:
         report("precision", choice)
     # The corpus is read once, here if the tokenizer choice needs it, else below.
-    read = functools.cache(functools.partial(read_splits, config))
+    read = functools.cache(functools.partial(sample_splits, config))
     # `auto` -> words or subwords, saved so in config.json
     tokenizer = resolve_run_tokenizer(config, read)
     if report:
@@ -193,6 +197,34 @@ def train(
     return summary
 
 
+def check_trainable(splits, source_vectorizer, target_vectorizer, options) -> None:
+    """Raises when a corpus's sampled training pairs are all filtered out.
+
+    The training stream is endless: a corpus none of whose pairs passes the
+    filters (an empty side, the length limits, the length ratio) would make it
+    wait for a pair forever.
+
+    Raises:
+        ValueError: naming the corpus and the limits.
+    """
+    for scan, pairs in zip(splits.scans, splits.train_by_corpus(), strict=True):
+        kept = None
+        if pairs:
+            sample = tf.data.Dataset.from_tensor_slices(
+                ([s for s, _ in pairs[:10_000]], [t for _, t in pairs[:10_000]])
+            )
+            kept = next(
+                iter(make_stream(sample, source_vectorizer, target_vectorizer, options)), None
+            )
+        if kept is None:
+            raise ValueError(
+                f"Corpus {scan.corpus.name!r} has no pair left to train on in its sample: each "
+                "is held out, has a side with no token, or is over the length limits (--max-length "
+                f"{options.max_length}, --max-length-ratio {options.max_length_ratio}). Check the "
+                "corpus columns or the limits."
+            )
+
+
 def _fit(
     run, splits, config, interrupt, verbose, done_before, distribution, extra_callbacks
 ) -> dict:
@@ -200,7 +232,7 @@ def _fit(
     dist.check_workers_agree(
         distribution,
         config=dist.comparable_config(config),
-        data=dist.fingerprint({"pairs": splits.train}),
+        data=dist.fingerprint({"corpora": splits.summary(), "validation": splits.validation}),
         resume_epoch=initial_epoch,
     )
     source_vectorizer, target_vectorizer = load_vectorizers(
@@ -210,19 +242,24 @@ def _fit(
     evaluation = DatasetOptions(
         batch_size=config.batch_size, shuffle=False, max_length=config.max_length
     )  # one pass, in data order
-    # One endless, deterministic stream of batches: every worker draws the
-    # same global batches, and a resumed run continues where the backup was
-    # taken (the same batches as an uninterrupted run).
-    train_data = make_dataset(
-        splits.train,
-        source_vectorizer,
-        target_vectorizer,
-        dataclasses.replace(evaluation, shuffle=True, seed=config.seed, repeat=True),
+    train_options = dataclasses.replace(evaluation, max_length_ratio=config.max_length_ratio)
+    check_trainable(splits, source_vectorizer, target_vectorizer, train_options)
+    # One endless, deterministic stream of batches read from the corpus files:
+    # every worker draws the same global batches, and a resumed run continues
+    # where the backup was taken (the same batches as an uninterrupted run).
+    pairs = training_pairs(
+        splits.scans,
+        held_out(config),
+        splits.strides,
+        config.shuffle_buffer,
+        config.seed,
+        reverse=config.reverse,
+        excluded_sources=excluded_sources(config, splits),
     )
+    train_data = make_stream(pairs, source_vectorizer, target_vectorizer, train_options)
     steps_per_epoch = config.steps_per_epoch
-    if steps_per_epoch is None:  # an epoch = as many batches as one pass has
-        one_pass = make_dataset(splits.train, source_vectorizer, target_vectorizer, evaluation)
-        steps_per_epoch = max(1, sum(1 for _ in one_pass))
+    if steps_per_epoch is None:  # an epoch = about one pass over the training pairs
+        steps_per_epoch = max(1, math.ceil(splits.training_lines() / config.batch_size))
     replicas = distribution.num_replicas
     train_data = dist.shard_by_data(
         dist.pad_to_replicas(train_data.skip(initial_epoch * steps_per_epoch), replicas)

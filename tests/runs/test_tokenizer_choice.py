@@ -142,7 +142,7 @@ def test_word_coverage_counts_the_tokens_the_capped_vocabularies_hold(monkeypatc
 
 
 def splits_of(pairs):
-    """A `read_splits` that returns `pairs` as the training split, and counts its calls."""
+    """A `read_sample` that returns `pairs` as the training split, and counts its calls."""
 
     def read():
         read.calls += 1

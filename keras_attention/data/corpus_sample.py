@@ -1,0 +1,173 @@
+"""A bounded sample of a corpus's pairs: the held-out splits, vocabularies and tokenizer choice.
+
+Training reads every pair as a stream (`corpus_stream.training_pairs`); what
+must be held in memory comes from a sample of at most `sample_pairs` pairs,
+every `k`-th line of each shard (so it spans the whole corpus, not its first
+lines), shared between the corpora by weight:
+
+- the training pairs of the sample: vocabularies, subword models, the
+  tokenizer choice and the spacing rules are learned from them;
+- the held-out pairs of the sample (`held_out_split` is `VALIDATION` or
+  `TEST`): the run's validation and test splits. The stream leaves out every
+  held-out source, sampled or not, so the test set never leaks into training.
+
+A corpus smaller than its share is read whole: the bundled corpus (167,130
+pairs) is, by default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from collections.abc import Sequence
+
+from keras_attention.data.corpus_scan import CorpusScan
+from keras_attention.data.corpus_stream import TEST, TRAIN, VALIDATION, HeldOut, corpus_pairs
+from keras_attention.data.split import CorpusSplits
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SAMPLE_PAIRS = 300_000
+"""Pairs read into memory before training (`TrainConfig.sample_pairs`)."""
+_PROGRESS_SECONDS = 5.0
+
+
+@dataclasses.dataclass
+class CorpusSample(CorpusSplits):
+    """The sampled pairs by split, and how they were drawn.
+
+    `train`, `validation` and `test` are as in `CorpusSplits` (every pair's
+    source is in one split only), from the sample; the training stream reads
+    the corpora whole (every `strides[i]`-th line of corpus `i`).
+
+    Attributes:
+        scans: the checked corpora.
+        strides: the training stride of each corpus (1, or more with
+            `max_pairs`).
+        sample_strides: the sampling stride of each corpus.
+        sampled: pairs read for the sample (all splits).
+        train_counts: how many of `train` each corpus gave.
+    """
+
+    scans: list[CorpusScan] = dataclasses.field(default_factory=list)
+    strides: list[int] = dataclasses.field(default_factory=list)
+    sample_strides: list[int] = dataclasses.field(default_factory=list)
+    sampled: int = 0
+    train_counts: list[int] = dataclasses.field(default_factory=list)
+
+    def train_by_corpus(self) -> list[list[tuple[str, str]]]:
+        """`train` cut into each corpus's sampled training pairs (they are in corpus order)."""
+        parts, start = [], 0
+        for count in self.train_counts:
+            parts.append(self.train[start : start + count])
+            start += count
+        return parts
+
+    def training_lines(self) -> int:
+        """About how many training pairs one pass over the corpora reads (for an epoch's size)."""
+        if not self.sampled:
+            return 0
+        return round(self.lines * len(self.train) / self.sampled)
+
+    @property
+    def lines(self) -> int:
+        """Lines of all corpora, as read for training (after `max_pairs`' strides)."""
+        return sum(
+            scan.lines // stride for scan, stride in zip(self.scans, self.strides, strict=True)
+        )
+
+    def describe(self) -> str:
+        """One line: the sample's size and what it spans."""
+        whole = all(stride == 1 for stride in self.sample_strides)
+        return (
+            f"{self.sampled:,} sampled pairs "
+            f"({'the whole corpus' if whole else f'of {self.lines:,} lines'}): "
+            f"train/validation/test = {len(self.train):,}/{len(self.validation):,}/"
+            f"{len(self.test):,}"
+        )
+
+    def summary(self) -> dict:
+        """A JSON-able record of the corpora and the sample (the run's data.json)."""
+        return {
+            "corpora": [scan.summary() for scan in self.scans],
+            "strides": self.strides,
+            "sample_strides": self.sample_strides,
+            "sampled": self.sampled,
+            "sample_split_pairs": {
+                "train": len(self.train),
+                "validation": len(self.validation),
+                "test": len(self.test),
+            },
+        }
+
+
+def _shares(total: int, scans: Sequence[CorpusScan]) -> list[int]:
+    weight = sum(scan.corpus.weight for scan in scans)
+    return [max(1, math.floor(total * scan.corpus.weight / weight)) for scan in scans]
+
+
+def sample_corpora(
+    scans: Sequence[CorpusScan],
+    held_out: HeldOut,
+    sample_pairs: int = DEFAULT_SAMPLE_PAIRS,
+    reverse: bool = False,
+    max_pairs: int | None = None,
+) -> CorpusSample:
+    """Reads a sample of at most about `sample_pairs` pairs from `scans`, split by `held_out`.
+
+    Args:
+        scans: the checked corpora (`scan_corpora`).
+        held_out: the held-out shares and key.
+        sample_pairs: the sample's size, shared between the corpora by weight.
+        reverse: swap the sides.
+        max_pairs: int or `None`: train on about this many lines (shared by
+            weight), every `k`-th line of each corpus.
+
+    Returns:
+        A `CorpusSample`.
+    """
+    for name, value in (("sample_pairs", sample_pairs), ("max_pairs", max_pairs)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
+    if max_pairs is None:
+        strides = [1] * len(scans)
+    else:
+        strides = [
+            max(1, math.ceil(s.lines / n))
+            for s, n in zip(scans, _shares(max_pairs, scans), strict=True)
+        ]
+    sample = CorpusSample(train=[], validation=[], test=[], scans=list(scans), strides=strides)
+    by_split = {TRAIN: sample.train, VALIDATION: sample.validation, TEST: sample.test}
+    started = last = time.monotonic()
+    for scan, stride, share in zip(scans, strides, _shares(sample_pairs, scans), strict=True):
+        lines = scan.lines // stride
+        sample_stride = stride * max(1, math.ceil(lines / share))
+        sample.sample_strides.append(sample_stride)
+        taken, trained_before = 0, len(sample.train)
+        for sources, targets, splits in corpus_pairs(
+            scan, held_out, reverse, sample_stride
+        ).as_numpy_iterator():
+            for source, target, split in zip(sources, targets, splits, strict=True):
+                if taken >= share:
+                    break
+                by_split[int(split)].append((source.decode("utf-8"), target.decode("utf-8")))
+                taken += 1
+            if taken >= share:
+                break
+            if time.monotonic() - last >= _PROGRESS_SECONDS:
+                last = time.monotonic()
+                logger.info(
+                    "sampling %s: %d of %d pairs (%.0f s)",
+                    scan.corpus.name,
+                    taken,
+                    share,
+                    last - started,
+                )
+        sample.sampled += taken
+        sample.train_counts.append(len(sample.train) - trained_before)
+    logger.info("sample: %s", sample.describe())
+    return sample
