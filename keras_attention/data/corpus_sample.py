@@ -23,6 +23,7 @@ import math
 import time
 from collections.abc import Sequence
 
+from keras_attention.data.corpus import CorpusError
 from keras_attention.data.corpus_scan import CorpusScan
 from keras_attention.data.corpus_stream import TEST, TRAIN, VALIDATION, HeldOut, corpus_pairs
 from keras_attention.data.split import CorpusSplits
@@ -103,6 +104,25 @@ class CorpusSample(CorpusSplits):
         }
 
 
+def _check_well_formed(scan: CorpusScan, pairs: int, skipped: int) -> None:
+    """Refuses a corpus whose sampled lines are mostly not pairs; warns about any skipped."""
+    what = "aligned source/target" if scan.corpus.aligned else "source<TAB>target"
+    if skipped > pairs:
+        raise CorpusError(
+            f"Corpus {scan.corpus.name!r} is not a {what} corpus: {skipped} of "
+            f"{skipped + pairs} sampled lines are malformed (not 2 or 3 tab-separated columns, "
+            "or an empty side)."
+        )
+    if skipped:
+        logger.warning(
+            "%s: skipped %d of %d sampled lines (not 2 or 3 tab-separated columns, or an empty "
+            "side); training skips such lines too",
+            scan.corpus.name,
+            skipped,
+            skipped + pairs,
+        )
+
+
 def _shares(total: int, scans: Sequence[CorpusScan]) -> list[int]:
     weight = sum(scan.corpus.weight for scan in scans)
     return [max(1, math.floor(total * scan.corpus.weight / weight)) for scan in scans]
@@ -147,10 +167,11 @@ def sample_corpora(
         lines = scan.lines // stride
         sample_stride = stride * max(1, math.ceil(lines / share))
         sample.sample_strides.append(sample_stride)
-        taken, trained_before = 0, len(sample.train)
-        for sources, targets, splits in corpus_pairs(
+        taken, skipped, trained_before = 0, 0, len(sample.train)
+        for sources, targets, splits, malformed in corpus_pairs(
             scan, held_out, reverse, sample_stride
         ).as_numpy_iterator():
+            skipped += int(malformed)
             for source, target, split in zip(sources, targets, splits, strict=True):
                 if taken >= share:
                     break
@@ -167,6 +188,7 @@ def sample_corpora(
                     share,
                     last - started,
                 )
+        _check_well_formed(scan, taken, skipped)
         sample.sampled += taken
         sample.train_counts.append(len(sample.train) - trained_before)
     logger.info("sample: %s", sample.describe())

@@ -109,7 +109,7 @@ def corpus_pairs(
     stride: int = 1,
     order_seed: int | None = None,
 ) -> tf.data.Dataset:
-    """Batches of `(sources, targets, splits)` from a corpus's files, normalized.
+    """Batches of `(sources, targets, splits, skipped)` from a corpus's files, normalized.
 
     Args:
         scan: the checked corpus (`scan_corpus`).
@@ -121,8 +121,9 @@ def corpus_pairs(
             stream of passes with seeded shard orders.
 
     Returns:
-        A dataset of string tensors `(n,)`, `(n,)` and int32 `(n,)`, `n` up to
-        1024 (malformed lines are left out).
+        A dataset of string tensors `(n,)`, `(n,)`, int32 `(n,)` and the
+        int32 count of malformed lines left out of the batch (blank lines not
+        counted); `n` is up to 1024.
     """
     lines = _lines(scan, stride, order_seed).batch(_LINES_PER_BATCH)
 
@@ -140,8 +141,12 @@ def corpus_pairs(
         if reverse:
             sources, targets = targets, sources
         keep = well_formed & (tf.strings.length(sources) > 0) & (tf.strings.length(targets) > 0)
+        blank = tf.equal(tf.strings.strip(batch[0]), "")
+        if len(batch) == 2:
+            blank &= tf.equal(tf.strings.strip(batch[1]), "")
+        skipped = tf.reduce_sum(tf.cast(~keep & ~blank, tf.int32))
         sources, targets = tf.boolean_mask(sources, keep), tf.boolean_mask(targets, keep)
-        return sources, targets, held_out_split(sources, held_out)
+        return sources, targets, held_out_split(sources, held_out), skipped
 
     return lines.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
 
@@ -185,7 +190,7 @@ def training_pairs(
             tf.lookup.KeyValueTensorInitializer(keys, tf.ones_like(keys, dtype=tf.int32)), 0
         )
 
-    def trainable(sources, targets, splits):
+    def trainable(sources, targets, splits, skipped):
         keep = tf.equal(splits, TRAIN)
         if excluded is not None:
             keep &= tf.equal(excluded.lookup(sources), 0)

@@ -46,7 +46,7 @@ def read_held_out_file(spec: str, reverse: bool) -> list[tuple[str, str]]:
     """
     pairs = []
     for scan in scan_corpora(corpus_list(spec)):
-        for sources, targets, _ in corpus_pairs(
+        for sources, targets, _, _ in corpus_pairs(
             scan, HeldOut(0.0, 0.0), reverse
         ).as_numpy_iterator():
             pairs += [

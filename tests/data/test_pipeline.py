@@ -56,7 +56,9 @@ def test_structure_dtypes_and_shapes():
 
 def test_target_in_and_out_are_shifted_by_one():
     pairs = make_pairs()
-    examples = rows(collect(make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=8, shuffle=False))))
+    examples = rows(
+        collect(make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=8, shuffle=False)))
+    )
     by_source = {tuple(s): (t_in, t_out) for s, t_in, t_out in examples}
     target_vocabulary = TARGET.get_vocabulary()
     for source, target in pairs:
@@ -68,7 +70,9 @@ def test_target_in_and_out_are_shifted_by_one():
 
 
 def test_padding_is_zero_and_only_at_the_end():
-    for s, t_in, t_out in collect(make_dataset(make_pairs(), SOURCE, TARGET, DatasetOptions(batch_size=8))):
+    for s, t_in, t_out in collect(
+        make_dataset(make_pairs(), SOURCE, TARGET, DatasetOptions(batch_size=8))
+    ):
         for matrix in (s, t_in, t_out):
             lengths = (matrix != 0).sum(axis=1)
             assert lengths.min() >= 1
@@ -82,7 +86,8 @@ def test_padding_is_zero_and_only_at_the_end():
 def test_bucketing_groups_similar_lengths():
     boundaries = [6, 11, 16]
     dataset = make_dataset(
-        make_pairs(200), SOURCE, TARGET, DatasetOptions(batch_size=8, bucket_boundaries=boundaries))
+        make_pairs(200), SOURCE, TARGET, DatasetOptions(batch_size=8, bucket_boundaries=boundaries)
+    )
     for s, t_in, _ in collect(dataset):
         lengths = np.maximum((s != 0).sum(axis=1), (t_in != 0).sum(axis=1))
         buckets = np.searchsorted(boundaries, lengths, side="right")
@@ -94,7 +99,9 @@ def test_tokens_per_batch_shrinks_batches_of_long_sentences():
     dataset = make_dataset(
         make_pairs(800),
         SOURCE,
-        TARGET, DatasetOptions(batch_size=32, bucket_boundaries=boundaries, tokens_per_batch=100))
+        TARGET,
+        DatasetOptions(batch_size=32, bucket_boundaries=boundaries, tokens_per_batch=100),
+    )
     # Bucket upper lengths 5, 10, 15 and (no length limit) 2 * 16 = 32:
     # 100 // upper sentences per batch.
     expected = [20, 10, 6, 3]
@@ -110,7 +117,9 @@ def test_tokens_per_batch_shrinks_batches_of_long_sentences():
 def test_no_bucketing_keeps_data_order():
     pairs = make_pairs(20)
     batches = collect(
-        make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=8, shuffle=False, bucket_boundaries=[]))
+        make_dataset(
+            pairs, SOURCE, TARGET, DatasetOptions(batch_size=8, shuffle=False, bucket_boundaries=[])
+        )
     )
     assert [b[0].shape[0] for b in batches] == [8, 8, 4]
     sources = [row[0] for row in rows(batches)]
@@ -134,7 +143,9 @@ def test_deterministic_with_a_seed():
 def test_long_pairs_dropped_or_truncated():
     pairs = [(sentence(3, 0), sentence(3, 0, True)), (sentence(9, 0), sentence(2, 0, True))]
     pairs += [(sentence(2, 0), sentence(7, 0, True))]
-    dropped = rows(collect(make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=4, max_length=5))))
+    dropped = rows(
+        collect(make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=4, max_length=5)))
+    )
     assert len(dropped) == 1 and len(dropped[0][0]) == 3
 
     truncated = rows(
@@ -142,7 +153,9 @@ def test_long_pairs_dropped_or_truncated():
             make_dataset(
                 pairs,
                 SOURCE,
-                TARGET, DatasetOptions(batch_size=4, max_length=5, long_pairs="truncate", shuffle=False))
+                TARGET,
+                DatasetOptions(batch_size=4, max_length=5, long_pairs="truncate", shuffle=False),
+            )
         )
     )
     assert sorted(len(s) for s, _, _ in truncated) == [2, 3, 5]
@@ -153,14 +166,18 @@ def test_long_pairs_dropped_or_truncated():
 def test_vectorizer_max_length_is_the_default_limit():
     source = TextVectorizer(SOURCE.get_vocabulary(), max_length=4)
     target = TextVectorizer(TARGET.get_vocabulary(), max_length=4)
-    examples = rows(collect(make_dataset(make_pairs(100), source, target, DatasetOptions(batch_size=8))))
+    examples = rows(
+        collect(make_dataset(make_pairs(100), source, target, DatasetOptions(batch_size=8)))
+    )
     assert examples
     assert all(len(s) <= 4 and len(t_in) <= 4 for s, t_in, _ in examples)
 
 
 def test_empty_sides_are_dropped():
     pairs = [("w1 w2", "W1"), ("", "W2"), ("w3", "   ")]
-    assert len(rows(collect(make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=4))))) == 1
+    assert (
+        len(rows(collect(make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=4))))) == 1
+    )
 
 
 @pytest.mark.parametrize(
@@ -200,5 +217,7 @@ def test_repeated_stream_is_the_same_for_every_iterator_and_resumable():
     a = rows(collect(batched.take(20)))
     assert a == rows(collect(batched.take(20)))
     assert rows(collect(batched.skip(7).take(13))) == a[len(rows(collect(batched.take(7)))) :]
-    other_seed = make_dataset(pairs, SOURCE, TARGET, DatasetOptions(batch_size=8, seed=4, repeat=True))
+    other_seed = make_dataset(
+        pairs, SOURCE, TARGET, DatasetOptions(batch_size=8, seed=4, repeat=True)
+    )
     assert rows(collect(other_seed.take(20))) != a
