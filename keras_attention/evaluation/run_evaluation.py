@@ -62,7 +62,9 @@ def evaluate_run(
             beam search with the run's own length limit).
     """
     options = DecodingOptions.of(options, **decoding)
-    unused = [name for name in ("sample", "n_best", "max_output_length") if options.given().get(name)]
+    unused = [
+        name for name in ("sample", "n_best", "max_output_length") if options.given().get(name)
+    ]
     if unused:
         raise ValueError(
             "evaluate scores greedy and beam search with `beam_width` and `length_penalty`; "

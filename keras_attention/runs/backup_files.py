@@ -125,6 +125,11 @@ class BackupRecord:
     metadata: dict
     metadata_path: Path
 
+    @property
+    def batch(self) -> int:
+        """Training steps done in epoch `epoch` (0 for a backup written at an epoch's end)."""
+        return int(self.metadata.get("batch") or 0)
+
 
 def backup_records(backup_dir: str | os.PathLike) -> list[BackupRecord]:
     """The complete backups in `backup_dir`, latest first (at most two).
@@ -174,5 +179,15 @@ def backed_up_epoch(backup_dir) -> int:
     metadata file being written is read again, and one whose weights file is
     missing or short is passed over for the previous backup.
     """
+    return backed_up_position(backup_dir)[0]
+
+
+def backed_up_position(backup_dir) -> tuple[int, int]:
+    """`(epoch, steps done in it)` where a `SharedBackupAndRestore` in `backup_dir` resumes.
+
+    `(0, 0)` when there is no backup; the steps are 0 for a backup written at
+    an epoch's end, more for one written when a signal stopped the run
+    mid-epoch (`SharedBackupAndRestore.save_position`).
+    """
     record = read_backup(backup_dir)
-    return 0 if record is None else record.epoch
+    return (0, 0) if record is None else (record.epoch, record.batch)

@@ -37,12 +37,13 @@ class InterruptOnSignal(keras.callbacks.Callback):
     handlers, and restores the previous ones on exit) and as the *last*
     callback of `fit`:
 
-    1. The first signal during `fit` only sets a flag. At the next batch end
-       (training or validation) or epoch end, the callback raises
-       `TrainingInterrupted`. The epoch in progress is abandoned, so the
-       resume backup (`BackupAndRestore`, an earlier callback, written at
-       each epoch end) still holds the last completed epoch, and no
-       half-epoch is ever recorded as done.
+    1. The first signal during `fit` only sets a flag. At the next training
+       batch end, `on_interrupt()` is called (the trainer's writes a backup
+       of the run where it is, mid-epoch: `SharedBackupAndRestore.save_position`),
+       then the callback raises `TrainingInterrupted`. During validation the
+       epoch is let finish: the callback raises at the epoch end, after the
+       epoch's backup (an earlier callback) is written. No half-epoch is ever
+       recorded as done.
     2. A signal outside `fit` (building the datasets or the model), or a
        second signal, raises `TrainingInterrupted` at once.
 
@@ -51,6 +52,8 @@ class InterruptOnSignal(keras.callbacks.Callback):
 
     Args:
         signals: the signals to handle (default SIGINT and SIGTERM).
+        on_interrupt: called with no argument at the training batch end where
+            a signal stops `fit`, before `TrainingInterrupted` is raised.
 
     Example:
 
@@ -61,9 +64,10 @@ class InterruptOnSignal(keras.callbacks.Callback):
     ```
     """
 
-    def __init__(self, signals: tuple[int, ...] = DEFAULT_SIGNALS):
+    def __init__(self, signals: tuple[int, ...] = DEFAULT_SIGNALS, on_interrupt=None):
         super().__init__()
         self.signals = tuple(signals)
+        self.on_interrupt = on_interrupt
         self.signum: int | None = None
         self._in_fit = False
         self._previous: dict[int, object] = {}
@@ -96,9 +100,8 @@ class InterruptOnSignal(keras.callbacks.Callback):
         self._check()
 
     def on_train_batch_end(self, batch, logs=None):
-        self._check()
-
-    def on_test_batch_end(self, batch, logs=None):
+        if self.signum is not None and self.on_interrupt is not None:
+            self.on_interrupt()
         self._check()
 
     def on_epoch_end(self, epoch, logs=None):

@@ -56,6 +56,63 @@ def seed_generator_states(model) -> list:
     return [v for v in model.variables if id(v) not in weights]
 
 
+def metric_states(model) -> list:
+    """The state variables of `model`'s metrics (the loss tracker's and the compiled ones').
+
+    Keras resets them at each epoch's start; they hold the epoch's running
+    means that `fit` logs.
+    """
+    return [variable for metric in model.metrics for variable in metric.variables]
+
+
+def build_metrics(model) -> None:
+    """Builds `model`'s compiled metrics now (Keras builds them at the first step).
+
+    So that `metric_states` lists the same variables before `fit` (when a
+    resumed epoch's states are restored) as after a step (when they were
+    saved). Call within the distribution strategy's scope.
+    """
+    compiled = getattr(model, "_compile_metrics", None)
+    if compiled is not None and not compiled.built:
+        compiled.build(keras.ops.zeros((1, 1), "int32"), keras.ops.zeros((1, 1, 2)))
+
+
+class FinishResumedEpoch(keras.callbacks.Callback):
+    """Ends the first epoch of a run resumed mid-epoch after its remaining steps.
+
+    `fit` runs every epoch for `steps_per_epoch` steps; an epoch resumed after
+    `done` of its steps has `steps_per_epoch - done` left. After them this
+    callback stops the epoch (Keras then validates and runs every epoch-end
+    callback as usual) and, first in the list at the epoch's end, lets `fit`
+    go on to the next epoch, from the same data iterator, unless `keep_stopped()`
+    says another callback stopped training at the same step (the time budget).
+
+    Put it first in `fit`'s callback list.
+    """
+
+    def __init__(self, remaining_steps: int, keep_stopped=lambda: False):
+        super().__init__()
+        self.remaining_steps = remaining_steps
+        self.keep_stopped = keep_stopped
+        self._steps = 0
+        self._cut = False
+        self._done = False
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._done:
+            return
+        self._steps += 1
+        if self._steps >= self.remaining_steps and not self.model.stop_training:
+            self.model.stop_training = True
+            self._cut = True
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._cut and not self.keep_stopped():
+            self.model.stop_training = False
+        self._cut = False
+        self._done = True
+
+
 class SharedBackupAndRestore(keras.callbacks.BackupAndRestore):
     """Resume state that brings a run back exactly as it was at its last epoch end.
 
@@ -78,9 +135,17 @@ class SharedBackupAndRestore(keras.callbacks.BackupAndRestore):
        `training_metadata.json.bkp` with its weights file, so a kill at any
        moment leaves at least one complete backup (`backup_files.read_backup`).
 
-    The data stream is the caller's: it positions it at the restored epoch
-    (a deterministic stream, `skip(epoch * steps_per_epoch)`) and passes that
-    epoch as `expected_epoch`; restoring any other epoch raises.
+    A backup is also written mid-epoch by `save_position` (when a signal
+    stops the run: `InterruptOnSignal`'s `on_interrupt`): then `batch` in
+    the metadata counts the epoch's steps done, and the metadata holds the
+    state of the model's metrics (the epoch's running loss and accuracy),
+    restored when the resumed epoch begins, so that epoch logs the figures an
+    uninterrupted one does. The caller finishes that epoch after its
+    remaining steps (`FinishResumedEpoch`).
+
+    The data stream is the caller's: it positions it at the restored position
+    (a deterministic stream, `skip(epoch * steps_per_epoch + batch)`) and
+    passes that position as `expected_position`; restoring any other raises.
 
     Keras 3's `BackupAndRestore` has no multi-worker logic: every worker
     would write the same files (and race), or each its own (and the workers
@@ -93,8 +158,9 @@ class SharedBackupAndRestore(keras.callbacks.BackupAndRestore):
     Args:
         backup_dir: the shared backup directory.
         is_chief: bool, whether this process writes `backup_dir`.
-        expected_epoch: int or `None`, the epoch the caller positioned the
-            data at (`backed_up_epoch(backup_dir)`); `None` checks nothing.
+        expected_position: `(epoch, batch)` or `None`, where the caller
+            positioned the data (`backed_up_position(backup_dir)`); `None`
+            checks nothing.
         callbacks: dict, name -> `EarlyStopping` or `ModelCheckpoint`
             whose state is backed up and restored. Put this callback after
             them in `fit`'s list, so that it records their state after the
@@ -106,7 +172,7 @@ class SharedBackupAndRestore(keras.callbacks.BackupAndRestore):
         self,
         backup_dir,
         is_chief=True,
-        expected_epoch=None,
+        expected_position=None,
         callbacks=None,
         delete_checkpoint=True,
     ):
@@ -117,7 +183,11 @@ class SharedBackupAndRestore(keras.callbacks.BackupAndRestore):
             delete_checkpoint=delete_checkpoint,
         )
         self.is_chief = is_chief
-        self.expected_epoch = expected_epoch
+        self.expected_position = None if expected_position is None else tuple(expected_position)
+        self._epoch = 0
+        self._steps_done = 0  # training steps done in epoch `_epoch`
+        self._restored_steps = 0  # steps of the first epoch done before the resume
+        self._metric_states = None  # restored when the resumed epoch begins
         self.callbacks = dict(callbacks or {})
         for callback in self.callbacks.values():
             callback_state(callback)  # raises for a callback it cannot restore
@@ -132,14 +202,16 @@ class SharedBackupAndRestore(keras.callbacks.BackupAndRestore):
 
     def on_train_begin(self, logs=None):
         record = read_backup(self._shared_dir)
-        epoch = 0 if record is None else record.epoch
-        if self.expected_epoch is not None and epoch != self.expected_epoch:
+        position = (0, 0) if record is None else (record.epoch, record.batch)
+        if self.expected_position is not None and position != self.expected_position:
             raise ValueError(
-                f"The backup in {str(self._shared_dir)!r} resumes at epoch {epoch}, but the "
-                f"training data was positioned at epoch {self.expected_epoch}; the backup "
-                "changed while training started (is another process writing it?)"
+                f"The backup in {str(self._shared_dir)!r} resumes at (epoch, step) {position}, "
+                f"but the training data was positioned at {self.expected_position}; the "
+                "backup changed while training started (is another process writing it?)"
             )
+        epoch = position[0]
         self.restored_epoch = epoch
+        self._epoch, self._restored_steps = position
         if record is None:
             return
         if not self.model.built:
@@ -165,7 +237,34 @@ class SharedBackupAndRestore(keras.callbacks.BackupAndRestore):
                     f"{int(optimizer.iterations.numpy())}, but its metadata "
                     f"{str(record.metadata_path)!r} records step {iterations}"
                 )
+        self._metric_states = record.metadata.get("metrics")
         self.model._initial_epoch = epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+        self._steps_done = self._restored_steps
+        self._restored_steps = 0
+        if self._metric_states is not None:  # after Keras reset the metrics for the epoch
+            variables = metric_states(self.model)
+            if len(variables) != len(self._metric_states):
+                raise ValueError(
+                    f"The backup in {str(self._shared_dir)!r} holds {len(self._metric_states)} "
+                    f"metric states, but the model has {len(variables)}"
+                )
+            for variable, state in zip(variables, self._metric_states, strict=True):
+                variable.assign(np.asarray(state, dtype=variable.dtype))
+            self._metric_states = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._steps_done += 1
+
+    def save_position(self) -> None:
+        """Writes a backup of the run where it is now, mid-epoch (see the class docstring)."""
+        self._current_epoch = self._epoch
+        self._last_batch_seen = self._steps_done
+        self._save_model(
+            metrics=[np.asarray(v.numpy()).tolist() for v in metric_states(self.model)]
+        )
 
     def _restore_seed_generators(self, record):
         states = record.metadata.get("seed_generators")
@@ -187,7 +286,7 @@ class SharedBackupAndRestore(keras.callbacks.BackupAndRestore):
         for variable, state in zip(variables, states, strict=True):
             variable.assign(np.asarray(state, dtype=variable.dtype))
 
-    def _save_model(self):
+    def _save_model(self, metrics=None):
         directory = self._write_dir
         directory.mkdir(parents=True, exist_ok=True)
         name = f"epoch-{self._current_epoch}.weights.h5"
@@ -207,6 +306,8 @@ class SharedBackupAndRestore(keras.callbacks.BackupAndRestore):
             ],
             "callbacks": {name: callback_state(c) for name, c in self.callbacks.items()},
         }
+        if metrics is not None:
+            metadata["metrics"] = metrics
         keep = {name}
         previous = backup_records(directory)
         if previous:

@@ -19,7 +19,7 @@ from keras_attention.data.corpus_stream import training_pairs
 from keras_attention.models.seq2seq import Seq2Seq
 from keras_attention.precision import resolve_run_precision
 from keras_attention.runs import run_state
-from keras_attention.runs.backup_files import backed_up_epoch
+from keras_attention.runs.backup_files import backed_up_position
 from keras_attention.runs.run_data import (
     best_validation_loss,
     claim_run,
@@ -38,7 +38,11 @@ from keras_attention.training.interrupt_on_signal import InterruptOnSignal, Trai
 from keras_attention.training.learning_rate import learning_rate
 from keras_attention.training.masked_accuracy import MaskedAccuracy
 from keras_attention.training.masked_loss import MaskedSparseCategoricalCrossentropy
-from keras_attention.training.shared_backup import SharedBackupAndRestore
+from keras_attention.training.shared_backup import (
+    FinishResumedEpoch,
+    SharedBackupAndRestore,
+    build_metrics,
+)
 from keras_attention.training.time_budget import TimeBudget
 
 logger = logging.getLogger(__name__)
@@ -228,7 +232,7 @@ def check_trainable(splits, source_vectorizer, target_vectorizer, options) -> No
 def _fit(
     run, splits, config, interrupt, verbose, done_before, distribution, extra_callbacks
 ) -> dict:
-    initial_epoch = backed_up_epoch(run.backup)
+    initial_epoch, resumed_steps = backed_up_position(run.backup)
     dist.check_workers_agree(
         distribution,
         config=dist.comparable_config(config),
@@ -262,7 +266,9 @@ def _fit(
         steps_per_epoch = max(1, math.ceil(splits.training_lines() / config.batch_size))
     replicas = distribution.num_replicas
     train_data = dist.shard_by_data(
-        dist.pad_to_replicas(train_data.skip(initial_epoch * steps_per_epoch), replicas)
+        dist.pad_to_replicas(
+            train_data.skip(initial_epoch * steps_per_epoch + resumed_steps), replicas
+        )
     )
     validation_data = make_dataset(
         splits.validation, source_vectorizer, target_vectorizer, evaluation
@@ -285,6 +291,7 @@ def _fit(
             total_steps=config.epochs * steps_per_epoch,
         )
         model.build()
+        build_metrics(model)  # their states are part of a mid-epoch backup
     dist.apply_keras_fixes(distribution, model)
     logger.info("Seq2Seq with %d parameters", model.count_params())
     if distribution.is_chief:
@@ -305,24 +312,33 @@ def _fit(
         save_best_only=True,
         initial_value_threshold=best_so_far,
     )
+    # After the callbacks whose epoch-end state it records (early stopping's
+    # patience, the best val_loss) and whose files it must not run ahead of
+    # (history.csv): weights, optimizer, random-generator states, those
+    # callbacks' state and the position. The data stream was positioned at the
+    # same place above.
+    backup = SharedBackupAndRestore(
+        run.backup,
+        is_chief=distribution.is_chief,
+        expected_position=(initial_epoch, resumed_steps),
+        callbacks={"early_stopping": early_stopping, "model_checkpoint": checkpoint},
+    )
+    if distribution.num_workers == 1:  # a signal saves the run where it is, mid-epoch
+        interrupt.on_interrupt = backup.save_position
     callbacks = [
+        # First: a run resumed mid-epoch ends that epoch after its remaining steps.
+        *(
+            [FinishResumedEpoch(steps_per_epoch - resumed_steps, lambda: budget.exhausted)]
+            if resumed_steps
+            else []
+        ),
         checkpoint,
         early_stopping,
         keras.callbacks.TensorBoard(str(writes.logs)),
         keras.callbacks.CSVLogger(str(writes.history), append=True),
         budget,
         *(extra_callbacks or []),
-        # After the callbacks whose epoch-end state it records (early stopping's
-        # patience, the best val_loss) and whose files it must not run ahead of
-        # (history.csv): weights, optimizer, random-generator states, those
-        # callbacks' state and the epoch. The data stream was positioned at the
-        # same epoch above.
-        SharedBackupAndRestore(
-            run.backup,
-            is_chief=distribution.is_chief,
-            expected_epoch=initial_epoch,
-            callbacks={"early_stopping": early_stopping, "model_checkpoint": checkpoint},
-        ),
+        backup,
         interrupt,  # last: the epoch's backup and logs are written before it stops fit
     ]
     started = time.monotonic()
