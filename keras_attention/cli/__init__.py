@@ -28,6 +28,22 @@ def _needs_tensorflow(args: argparse.Namespace) -> bool:
     return not (args.command == "translate" and args.server)
 
 
+class _ProgressOnStdout(logging.Handler):
+    """Prints a progress record's message on the current `sys.stdout`."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(record.getMessage(), file=sys.stdout, flush=True)
+
+
+def _print_progress() -> None:
+    """Prints the preparation's progress lines (`keras_attention.progress`) on stdout."""
+    logger = logging.getLogger("keras_attention.progress")
+    if not any(isinstance(h, _ProgressOnStdout) for h in logger.handlers):
+        logger.addHandler(_ProgressOnStdout())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -40,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     tensorflow_logging.configure(verbose)
+    if args.command == "train" and not verbose:
+        _print_progress()
     try:
         if _needs_tensorflow(args):
             tensorflow_logging.import_tensorflow(verbose)
