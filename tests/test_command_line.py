@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from helpers.subprocesses import modules_loaded_by
+from helpers.training_runs import train_argv
 
 from keras_attention.cli import build_parser, main
 
@@ -158,22 +159,6 @@ def test_bad_sampling_values_give_a_clear_error(trained_digits_run, capsys):
 def test_bad_input_gives_a_clear_error(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
-
-
-def train_argv(config) -> list[str]:
-    """`keras-attention train` flags that give exactly `config`."""
-    import dataclasses
-
-    argv = ["train"]
-    for field in dataclasses.fields(config):
-        flag, value = "--" + field.name.replace("_", "-"), getattr(config, field.name)
-        if isinstance(value, bool):
-            argv.append(flag if value else "--no-" + flag[2:])
-        elif value is not None:
-            argv += [flag, str(value)]
-        elif field.type != "bool | None":  # an optional boolean's default is its absence
-            argv += [flag, "none"]
-    return argv
 
 
 def test_train_twice_has_nothing_to_do_and_other_options_are_refused(

@@ -12,6 +12,7 @@ subcommands, so `keras-attention --help` is instant.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 
@@ -35,13 +36,22 @@ class _ProgressOnStdout(logging.Handler):
         print(record.getMessage(), file=sys.stdout, flush=True)
 
 
-def _print_progress() -> None:
-    """Prints the preparation's progress lines (`keras_attention.progress`) on stdout."""
+@contextlib.contextmanager
+def _progress_on_stdout(enabled: bool):
+    """Prints the preparation's progress lines (`keras_attention.progress`) while in effect."""
+    if not enabled:
+        yield
+        return
     logger = logging.getLogger("keras_attention.progress")
-    if not any(isinstance(h, _ProgressOnStdout) for h in logger.handlers):
-        logger.addHandler(_ProgressOnStdout())
+    handler, saved = _ProgressOnStdout(), (logger.level, logger.propagate)
+    logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.level, logger.propagate = saved
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,12 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     tensorflow_logging.configure(verbose)
-    if args.command == "train" and not verbose:
-        _print_progress()
     try:
         if _needs_tensorflow(args):
             tensorflow_logging.import_tensorflow(verbose)
-        return args.handler(args)
+        with _progress_on_stdout(args.command == "train" and not verbose):
+            return args.handler(args)
     except (ValueError, FileNotFoundError, distribution.DistributedTrainingError) as error:
         print(f"keras-attention {args.command}: error: {error}", file=sys.stderr)
         return 2

@@ -166,6 +166,7 @@ def sample_corpora(
         lines = scan.lines // stride
         sample_stride = stride * max(1, math.ceil(lines / share))
         sample.sample_strides.append(sample_stride)
+        expected = min(share, math.ceil(scan.lines / sample_stride))
         taken, skipped, trained_before = 0, 0, len(sample.train)
         for sources, targets, splits, malformed in corpus_pairs(
             scan, held_out, reverse, sample_stride
@@ -183,7 +184,7 @@ def sample_corpora(
                     "Sampling %s: %d of %d pairs (%.0f s)",
                     scan.corpus.name,
                     taken,
-                    share,
+                    expected,
                     every.elapsed,
                 )
         _check_well_formed(scan, taken, skipped)
