@@ -1,0 +1,137 @@
+"""Measured figures come from benchmarks/results/*.json: the README's are current, every
+docs page's figure calls resolve, and a stale or unreadable figure fails."""
+
+import json
+import re
+
+import pytest
+from helpers.docs_site import REPOSITORY, load_docs_module
+
+figures = load_docs_module("docs/hooks/figures.py")
+generator = load_docs_module("docs/gen_readme_figures.py")
+README = REPOSITORY / "README.md"
+PAGES = sorted((REPOSITORY / "docs").rglob("*.md"))
+
+
+def results(name):
+    return json.loads((REPOSITORY / "benchmarks" / "results" / f"{name}.json").read_text())
+
+
+def test_committed_readme_figures_are_what_the_generator_writes():
+    committed = README.read_text(encoding="utf-8")
+    assert figures.MARKER.search(committed), "README.md has no rendered figures"
+    assert generator.render(committed) == committed, (
+        f"README.md's figures differ from benchmarks/results: run `{generator.COMMAND}`"
+    )
+
+
+def test_readme_figures_equal_the_results_files_read_directly():
+    # An independent reading of a few figures: plain indexing into the JSON.
+    default = results("default_run")["runs"]["native_bf16"]
+    export_row = next(row for row in results("export_table")["rows"] if row["default_export"])
+    expected = {
+        '"runs.native_bf16.evaluation.beam.bleu", ".2f"': f"{default['evaluation']['beam']['bleu']:.2f}",
+        '"runs.native_bf16.evaluation.greedy.bleu", ".2f"': f"{default['evaluation']['greedy']['bleu']:.2f}",
+        '"runs.native_bf16.training.seconds", ",.0f"': f"{default['training']['seconds']:,.0f}",
+        '"runs.native_bf16.evaluation.sentences", ",d"': f"{default['evaluation']['sentences']:,d}",
+        f'"rows[name={export_row["name"]}].variables_bytes", ".1f", scale=1e-06': f"{export_row['variables_bytes'] / 1e6:.1f}",
+    }
+    text = README.read_text(encoding="utf-8")
+    for arguments, value in expected.items():
+        found = re.findall(re.escape(arguments) + r"\) -->(.*?)<!-- /figure -->", text)
+        assert found, f"README.md renders no figure({arguments})"
+        assert set(found) == {value}, f"figure({arguments}): {found} != {value}"
+
+
+def test_a_stale_readme_figure_is_found_and_rewritten():
+    committed = README.read_text(encoding="utf-8")
+    marker = next(figures.MARKER.finditer(committed))
+    stale = committed.replace(
+        marker[0], marker[0].replace(f"-->{marker[2]}<!--", "-->999.99<!--"), 1
+    )
+    assert stale != committed
+    assert generator.render(stale) == committed
+    assert generator.main(["--check"]) == 0
+
+
+def test_check_mode_fails_on_a_stale_readme(monkeypatch, tmp_path):
+    committed = README.read_text(encoding="utf-8")
+    marker = next(figures.MARKER.finditer(committed))
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        committed.replace(marker[0], marker[0].replace(f"-->{marker[2]}<!--", "-->0<!--"), 1)
+    )
+    monkeypatch.setattr(generator, "README", readme)
+    assert generator.main(["--check"]) == 1
+    assert generator.main([]) == 0
+    assert readme.read_text() == committed
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(REPOSITORY)))
+def test_every_figure_call_on_a_page_resolves(page):
+    text = page.read_text(encoding="utf-8")
+    rendered = figures.render_page(text)
+    assert "{{ figure(" not in rendered and "{{ provenance(" not in rendered
+
+
+def test_a_page_renders_figures_and_their_provenance(tmp_path):
+    (tmp_path / "bench.json").write_text(
+        json.dumps(
+            {
+                "rows": [{"name": "a b", "ms": 1.25}, {"name": "c", "ms": 3}],
+                "machine": {
+                    "date": "2000-01-01T00:00:00+00:00",
+                    "commit": "abcdef0",
+                    "command": "python bench.py",
+                    "cpu": "CPU X",
+                    "cores": 2,
+                    "cpu_flags": ["AVX2", "AVX512_BF16"],
+                },
+            }
+        )
+    )
+    page = '{{ figure("bench", "rows[name=a b].ms", ".1f") }} ms\n\n{{ provenance() }}'
+    rendered = figures.render_page(page, results=tmp_path)
+    assert rendered.startswith("1.2 ms\n\n| figures |")
+    assert (
+        "| `bench.json` | `python bench.py` | `abcdef0` | 2000-01-01 | CPU X, 2 cores" in rendered
+    )
+    assert "native bfloat16" in rendered and "no native" not in rendered
+    assert figures.figure("bench", "rows.1.ms", results=tmp_path) == "3"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        'figure("bench", "rows[name=z].ms")',
+        'figure("bench", "rows.nothing")',
+        'figure("nofile", "x")',
+        'figure("bench", "rows.0.name", ".2f")',
+        "provenance()",
+    ],
+)
+def test_a_figure_that_cannot_be_read_raises(tmp_path, call):
+    (tmp_path / "bench.json").write_text(json.dumps({"rows": [{"name": "a", "ms": 1}]}))
+    with pytest.raises(figures.FigureError):
+        figures.evaluate(call, results=tmp_path)
+
+
+def test_provenance_needs_a_machine_record(tmp_path):
+    (tmp_path / "bench.json").write_text(json.dumps({"ms": 1}))
+    with pytest.raises(figures.FigureError, match="no `machine` provenance"):
+        figures.render_page('{{ figure("bench", "ms") }} {{ provenance() }}', results=tmp_path)
+
+
+def test_every_cited_results_record_has_its_provenance():
+    texts = [README.read_text(encoding="utf-8")] + [p.read_text(encoding="utf-8") for p in PAGES]
+    calls = [m[1] for text in texts for m in figures.MARKER.finditer(text)]
+    calls += [m[1] for text in texts for m in figures.CALL.finditer(text)]
+    records = figures.figure_records(calls)
+    assert records
+    for file, prefix in set(records):
+        node = results(file)
+        for part in figures.split_key(prefix):
+            node = figures._step(node, part, prefix)
+        machine = node["machine"]
+        for field in ("command", "commit", "date", "cpu"):
+            assert machine.get(field), f"{file}.json {prefix}: machine.{field} missing"
