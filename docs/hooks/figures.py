@@ -165,11 +165,9 @@ def _cpu(machine: dict) -> str:
 
 
 def provenance_table(records: Iterable[tuple[str, str]], results: Path = RESULTS) -> str:
-    """A Markdown table: one row per (file, record key path) with its provenance."""
-    rows = [
-        "| figures | command | code | date | CPU | precision |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
+    """A Markdown table of the provenance of `records` ((file, record key path) pairs):
+    one row per command, code version, date, CPU and precision, naming its records."""
+    rows: dict[tuple[str, ...], list[str]] = {}
     for file, prefix in dict.fromkeys(records):
         node, machine = lookup(file, prefix, results) if prefix else (load(file, results), None)
         if not prefix and isinstance(node, dict):
@@ -179,13 +177,30 @@ def provenance_table(records: Iterable[tuple[str, str]], results: Path = RESULTS
         precision = machine.get("precision")
         if precision is None and isinstance(node, dict):
             precision = node.get("precision") or (node.get("train_config") or {}).get("precision")
-        name = f"`{file}.json`" + (f" `{prefix}`" if prefix else "")
         command = machine.get("command", "?").replace("|", "\\|")
-        rows.append(
-            f"| {name} | `{command}` | `{machine.get('commit', '?')}` | "
-            f"{str(machine.get('date', '?'))[:10]} | {_cpu(machine)} | {precision or 'not recorded'} |"
+        provenance = (
+            f"`{command}`",
+            f"`{machine.get('commit', '?')}`",
+            str(machine.get("date", "?"))[:10],
+            _cpu(machine),
+            precision or "not recorded",
         )
-    return "\n".join(rows)
+        rows.setdefault(provenance, []).append((file, prefix))
+    lines = [
+        "| figures | command | code | date | CPU | precision |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for provenance, named in rows.items():
+        by_file: dict[str, list[str]] = {}
+        for file, prefix in named:
+            by_file.setdefault(file, []).append(prefix)
+        names = "; ".join(
+            f"`{file}.json`"
+            + (": " + ", ".join(f"`{p}`" for p in prefixes if p) if any(prefixes) else "")
+            for file, prefixes in by_file.items()
+        )
+        lines.append(f"| {names} | " + " | ".join(provenance) + " |")
+    return "\n".join(lines)
 
 
 def _arguments(call: str) -> tuple[str, list, dict]:

@@ -16,7 +16,7 @@ figures = load_docs_module("docs/hooks/figures.py")
 COMMIT = re.compile(r"(?<![\w/.#-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w/-])")
 DATE = re.compile(r"\b(?:19|20)\d\d-[01]\d-[0-3]\d\b")
 MACHINE_STATE = re.compile(
-    r"nothing else (?:was )?running|load average|other work|background (?:job|training)"
+    r"nothing else (?:was )?running|load average|other work\b|background (?:job|training)"
     r"|while (?:another|other) (?:job|run|agent)s? |machine was (?:busy|idle|loaded)"
     r"|\(paused\)|other agents?\b|another agent",
     re.IGNORECASE,
