@@ -7,11 +7,12 @@ writes the value read from the results file that a benchmark or evaluation wrote
     {{ figure("export_table", "rows[name=float32 / float32].variables_bytes", ".1f", scale=1e-6) }}
     {{ provenance() }}   ->  the page's "How these figures were made" table
 
-`figure(file, key, fmt="", scale=1)`:
+`figure(file, key, fmt="", scale=1, over=None)`:
 
 - `file`: a results file, `benchmarks/results/<file>.json`;
 - `key`: a path into it: names separated by dots, an integer for a list item, and
   `[field=value]` for the item of a list whose `field` is `value`;
+- `over`: another key path in the same file: the figure is the ratio of the two;
 - `fmt`: a Python format spec (`".2f"`, `",.0f"`, `".0%"`); `scale` multiplies first.
 
 `provenance()` renders one table row per results record the page's figures came
@@ -132,9 +133,22 @@ def format_value(value: object, fmt: str = "", scale: float = 1) -> str:
         raise FigureError(f"cannot format {value!r} with {fmt!r}: {error}") from None
 
 
-def figure(file: str, key: str, fmt: str = "", scale: float = 1, results: Path = RESULTS) -> str:
-    """The figure at `key` in `results/<file>.json`, formatted."""
+def figure(
+    file: str,
+    key: str,
+    fmt: str = "",
+    scale: float = 1,
+    over: str | None = None,
+    results: Path = RESULTS,
+) -> str:
+    """The figure at `key` in `results/<file>.json` (divided by the one at `over`), formatted."""
     value, _ = lookup(file, key, results)
+    if over is not None:
+        divisor, _ = lookup(file, over, results)
+        try:
+            value = value / divisor
+        except (TypeError, ZeroDivisionError) as error:
+            raise FigureError(f"{file}.json: {key} / {over}: {error}") from None
     return format_value(value, fmt, scale)
 
 
