@@ -6,6 +6,7 @@ writes the value read from the results file that a benchmark or evaluation wrote
     {{ figure("default_run", "runs.native_bf16.bleu.beam", ".2f") }}      ->  47.41
     {{ figure("export_table", "rows[name=float32 / float32].variables_bytes", ".1f", scale=1e-6) }}
     {{ provenance() }}   ->  the page's "How these figures were made" table
+    \\{{ figure(...) }}    ->  {{ figure(...) }}, as written (to show the syntax)
 
 `figure(file, key, fmt="", scale=1, over=None)`:
 
@@ -39,8 +40,9 @@ from pathlib import Path
 REPOSITORY = Path(__file__).resolve().parents[2]
 RESULTS = REPOSITORY / "benchmarks" / "results"
 
-CALL = re.compile(r"\{\{\s*((?:figure|provenance)\s*\(.*?\))\s*\}\}", re.DOTALL)
-"""`{{ figure(...) }}` or `{{ provenance(...) }}` in a page."""
+CALL = re.compile(r"(?<!\\)\{\{\s*((?:figure|provenance)\s*\(.*?\))\s*\}\}", re.DOTALL)
+"""`{{ figure(...) }}` or `{{ provenance(...) }}` in a page (`\\{{ ... }}` shows the call as
+written: the backslash is dropped)."""
 
 MARKER = re.compile(
     r"<!--\s*((?:figure|provenance)\s*\(.*?\))\s*-->(.*?)<!--\s*/(?:figure|provenance)\s*-->",
@@ -256,7 +258,8 @@ def evaluate(call: str, page_calls: Iterable[str] = (), results: Path = RESULTS)
 def render_page(markdown: str, results: Path = RESULTS) -> str:
     """`markdown` with every `{{ figure(...) }}` and `{{ provenance(...) }}` replaced."""
     calls = [match[1] for match in CALL.finditer(markdown)]
-    return CALL.sub(lambda match: evaluate(match[1], calls, results), markdown)
+    rendered = CALL.sub(lambda match: evaluate(match[1], calls, results), markdown)
+    return rendered.replace("\\{{", "{{")
 
 
 def render_markers(text: str, results: Path = RESULTS) -> str:
