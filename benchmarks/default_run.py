@@ -16,6 +16,7 @@ README's and the docs' default-run figures are rendered from this file
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from pathlib import Path
@@ -37,6 +38,16 @@ CONFIG_FIELDS = (
 NATIVE_BF16_FLAGS = {"AVX512_BF16", "AMX_BF16"}
 
 
+def validation_losses(history: Path) -> list[float]:
+    """The `val_loss` column of the run's `history.csv` (one row per epoch), rounded."""
+    if not history.is_file():
+        return []
+    with history.open(encoding="utf-8", newline="") as file:
+        return [
+            round(float(row["val_loss"]), 4) for row in csv.DictReader(file) if row.get("val_loss")
+        ]
+
+
 def record(run_dir: Path, machine: dict) -> dict:
     """The `runs.<kind>` record of a trained and evaluated run directory."""
     config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
@@ -56,6 +67,7 @@ def record(run_dir: Path, machine: dict) -> dict:
         "parameters": training["parameters"],
         "best_val_loss": training.get("best_val_loss"),
         "stopped_by": training.get("stopped_by"),
+        "val_loss_by_epoch": validation_losses(run_dir / "history.csv"),
     }
     return {
         "config": {name: config.get(name) for name in CONFIG_FIELDS},
@@ -83,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--command", default=RUN_COMMAND, help="the command that made the run")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    machine = harness.machine_info()
+    machine = harness.print_machine_header()
     machine["command"] = args.command
     kind = args.kind or (
         "native_bf16" if NATIVE_BF16_FLAGS & set(machine["cpu_flags"]) else "no_native_bf16"

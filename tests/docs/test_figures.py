@@ -142,3 +142,50 @@ def test_every_cited_results_record_has_its_provenance():
         machine = node["machine"]
         for field in ("command", "commit", "date", "cpu"):
             assert machine.get(field), f"{file}.json {prefix}: machine.{field} missing"
+
+
+def test_default_run_records_what_the_docs_read(tmp_path, monkeypatch):
+    """benchmarks/default_run.py writes every field the README and docs read from
+    default_run.json, from a run directory's config.json, metrics.json and history.csv."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "harness", load_docs_module("benchmarks/harness.py"))
+    default_run = load_docs_module("benchmarks/default_run.py")
+    run = tmp_path / "run"
+    run.mkdir()
+    config = {"precision": "float32", "tokenizer": "words", "source_vocabulary_size": 100,
+              "target_vocabulary_size": 200, "epochs": 8, "steps_per_epoch": 10,
+              "batch_size": 4, "time_budget_minutes": 20.0}  # fmt: skip
+    buckets = [{"bucket": b, "count": 1, "bleu": 1.0} for b in ("1-5", "6-10", "11-15", "16+")]
+    scores = {"bleu": 10.0, "chrf": 20.0, "bleu_by_length": buckets}
+    metrics = {
+        "training": {"seconds": 120.0, "epochs_run": 8, "parameters": 1000, "best_val_loss": 1.5},
+        "evaluation": {"sentences": 7, "greedy": scores, "beam": scores, "model_sha256": "x"},
+    }
+    (run / "config.json").write_text(json.dumps(config))
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    losses = [2.0, 1.9, 1.8, 1.7, 1.6, 1.55, 1.52, 1.5]
+    history = "".join(f"{epoch},3,{loss}\n" for epoch, loss in enumerate(losses))
+    (run / "history.csv").write_text("epoch,loss,val_loss\n" + history)
+    out = tmp_path / "default_run.json"
+    assert (
+        default_run.main(["--run-dir", str(run), "--kind", "native_bf16", "--out", str(out)]) == 0
+    )
+    written = json.loads(out.read_text())["runs"]["native_bf16"]
+    assert written["training"]["steps"] == 80 and written["training"]["seconds_per_step"] == 1.5
+    assert written["training"]["val_loss_by_epoch"] == losses
+    assert written["machine"]["precision"] == "float32" and written["machine"]["commit"]
+    # Every runs.<kind>.* figure the README and the pages cite resolves in a written record.
+    texts = [README.read_text(encoding="utf-8")] + [p.read_text(encoding="utf-8") for p in PAGES]
+    calls = [m[1] for t in texts for m in figures.MARKER.finditer(t)]
+    calls += [m[1] for t in texts for m in figures.CALL.finditer(t)]
+    keys = set()
+    for call in calls:
+        name, args, _ = figures._arguments(call)
+        if name == "figure" and args[0] == "default_run":
+            keys.add(args[1].split(".", 2)[2])
+    assert keys
+    for key in keys:
+        node = written
+        for part in figures.split_key(key):
+            node = figures._step(node, part, key)
