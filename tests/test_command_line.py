@@ -283,7 +283,7 @@ OPTIONS_ANYWHERE = [
     (
         ["export", "--export-dir", "B", "--model-version", "2", "RUN"],
         ["export", "RUN", "--export-dir", "B", "--model-version", "2"],
-        ("run_dir", "export_dir", "version"),
+        ("run_dir", "export_dir", "model_version"),
     ),
     (
         ["check-export", "--native", "P"],
