@@ -8,12 +8,13 @@ writes the value read from the results file that a benchmark or evaluation wrote
     {{ provenance() }}   ->  the page's "How these figures were made" table
     \\{{ figure(...) }}    ->  {{ figure(...) }}, as written (to show the syntax)
 
-`figure(file, key, fmt="", scale=1, over=None)`:
+`figure(file, key, fmt="", scale=1, over=None, missing=None)`:
 
 - `file`: a results file, `benchmarks/results/<file>.json`;
 - `key`: a path into it: names separated by dots, an integer for a list item, and
   `[field=value]` for the item of a list whose `field` is `value`;
 - `over`: another key path in the same file: the figure is the ratio of the two;
+- `missing`: the text for a key the file does not hold (e.g. `"-"` for a cell not measured);
 - `fmt`: a Python format spec (`".2f"`, `",.0f"`, `".0%"`); `scale` multiplies first.
 
 `provenance()` renders one table row per results record the page's figures came
@@ -141,10 +142,17 @@ def figure(
     fmt: str = "",
     scale: float = 1,
     over: str | None = None,
+    missing: str | None = None,
     results: Path = RESULTS,
 ) -> str:
-    """The figure at `key` in `results/<file>.json` (divided by the one at `over`), formatted."""
-    value, _ = lookup(file, key, results)
+    """The figure at `key` in `results/<file>.json` (divided by the one at `over`), formatted;
+    `missing` (if given) stands for a key the file does not hold (a cell not measured)."""
+    try:
+        value, _ = lookup(file, key, results)
+    except FigureError:
+        if missing is None or not (results / f"{file}.json").is_file():
+            raise
+        return missing
     if over is not None:
         divisor, _ = lookup(file, over, results)
         try:
@@ -160,7 +168,10 @@ def _record_prefix(file: str, key: str, results: Path) -> str:
     parts = split_key(key)
     prefix_length = 0
     for index, part in enumerate(parts):
-        node = _step(node, part, f"{file}.json {key}")
+        try:
+            node = _step(node, part, f"{file}.json {key}")
+        except FigureError:  # a cell not measured (`missing=`): its record is above it
+            break
         if isinstance(node, dict) and isinstance(node.get("machine"), dict):
             prefix_length = index + 1
     # Rebuild the prefix text from the original key's parts.
