@@ -75,11 +75,13 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "the export is written to BASE/<version>/",
     )
     parser.add_argument(
-        "--version",
+        "--model-version",
+        dest="model_version",
         type=_positive_int,
         default=None,
-        help="version number (default: the highest existing version + 1, or 1); "
-        "an existing version is never overwritten",
+        metavar="N",
+        help="version number; an existing version is never overwritten "
+        "(default: the highest existing version + 1, or 1)",
     )
     signatures = COMMAND_SETTINGS.signatures
     parser.add_argument(
@@ -198,7 +200,7 @@ def run_export(args: argparse.Namespace) -> int:
 
     try:
         exported = export_translator(
-            args.run_dir, args.export_dir, args.version, export_settings(args)
+            args.run_dir, args.export_dir, args.model_version, export_settings(args)
         )
     except (FileExistsError, FileNotFoundError, ValueError) as error:
         print(f"keras-attention export: error: {error}", file=sys.stderr)

@@ -238,8 +238,8 @@ def test_beam_width_help_says_it_is_the_exports_input(capsys):
         with pytest.raises(SystemExit):
             command()
         help_text = " ".join(capsys.readouterr().out.split())
-        assert "--beam-width N calls the search signature with beam_width N" in help_text
-        assert "alone calls beam_search" in help_text and "max_beam_width" in help_text
+        assert "--beam is the same flag" in help_text and "max_beam_width" in help_text
+        assert "beam_width" in help_text and "alone calls beam_search" not in help_text
 
 
 OPTIONS_ANYWHERE = [
@@ -266,9 +266,9 @@ OPTIONS_ANYWHERE = [
         ("run_dirs", "out", "sentence"),
     ),
     (
-        ["export", "--export-dir", "B", "--version", "2", "RUN"],
-        ["export", "RUN", "--export-dir", "B", "--version", "2"],
-        ("run_dir", "export_dir", "version"),
+        ["export", "--export-dir", "B", "--model-version", "2", "RUN"],
+        ["export", "RUN", "--export-dir", "B", "--model-version", "2"],
+        ("run_dir", "export_dir", "model_version"),
     ),
     (
         ["check-export", "--native", "P"],
