@@ -31,7 +31,7 @@ from keras_attention.export.translation_signatures import (
     TRANSLATION_OUTPUTS,
 )
 from keras_attention.export.warmup_replay import check_native, replay_warmup
-from keras_attention_client.wire.contract import DECODING_INPUTS
+from keras_attention_client.wire.contract import CONFIDENCE_OUTPUTS, DECODING_INPUTS
 
 logger = logging.getLogger(__name__)
 
@@ -233,7 +233,15 @@ class ExportChecker:
                     )
             if outputs is None:
                 continue
-            if sorted(signature["outputs"]) != sorted(outputs):
+            received = sorted(signature["outputs"])
+            if outputs is TRANSLATION_OUTPUTS and received == sorted(
+                set(outputs) - set(CONFIDENCE_OUTPUTS)
+            ):
+                report.warnings.append(
+                    f"Signature {name!r} lacks the outputs {list(CONFIDENCE_OUTPUTS)} "
+                    "(an export written before them): clients get no confidence"
+                )
+            elif received != sorted(outputs):
                 report.errors.append(
                     f"Signature {name!r} must return {sorted(outputs)}. "
                     f"Received: {sorted(signature['outputs'])}"

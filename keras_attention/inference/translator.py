@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import random
 
+import numpy as np
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch, RandomSampling
@@ -13,7 +14,16 @@ from keras_attention.text import BaseVectorizer
 from keras_attention_client.defaults import DEFAULT_BATCH_SIZE
 from keras_attention_client.wire.decoding_options import DecodingOptions
 
-OUTPUT_KEYS = ("translation", "score", "length", "tokens", "source_tokens", "attention")
+OUTPUT_KEYS = (
+    "translation",
+    "score",
+    "length",
+    "tokens",
+    "source_tokens",
+    "attention",
+    "token_scores",
+    "confidence",
+)
 
 
 class Translator:
@@ -206,12 +216,19 @@ class Translator:
             `score` float32 `(batch_size,)` (log-probability), `length` int32
             `(batch_size,)` (tokens before `[END]`), `tokens` string
             `(batch_size, T_out)`, `source_tokens` string `(batch_size, T_in)`
-            (padded with `""`), `attention` float32 `(batch_size, T_out, T_in)`.
+            (padded with `""`), `attention` float32 `(batch_size, T_out, T_in)`,
+            `token_scores` float32 `(batch_size, T_out)` (the log-probability
+            of each output token, at position `length` the end token's when
+            one was emitted, 0 after: a row sums to `score`) and `confidence`
+            float32 `(batch_size,)`, the geometric mean of the scored
+            tokens' probabilities, `exp(score / n)` with `n` the tokens
+            scored (`length`, plus one for the end token), in `[0, 1]`.
             Inputs with no token (empty or blank strings) translate to `""`
-            with score 0 and length 0. For a strategy that returns n-best
+            with score 0, length 0 and confidence 1. For a strategy that returns n-best
             lists (`BeamSearch` with `n_best`), every output but
             `source_tokens` has an n-best axis after the batch axis:
-            `translation`, `score`, `length` `(batch_size, n_best)`, `tokens`
+            `translation`, `score`, `length`, `confidence`
+            `(batch_size, n_best)`, `tokens` and `token_scores`
             `(batch_size, n_best, T_out)`, `attention`
             `(batch_size, n_best, T_out, T_in)`.
         """
@@ -242,12 +259,19 @@ class Translator:
         token_ids = tf.where(keep, result.tokens, self.target_vectorizer.pad_id)
         tokens = tf.where(keep, self.target_vectorizer.ids_to_tokens(token_ids), "")
         attention = tf.where(keep[:, :, tf.newaxis], result.attention, 0.0)
+        scores = tf.where(has_tokens, result.scores, 0.0)
+        if result.token_scores is None:
+            token_scores = tf.zeros(tf.shape(result.tokens), tf.float32)
+        else:
+            token_scores = tf.where(has_tokens[:, tf.newaxis], result.token_scores, 0.0)
         return {
             "translation": self.target_vectorizer.decode(token_ids),
-            "score": tf.where(has_tokens, result.scores, 0.0),
+            "score": scores,
             "length": lengths,
             "tokens": tokens,
             "attention": attention,
+            "token_scores": token_scores,
+            "confidence": sentence_confidence(scores, lengths, steps),
         }
 
     def _n_best_outputs(self, result, has_tokens, source_tokens) -> dict[str, tf.Tensor]:
@@ -259,13 +283,18 @@ class Translator:
             scores=tf.reshape(result.scores, [-1]),
             lengths=tf.reshape(result.lengths, [-1]),
             attention=tf.reshape(result.attention, [-1, steps, source_length]),
+            token_scores=None
+            if result.token_scores is None
+            else tf.reshape(result.token_scores, [-1, steps]),
         )
         outputs = self._outputs(flat, tf.repeat(has_tokens, n_best))
         shaped = {
             "translation": [batch_size, n_best],
             "score": [batch_size, n_best],
             "length": [batch_size, n_best],
+            "confidence": [batch_size, n_best],
             "tokens": [batch_size, n_best, steps],
+            "token_scores": [batch_size, n_best, steps],
             "attention": [batch_size, n_best, steps, source_length],
         }
         outputs = {key: tf.reshape(outputs[key], shape) for key, shape in shaped.items()}
@@ -294,8 +323,11 @@ class Translator:
         Inputs are sorted by length into batches (less padding) and the results
         returned in input order. Each result is a dict holding `translation`
         (str), `score` (float), `length` (int), `tokens` and `source_tokens`
-        (lists of str without padding), and `attention` (a NumPy array
-        `[length, n_source]`). With `n_best > 1` (beam search) each result is
+        (lists of str without padding), `attention` (a NumPy array
+        `[length, n_source]`), `token_probabilities` (list of float, the
+        probability of each of `tokens`) and `confidence` (float in `[0, 1]`,
+        the geometric mean of the token probabilities, the end token's
+        included). With `n_best > 1` (beam search) each result is
         a list of `n_best` such dicts, best first.
 
         `options` (a `DecodingOptions`, or its fields as keywords in
@@ -359,6 +391,25 @@ class Translator:
         return results
 
 
+def sentence_confidence(scores, lengths, steps):
+    """`exp(scores / n)`: the geometric mean of a translation's token probabilities.
+
+    `n` counts the scored tokens: the `lengths` tokens, plus the end token
+    when the search emitted one (a translation shorter than the `steps` run).
+    A translation that scored nothing (an empty input) has confidence 1.
+
+    Args:
+        scores: float32 `(batch,)`, sums of log-probabilities.
+        lengths: int32 `(batch,)`, tokens before the end token.
+        steps: int32 scalar, the decoding steps run.
+
+    Returns:
+        float32 `(batch,)` in `[0, 1]`.
+    """
+    scored = lengths + tf.cast(lengths < steps, lengths.dtype)
+    return tf.exp(scores / tf.cast(tf.maximum(scored, 1), tf.float32))
+
+
 def _lowest_where(banned, logits):
     """`logits` with the columns where `banned` at the dtype's lowest value (finite: no
     inf - inf in a beam)."""
@@ -400,4 +451,6 @@ def _result(outputs: dict, index: tuple[int, ...], source: list[str]) -> dict:
         "tokens": [t.decode("utf-8") for t in outputs["tokens"][index][:length]],
         "source_tokens": source,
         "attention": outputs["attention"][index][:length, : len(source)],
+        "token_probabilities": [float(p) for p in np.exp(outputs["token_scores"][index][:length])],
+        "confidence": float(outputs["confidence"][index]),
     }

@@ -47,8 +47,20 @@ TRANSLATION_OUTPUTS: dict[str, tuple[str, list[int]]] = {
     "tokens": ("DT_STRING", [-1, -1]),
     "source_tokens": ("DT_STRING", [-1, -1]),
     "attention": ("DT_FLOAT", [-1, -1, -1]),
+    "token_scores": ("DT_FLOAT", [-1, -1]),
+    "confidence": ("DT_FLOAT", [-1]),
 }
-"""Outputs of `serving_default` and `beam_search`: alias -> (DataType name, shape, -1 dynamic)."""
+"""Outputs of the translating signatures: alias -> (DataType name, shape, -1 dynamic).
+
+`token_scores` `[batch, T_out]`: the log-probability of each output token
+(at position `length` the end token's when one was emitted; padding 0), so
+that a row sums to `score`. `confidence` `[batch]`: `exp(score / n)` with
+`n` the tokens scored (`length`, plus one for the end token), the geometric
+mean of the token probabilities, in `[0, 1]`; 1 for an input with no token.
+"""
+
+CONFIDENCE_OUTPUTS = ("token_scores", "confidence")
+"""The outputs that exports written before them lack: a client reads them when present."""
 
 SCORE_OUTPUTS: dict[str, tuple[str, list[int]]] = {
     "score": ("DT_FLOAT", [-1]),
@@ -131,11 +143,13 @@ N_BEST_OUTPUTS: dict[str, tuple[str, list[int]]] = {
     "tokens": ("DT_STRING", [-1, -1, -1]),
     "source_tokens": ("DT_STRING", [-1, -1]),
     "attention": ("DT_FLOAT", [-1, -1, -1, -1]),
+    "token_scores": ("DT_FLOAT", [-1, -1, -1]),
+    "confidence": ("DT_FLOAT", [-1, -1]),
 }
 """Outputs of a request with `n_best > 1`: `[batch, n_best, ...]`, best first.
 
-`translation`, `score`, `length` `[batch, n_best]`; `tokens` `[batch, n_best,
-T_out]`; `attention` `[batch, n_best, T_out, T_in]`; `source_tokens` stays
+`translation`, `score`, `length`, `confidence` `[batch, n_best]`; `tokens`,
+`token_scores` `[batch, n_best, T_out]`; `attention` `[batch, n_best, T_out, T_in]`; `source_tokens` stays
 `[batch, T_in]`. The SignatureDef of a signature with `n_best` gives these
 outputs an unknown rank, since the rank depends on the request.
 """
