@@ -42,6 +42,8 @@ def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list:
             "tokens": list(t.tokens),
             "source_tokens": list(t.source_tokens),
             "attention": t.attention,
+            "token_probabilities": t.token_probabilities,
+            "confidence": t.confidence,
         }
 
     return [
@@ -53,6 +55,7 @@ def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list:
 def run_translate(args: argparse.Namespace) -> int:
     if not args.server and not args.run_dir:
         raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
+    from keras_attention_client.cli import confidence_line
     from keras_attention_client.decoding_flags import decoding_options
 
     options = decoding_options(args)  # checks the flags before any text is read
@@ -86,7 +89,16 @@ def run_translate(args: argparse.Namespace) -> int:
             print(json.dumps(record, ensure_ascii=False))
         else:
             for one in result if listed else [result]:
-                print(one["translation"])
+                if args.confidence:
+                    line = confidence_line(
+                        one["translation"],
+                        one["confidence"],
+                        one["tokens"],
+                        one["token_probabilities"],
+                    )
+                else:
+                    line = one["translation"]
+                print(line)
         if args.show_attention:
             show_attention(args, index, result[0] if listed else result)
     return 0

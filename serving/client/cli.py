@@ -104,8 +104,15 @@ def add_translate_arguments(
         dest="output_format",
         choices=["text", "json"],
         default="text",
-        help="text: one translation per line; json: one object per line with score, tokens "
-        "and attention (default: text)",
+        help="text: one translation per line; json: one object per line with score, tokens, "
+        "token probabilities, confidence and attention (default: text)",
+    )
+    parser.add_argument(
+        "--confidence",
+        action="store_true",
+        help="text format: print each translation as CONFIDENCE<TAB>TRANSLATION<TAB>TOKEN:"
+        "PROBABILITY ..., the confidence being the geometric mean of the token probabilities "
+        "(low values mark translations to check)",
     )
     add_sampling_arguments(parser)
     add_client_arguments(parser)
@@ -339,8 +346,33 @@ def run_remote_translate(
             print(json.dumps(record, ensure_ascii=False), file=stdout)
         else:
             for one in translation if listed else [translation]:
-                print(one.text, file=stdout)
+                if args.confidence:
+                    line = confidence_line(
+                        one.text, one.confidence, one.tokens, one.token_probabilities
+                    )
+                else:
+                    line = one.text
+                print(line, file=stdout)
     return 0
+
+
+def confidence_line(
+    text: str,
+    confidence: float | None,
+    tokens: Sequence[str],
+    probabilities: Sequence[float] | None,
+) -> str:
+    """`CONFIDENCE<TAB>TEXT<TAB>TOKEN:PROBABILITY ...`, what `translate --confidence` prints.
+
+    An export written before the confidence outputs gives `None`s: printed as `-`.
+
+    >>> confidence_line("Je suis.", 0.5, ["je", "suis", "."], [0.25, 0.75, 0.5])
+    '0.500\tJe suis.\tje:0.25 suis:0.75 .:0.50'
+    """
+    if confidence is None or probabilities is None:
+        return f"-\t{text}\t-"
+    pairs = " ".join(f"{token}:{p:.2f}" for token, p in zip(tokens, probabilities, strict=True))
+    return f"{confidence:.3f}\t{text}\t{pairs}"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,7 @@
 //   GET  /v1/models/NAME[/versions/N]/metadata       the signatures: inputs, outputs, defaults
 //   POST /v1/models/NAME[/versions/N]:predict        {"signature_name", "inputs": {"text", ...}}
 // and the outputs of the translation contract: translation, score, length, tokens,
-// source_tokens, attention.
+// source_tokens, attention, and (exports that have them) token_scores, confidence.
 "use strict";
 
 (function () {
@@ -21,6 +21,8 @@
   const PAGE_BEAM_WIDTH = 4;
   const SAMPLING_SIGNATURES = ["sampling", "sample", "random_sampling"];
   const ATTENTION_OUTPUTS = ["tokens", "source_tokens", "attention"];
+  // Confidences and token probabilities below this are marked for checking.
+  const LOW_CONFIDENCE = 0.5;
   // Signature input alias -> the id of its control. An input is sent when its control is
   // shown (the chosen signature has it): its value, or the export's default when empty.
   const DECODING_INPUTS = {
@@ -379,7 +381,8 @@
     return rank;
   }
 
-  // The hypotheses of sentence i: [{text, score, length, tokens, sourceTokens, attention}],
+  // The hypotheses of sentence i: [{text, score, length, tokens, sourceTokens, attention,
+  // probabilities, confidence}] (probabilities = exp(token_scores[:length])),
   // trimmed as the client's Translation is: tokens[:length], the source tokens up to the
   // last non-empty one, attention[:length, :len(source tokens)].
   function hypotheses(outputs, i) {
@@ -402,6 +405,8 @@
       const length = pick("length", h, 0);
       let tokens = pick("tokens", h, 1);
       let attention = pick("attention", h, 2);
+      const confidence = pick("confidence", h, 0);
+      let probabilities = pick("token_scores", h, 1);
       if (tokens) {
         tokens = tokens.map(text);
         if (typeof length === "number") tokens = tokens.slice(0, length);
@@ -416,8 +421,15 @@
       } else {
         attention = null;
       }
+      if (Array.isArray(probabilities) && tokens) {
+        probabilities = probabilities.slice(0, tokens.length).map((logProb) => Math.exp(logProb));
+      } else {
+        probabilities = null;
+      }
       list.push({
         text: text(nBest ? outputs.translation[i][h] : outputs.translation[i]),
+        confidence: typeof confidence === "number" ? confidence : null,
+        probabilities: probabilities,
         score: typeof score === "number" ? score : null,
         length: typeof length === "number" ? length : null,
         tokens: tokens || null,
@@ -486,6 +498,21 @@
     return table;
   }
 
+  // Each output token with the model's probability of it; the unlikely ones marked.
+  function tokenProbabilities(hypothesis) {
+    const p = element("p", "token-probabilities");
+    p.setAttribute("aria-label", "Output tokens with the model's probability of each");
+    hypothesis.tokens.forEach((token, t) => {
+      const probability = hypothesis.probabilities[t];
+      const span = element("span", "token-probability", token);
+      span.dataset.probability = String(probability);
+      span.title = `${token}: ${probability.toFixed(3)}`;
+      if (probability < LOW_CONFIDENCE) span.classList.add("low");
+      p.append(span, " ");
+    });
+    return p;
+  }
+
   function renderSentence(source, list, index) {
     const article = element("article", "sentence");
     article.dataset.index = String(index);
@@ -500,6 +527,7 @@
       }
       const hypothesis = list[rank];
       view.replaceChildren();
+      if (hypothesis.probabilities) view.append(tokenProbabilities(hypothesis));
       if (hypothesis.attention) {
         const wrap = element("div", "heatmap-wrap");
         wrap.append(heatmap(hypothesis, rank));
@@ -521,6 +549,13 @@
         const score = element("span", "score", `score ${hypothesis.score.toFixed(3)}`);
         score.dataset.score = String(hypothesis.score);
         button.append(score);
+      }
+      if (hypothesis.confidence !== null) {
+        const confidence = element("span", "confidence",
+          `confidence ${hypothesis.confidence.toFixed(2)}`);
+        confidence.dataset.confidence = String(hypothesis.confidence);
+        if (hypothesis.confidence < LOW_CONFIDENCE) confidence.classList.add("low");
+        button.append(confidence);
       }
       button.addEventListener("click", () => show(rank));
       li.append(button);
