@@ -21,6 +21,8 @@ from keras_attention_client.wire.contract import (
     SCORE_TRANSLATION,
     SEARCH,
     SEARCH_INPUTS,
+    STEERING_INPUTS,
+    STEERING_OUTPUTS,
     TEXT_INPUT,
     TRANSLATION_INPUT,
     TRANSLATION_OUTPUTS,
@@ -88,7 +90,10 @@ class TranslationSignatures:
     - `serving_default`: `Translator.translate` with greedy search.
     - `beam_search`: `Translator.translate` with beam search.
     - `search` (with `decoding_inputs`): `Translator.translate` with greedy
-      or beam search, chosen per request.
+      or beam search, chosen per request, and the optional `STEERING_INPUTS`
+      (`prefix`, `next_words`; defaults: none), returning
+      `STEERING_OUTPUTS` (`next_words`, `next_word_scores`) besides the
+      translation outputs.
     - `sample` (with `decoding_inputs`): `Translator.translate` with random
       sampling.
     - `score_translation` (inputs `text` and `translation`): the model's
@@ -162,7 +167,10 @@ class TranslationSignatures:
             BEAM_SEARCH: (self.translate_function(self.beam_strategy), [_TEXT_SPEC]),
         }
         if self.decoding_inputs:
-            endpoints[SEARCH] = (self.search_function(), [_TEXT_SPEC, *_input_specs(SEARCH_INPUTS)])
+            endpoints[SEARCH] = (
+                self.search_function(),
+                [_TEXT_SPEC, *_input_specs(SEARCH_INPUTS), *_steering_specs()],
+            )
             endpoints[SAMPLE] = (
                 self.sample_function(),
                 [_TEXT_SPEC, *_input_specs(SAMPLE_INPUTS)],
@@ -243,6 +251,8 @@ class TranslationSignatures:
         if self.jit_compile:
             greedy, beam = _CompiledStrategy(greedy), _CompiledStrategy(beam)
         defaults = self._default_constants(SEARCH)
+        with tf.init_scope():
+            no_prefix, no_next_words = tf.constant([], tf.string), tf.constant(0, tf.int32)
 
         def translate(
             text,
@@ -250,8 +260,20 @@ class TranslationSignatures:
             n_best=defaults[1],
             length_penalty=defaults[2],
             max_output_length=defaults[3],
+            prefix=no_prefix,
+            next_words=no_next_words,
         ):
+            text = tf.reshape(text, [-1])
+            prefix = tf.reshape(prefix, [-1])
             checks = [
+                _check(
+                    tf.logical_or(
+                        tf.equal(tf.size(prefix), 0), tf.equal(tf.size(prefix), tf.size(text))
+                    ),
+                    "`prefix` must hold one string per `text`, or none. Received sizes prefix, text:",
+                    [tf.size(prefix), tf.size(text)],
+                ),
+                _check(next_words >= 0, "`next_words` must be >= 0. Received:", [next_words]),
                 _check_range("beam_width", beam_width, 1, cap),
                 _check(
                     tf.logical_and(n_best >= 1, n_best <= beam_width),
@@ -267,14 +289,19 @@ class TranslationSignatures:
             ]
             with tf.control_dependencies(checks):
                 text = tf.reshape(tf.identity(text), [-1])
+            prefix = tf.cond(
+                tf.equal(tf.size(prefix), 0), lambda: tf.fill(tf.shape(text), ""), lambda: prefix
+            )
+            steering = {"prefixes": prefix, "next_words": next_words}
 
             def run_greedy():
-                return translator.translate(text, greedy, max_length=max_output_length)
+                return translator.translate(text, greedy, max_length=max_output_length, **steering)
 
             def run_beam():
                 outputs = translator.translate(
                     text,
                     beam,
+                    **steering,
                     beam_width=beam_width,
                     length_penalty=length_penalty,
                     n_best=n_best,
@@ -286,7 +313,9 @@ class TranslationSignatures:
                 tf.size(text) > 0,
                 lambda: tf.cond(beam_width > 1, run_beam, run_greedy),
                 lambda: tf.cond(
-                    n_best > 1, lambda: _empty(N_BEST_OUTPUTS), lambda: _empty(TRANSLATION_OUTPUTS)
+                    n_best > 1,
+                    lambda: _empty({**N_BEST_OUTPUTS, **STEERING_OUTPUTS}),
+                    lambda: _empty({**TRANSLATION_OUTPUTS, **STEERING_OUTPUTS}),
                 ),
             )
 
@@ -403,6 +432,14 @@ class TranslationSignatures:
         }
 
 
+def _steering_specs() -> list[tf.TensorSpec]:
+    """`TensorSpec`s of `STEERING_INPUTS` (`prefix` `[batch]`, `next_words` a scalar)."""
+    return [
+        tf.TensorSpec([None] * len(shape), _DTYPES[dtype], name=alias)
+        for alias, (dtype, shape) in STEERING_INPUTS.items()
+    ]
+
+
 def _input_specs(inputs: dict[str, str]) -> list[tf.TensorSpec]:
     """Scalar `TensorSpec`s named after the decoding inputs, in the contract's order."""
     return [tf.TensorSpec([], _DTYPES[dtype], name=alias) for alias, dtype in inputs.items()]
@@ -423,7 +460,10 @@ def _check_range(name: str, value: tf.Tensor, low: int, high: int) -> tf.Operati
 
 def _best_of(outputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """Outputs with an n-best axis of size 1 -> the outputs without it."""
-    return {key: value if key == "source_tokens" else value[:, 0] for key, value in outputs.items()}
+    return {
+        key: value if key in ("source_tokens", *STEERING_OUTPUTS) else value[:, 0]
+        for key, value in outputs.items()
+    }
 
 
 def _empty(outputs: dict[str, tuple[str, list[int]]]) -> dict[str, tf.Tensor]:

@@ -119,7 +119,8 @@ def post_instances(rest_url: str, model: str, signature: str, instances: list) -
 
 
 def assert_same_outputs(got: dict, want: dict, over_rest: bool) -> None:
-    assert sorted(got) == sorted(want)
+    """The outputs of the export before, byte for byte; the confidence outputs are new."""
+    assert set(want) <= set(got) and set(got) - set(want) <= {"token_scores", "confidence"}
     for alias, value in want.items():
         if over_rest and value.dtype != object:
             # JSON has no dtypes: the same values, as float32 / int32 again.
@@ -148,6 +149,10 @@ def test_todays_requests_get_the_bytes_of_the_export_before(request, batching, s
         rows = post_instances(server.rest_url, "after", signature, TEXTS[:4])["predictions"]
         assert [row["translation"].encode() for row in rows] == want["translation"].tolist()
         assert [row["length"] for row in rows] == want["length"].tolist()
+        # The new outputs: each row's token scores sum to its score.
+        for row, score in zip(rows, want["score"], strict=True):
+            assert sum(row["token_scores"]) == pytest.approx(float(score), abs=1e-4)
+            assert 0 < row["confidence"] <= 1
 
 
 def test_a_batching_server_refuses_the_scalar_inputs_and_says_so(batching_server):

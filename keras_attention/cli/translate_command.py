@@ -44,6 +44,7 @@ def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list:
             "attention": t.attention,
             "token_probabilities": t.token_probabilities,
             "confidence": t.confidence,
+            **({} if t.next_words is None else {"next_words": t.next_words}),
         }
 
     return [
@@ -55,7 +56,7 @@ def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list:
 def run_translate(args: argparse.Namespace) -> int:
     if not args.server and not args.run_dir:
         raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
-    from keras_attention_client.cli import confidence_line
+    from keras_attention_client.cli import confidence_line, next_words_text, steering_arguments
     from keras_attention_client.decoding_flags import decoding_options
 
     options = decoding_options(args)  # checks the flags before any text is read
@@ -76,6 +77,7 @@ def run_translate(args: argparse.Namespace) -> int:
         results = translator.translate_all(
             texts,
             options,
+            **steering_arguments(args, texts),
             batch_size=args.batch_size,
             progress=len(texts) > args.batch_size and sys.stderr.isatty(),
         )
@@ -98,6 +100,8 @@ def run_translate(args: argparse.Namespace) -> int:
                     )
                 else:
                     line = one["translation"]
+                if args.next_words:
+                    line += "\t" + next_words_text(one.get("next_words"))
                 print(line)
         if args.show_attention:
             show_attention(args, index, result[0] if listed else result)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import random
 
 import numpy as np
@@ -44,11 +45,14 @@ class Translator:
         max_output_length: int, the most tokens a translation may have.
         shortlist: a `VocabularyShortlist`, or `None` (the default) to score
             the whole target vocabulary. With one, each `translate` call
-            scores only the shortlist's candidates for the batch's source
+            computes only the shortlist's candidates for the batch's source
             ids: the output projection's columns of those ids are gathered
             once per call, the search runs over candidate positions, and the
             ids are mapped back before the embedding lookup and in the
-            outputs. Scores are then log-probabilities over the candidates.
+            outputs. Each sentence may emit only its own candidates
+            (`VocabularyShortlist.allowed`), so its translation does not
+            depend on its batch-mates. Scores are then log-probabilities over
+            the sentence's own candidates.
         gather_weights: `gather(variable, ids, axis) -> tensor`, how the
             model reads the slices of its weights that a call uses: the
             source and target embeddings' rows it looks up, and the
@@ -200,7 +204,59 @@ class Translator:
             return None
         return tf.reduce_any(tf.equal(ids[:, tf.newaxis], tf.constant(forbidden, tf.int32)), axis=1)
 
-    def translate(self, texts, strategy, **options) -> dict[str, tf.Tensor]:
+    def encode_prefixes(self, prefixes, batch_size) -> tuple[tf.Tensor, tf.Tensor]:
+        """Target ids `(batch_size, P)` (P >= 1, padded with 0) and lengths `(batch_size,)`
+        of the prefixes, tokenized as training targets (no start or end token)."""
+        prefixes = tf.reshape(tf.convert_to_tensor(prefixes, dtype=tf.string), [-1])
+        with tf.control_dependencies(
+            [
+                tf.debugging.assert_equal(
+                    tf.size(prefixes),
+                    batch_size,
+                    message="`prefix` must hold one string per `text` (or none)",
+                )
+            ]
+        ):
+            prefixes = tf.identity(prefixes)
+        prefix_ids = self.target_vectorizer.encode(prefixes, ragged=True)
+        lengths = tf.cast(prefix_ids.row_lengths(), tf.int32)
+        prefix_ids = tf.cast(
+            prefix_ids.to_tensor(default_value=self.target_vectorizer.pad_id), tf.int32
+        )
+        width = tf.maximum(tf.shape(prefix_ids)[1], 1)
+        prefix_ids = tf.pad(prefix_ids, [[0, 0], [0, width - tf.shape(prefix_ids)[1]]])
+        return prefix_ids, lengths
+
+    def next_words(self, source_ids, prefix_ids, prefix_lengths, k) -> dict[str, tf.Tensor]:
+        """The `k` most probable words after each prefix, by teacher forcing.
+
+        Returns:
+            `next_words` string `(batch_size, k)` and `next_word_scores`
+            float32 `(batch_size, k)`, their log-probabilities (over the whole
+            target vocabulary, the forbidden ids, padding and start excluded),
+            most probable first.
+        """
+        target = self.target_vectorizer
+        start = tf.fill([tf.shape(prefix_ids)[0], 1], tf.constant(target.start_id, tf.int32))
+        with WeightSlices(self.gather_weights):
+            logits, _ = self.model.call_with_attention(
+                (source_ids, tf.concat([start, prefix_ids], axis=1)), training=False
+            )
+        logits = tf.gather(tf.cast(logits, tf.float32), prefix_lengths, batch_dims=1)
+        ids = tf.range(target.vocabulary_size)
+        never = tf.logical_or(tf.equal(ids, target.pad_id), tf.equal(ids, target.start_id))
+        banned = self._forbidden(ids)
+        if banned is not None:
+            never = tf.logical_or(never, banned)
+        log_probs = tf.nn.log_softmax(tf.where(never, -math.inf, logits), axis=-1)
+        size = target.vocabulary_size
+        k = tf.minimum(k, size) if tf.is_tensor(k) else min(int(k), size)
+        scores, top = tf.math.top_k(log_probs, k=k)
+        return {"next_words": target.ids_to_tokens(top), "next_word_scores": scores}
+
+    def translate(
+        self, texts, strategy, *, prefixes=None, next_words=0, **options
+    ) -> dict[str, tf.Tensor]:
         """Translates a batch of strings.
 
         Args:
@@ -208,6 +264,14 @@ class Translator:
             strategy: a decoding strategy (`GreedySearch`, `BeamSearch`,
                 `RandomSampling`), or any callable
                 `strategy(next_fn, initial_state, start_ids) -> DecodeResult`.
+            prefixes: `None`, or a string tensor `(batch_size,)`: each
+                translation starts with its prefix's tokens (tokenized as
+                targets; `""` for none). The forced tokens are given, not
+                chosen: they score 0 (probability 1), so `score` and
+                `confidence` are those of the rest given the prefix.
+            next_words: int (a scalar tensor in an export), the number of
+                most probable words after each prefix to return; 0 (the
+                default) returns none.
             **options: the strategy's per-call options (e.g. `beam_width`,
                 `max_length`, as scalar tensors in an export).
 
@@ -230,7 +294,10 @@ class Translator:
             `translation`, `score`, `length`, `confidence`
             `(batch_size, n_best)`, `tokens` and `token_scores`
             `(batch_size, n_best, T_out)`, `attention`
-            `(batch_size, n_best, T_out, T_in)`.
+            `(batch_size, n_best, T_out, T_in)`. With `prefixes` or
+            `next_words`, the outputs also hold `next_words` string
+            `(batch_size, next_words)` and `next_word_scores` float32
+            `(batch_size, next_words)` (`Translator.next_words`).
         """
         texts = tf.reshape(tf.convert_to_tensor(texts, dtype=tf.string), [-1])
         source_ids, source_tokens = self.encode_source(texts)
@@ -241,15 +308,54 @@ class Translator:
         with WeightSlices(self.gather_weights):
             state = self.model.initial_decode_state(source_ids)
         # With a shortlist, the start, end and padding ids are candidates at their own positions.
-        candidates = None if self.shortlist is None else self.shortlist.candidates(source_ids)
-        result = strategy(self.step_function(state, candidates), state, start_ids, **options)
+        steered = prefixes is not None or not _is_zero(next_words)
+        if steered:
+            if prefixes is None:
+                prefixes = tf.fill([batch_size], "")
+            prefix_ids, prefix_lengths = self.encode_prefixes(prefixes, batch_size)
+        if self.shortlist is None:
+            candidates = None
+            next_fn, decode_state = self.step_function(state), state
+        else:
+            extra = prefix_ids if steered else None
+            candidates = self.shortlist.candidates(source_ids, extra_ids=extra)
+            allowed = self.shortlist.allowed(source_ids, candidates)
+            # Each row's own candidates travel in the state, so that beam
+            # search's tiling and the dropping of finished rows keep them.
+            next_fn = _own_candidates(self.step_function(state, candidates))
+            decode_state = (state, allowed)
+        if prefixes is not None:
+            forced = prefix_ids
+            if candidates is not None:  # candidate positions
+                forced = tf.searchsorted(
+                    tf.broadcast_to(candidates, [batch_size, tf.size(candidates)]), prefix_ids
+                )
+            next_fn = _forced_prefix(next_fn)
+            decode_state = (decode_state, forced, prefix_lengths)
+        result = strategy(next_fn, decode_state, start_ids, **options)
         if candidates is not None:
             result = result._replace(tokens=tf.gather(candidates, result.tokens))
         if result.tokens.shape.rank == 3:
-            return self._n_best_outputs(result, has_tokens, source_tokens)
-        outputs = self._outputs(result, has_tokens)
-        outputs["source_tokens"] = source_tokens
-        return {key: outputs[key] for key in OUTPUT_KEYS}
+            outputs = self._n_best_outputs(result, has_tokens, source_tokens)
+        else:
+            outputs = self._outputs(result, has_tokens)
+            outputs["source_tokens"] = source_tokens
+            outputs = {key: outputs[key] for key in OUTPUT_KEYS}
+        if steered:
+            if tf.is_tensor(next_words):  # an export's input: the pass runs only when asked
+                outputs.update(
+                    tf.cond(
+                        next_words > 0,
+                        lambda: self.next_words(source_ids, prefix_ids, prefix_lengths, next_words),
+                        lambda: {
+                            "next_words": tf.fill([batch_size, 0], ""),
+                            "next_word_scores": tf.zeros([batch_size, 0], tf.float32),
+                        },
+                    )
+                )
+            else:
+                outputs.update(self.next_words(source_ids, prefix_ids, prefix_lengths, next_words))
+        return outputs
 
     def _outputs(self, result, has_tokens) -> dict[str, tf.Tensor]:
         """Strings, scores, lengths and attention of a `DecodeResult` without an n-best axis."""
@@ -316,6 +422,8 @@ class Translator:
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
         progress: bool = False,
+        prefixes: list[str] | None = None,
+        next_words: int = 0,
         **decoding,
     ) -> list:
         """Translates a list of strings in batches; returns one result per input.
@@ -339,6 +447,11 @@ class Translator:
         `batch_size` and `seed` give the same translations; without one every
         call differs. The serving clients batch and seed the same way, so an
         export's `sample` signature gives the same translations.
+
+        `prefixes` (one string per text, `""` for none) starts each
+        translation with its prefix, and `next_words` (k > 0) adds to each
+        result `next_words`, a list of `(word, log_probability)`, the k most
+        probable words after the prefix (`translate`).
         """
         options = DecodingOptions.of(options, **decoding)
         if batch_size < 1:
@@ -347,6 +460,14 @@ class Translator:
 
         strategy = self.strategy(options)
         seed = options.seed
+        steered = prefixes is not None or next_words > 0
+        if prefixes is not None and len(prefixes) != len(texts):
+            raise ValueError(
+                f"`prefixes` must hold one string per text. Received: {len(prefixes)} for "
+                f"{len(texts)} texts"
+            )
+        if steered and options.sample:
+            raise ValueError("`prefixes` and `next_words` steer search, not sampling")
         if options.sample:
             if seed is None:
                 # Drawn here: a graph-level draw would repeat under a global TF seed.
@@ -364,6 +485,23 @@ class Translator:
 
             def translate(texts, batch_index):
                 return seeded(texts, tf.constant((seed + batch_index) % 2**31, tf.int32))
+        elif steered:
+            steered_fn = tf.function(
+                lambda texts, batch_prefixes: self.translate(
+                    texts, strategy, prefixes=batch_prefixes, next_words=next_words
+                ),
+                input_signature=[
+                    tf.TensorSpec([None], tf.string, name="text"),
+                    tf.TensorSpec([None], tf.string, name="prefix"),
+                ],
+                autograph=False,
+            )
+            all_prefixes = prefixes if prefixes is not None else [""] * len(texts)
+
+            def translate(texts, batch_index):
+                start = batch_index * batch_size
+                batch_prefixes = [all_prefixes[i] for i in order[start : start + batch_size]]
+                return steered_fn(texts, tf.constant(batch_prefixes, tf.string))
         else:
             compiled = self.compile(strategy)
 
@@ -386,6 +524,19 @@ class Translator:
                     ]
                 else:
                     results[index] = _result(outputs, (row,), source)
+                if "next_words" in outputs:
+                    words = [
+                        (word.decode("utf-8"), float(score))
+                        for word, score in zip(
+                            outputs["next_words"][row],
+                            outputs["next_word_scores"][row],
+                            strict=True,
+                        )
+                    ]
+                    for result in (
+                        results[index] if isinstance(results[index], list) else [results[index]]
+                    ):
+                        result["next_words"] = words
             if bar is not None:
                 bar.add(len(indices))
         return results
@@ -408,6 +559,40 @@ def sentence_confidence(scores, lengths, steps):
     """
     scored = lengths + tf.cast(lengths < steps, lengths.dtype)
     return tf.exp(scores / tf.cast(tf.maximum(scored, 1), tf.float32))
+
+
+def _is_zero(value) -> bool:
+    """Whether `value` is the Python int 0 (a tensor is never: it may be anything)."""
+    return not tf.is_tensor(value) and int(value) == 0
+
+
+def _forced_prefix(next_fn):
+    """`next_fn` over a state `(inner_state, forced, lengths)`: at step `t < lengths[row]`
+    the row's only possible token is `forced[row, t]` (logit 0, every other the lowest),
+    so it is emitted with log-probability 0, whatever the search."""
+
+    def forced_next_fn(step, token_ids, state):
+        inner, forced, lengths = state
+        logits, inner, attention = next_fn(step, token_ids, inner)
+        column = tf.gather(forced, tf.minimum(step, tf.shape(forced)[1] - 1), axis=1)
+        is_forced = tf.equal(tf.range(tf.shape(logits)[1])[tf.newaxis, :], column[:, tf.newaxis])
+        only_forced = _lowest_where(tf.logical_not(is_forced), tf.zeros_like(logits))
+        logits = tf.where((step < lengths)[:, tf.newaxis], only_forced, logits)
+        return logits, (inner, forced, lengths), attention
+
+    return forced_next_fn
+
+
+def _own_candidates(next_fn):
+    """`next_fn` over a state `(model_state, allowed)`: the logits of the candidates a
+    row may not emit (`allowed` false, bool `(rows, C)`) at the lowest value."""
+
+    def own_next_fn(step, token_ids, state):
+        model_state, allowed = state
+        logits, model_state, attention = next_fn(step, token_ids, model_state)
+        return _lowest_where(tf.logical_not(allowed), logits), (model_state, allowed), attention
+
+    return own_next_fn
 
 
 def _lowest_where(banned, logits):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -113,6 +114,20 @@ def add_translate_arguments(
         help="text format: print each translation as CONFIDENCE<TAB>TRANSLATION<TAB>TOKEN:"
         "PROBABILITY ..., the confidence being the geometric mean of the token probabilities "
         "(low values mark translations to check)",
+    )
+    parser.add_argument(
+        "--prefix",
+        default=None,
+        help="start every translation with this text (interactive translation: what the "
+        "translator already typed); with --server, calls the search signature",
+    )
+    parser.add_argument(
+        "--next-words",
+        dest="next_words",
+        type=int,
+        default=0,
+        help="also list the K most probable words after the prefix (after --prefix, or at "
+        "the start), printed after a tab in the text format (default: 0, none)",
     )
     add_sampling_arguments(parser)
     add_client_arguments(parser)
@@ -277,7 +292,7 @@ def remote_translations(args: argparse.Namespace, texts: Sequence[str]) -> list:
     options = remote_decoding_options(args)
     try:
         with client_from_args(args) as client:
-            return client.translate(list(texts), options)
+            return client.translate(list(texts), options, **steering_arguments(args, texts))
     except ServingError as error:
         hint = model_name_hint(error, args.model_name)
         if hint is None:
@@ -285,6 +300,28 @@ def remote_translations(args: argparse.Namespace, texts: Sequence[str]) -> list:
         raise ServingError(
             error.code, f"{error.message}. {hint}", http_status=error.http_status
         ) from error
+
+
+def steering_arguments(args: argparse.Namespace, texts: Sequence[str]) -> dict:
+    """`translate`'s `prefixes` and `next_words` from `--prefix` and `--next-words`
+    (none given: `{}`)."""
+    steering: dict = {}
+    if args.prefix is not None:
+        steering["prefixes"] = [args.prefix] * len(texts)
+    if args.next_words:
+        steering["next_words"] = args.next_words
+    return steering
+
+
+def next_words_text(next_words: Sequence[tuple[str, float]] | None) -> str:
+    """`WORD:PROBABILITY ...` of `Translation.next_words` (log-probabilities), as printed.
+
+    >>> next_words_text([("suis", -0.5), ("ne", -2.0)])
+    'suis:0.61 ne:0.14'
+    """
+    if not next_words:
+        return "-"
+    return " ".join(f"{word}:{math.exp(score):.2f}" for word, score in next_words)
 
 
 def model_name_hint(error, model_name: str | None) -> str | None:
@@ -352,6 +389,8 @@ def run_remote_translate(
                     )
                 else:
                     line = one.text
+                if args.next_words:
+                    line += "\t" + next_words_text(one.next_words)
                 print(line, file=stdout)
     return 0
 

@@ -45,6 +45,9 @@ class Translation:
         confidence: the geometric mean of the token probabilities (the end
             token's included), in `[0, 1]`, or `None`. Low values mark the
             translations to check.
+        next_words: with a request for them (`translate(next_words=k)`),
+            the `k` most probable words after the sentence's prefix and
+            their log-probabilities, most probable first; else `None`.
 
     Example:
 
@@ -68,6 +71,7 @@ class Translation:
     attention: np.ndarray
     token_probabilities: list[float] | None = None
     confidence: float | None = None
+    next_words: list[tuple[str, float]] | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Translation):
@@ -82,6 +86,7 @@ class Translation:
             and bool(np.array_equal(self.attention, other.attention))
             and self.token_probabilities == other.token_probabilities
             and self.confidence == other.confidence
+            and self.next_words == other.next_words
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,6 +100,11 @@ class Translation:
             "attention": self.attention.tolist(),
             "token_probabilities": self.token_probabilities,
             "confidence": self.confidence,
+            **(
+                {}
+                if self.next_words is None
+                else {"next_words": [list(w) for w in self.next_words]}
+            ),
         }
 
     @classmethod
@@ -161,6 +171,26 @@ class Translation:
             confidence = np.asarray(outputs["confidence"], dtype=np.float32).reshape(-1)
             sizes["token_scores"] = token_scores.shape[0]
             sizes["confidence"] = len(confidence)
+        next_words = None
+        if "next_words" in outputs and "next_word_scores" in outputs:
+            words = np.asarray(outputs["next_words"], dtype=object)
+            word_scores = np.asarray(outputs["next_word_scores"], dtype=np.float32)
+            if words.size == 0:
+                words = words.reshape(batch, 0)
+                word_scores = word_scores.reshape(batch, 0)
+            if words.ndim != 2 or words.shape != word_scores.shape:
+                raise ValueError(
+                    "Expected outputs 'next_words' and 'next_word_scores' of shape [batch, k]. "
+                    f"Received shapes: {words.shape}, {word_scores.shape}"
+                )
+            next_words = [
+                [(_decode(w), float(p)) for w, p in zip(row, row_scores, strict=True)]
+                for row, row_scores in zip(words, word_scores, strict=True)
+            ]
+            if words.shape[1] == 0:
+                next_words = None
+            else:
+                sizes["next_words"] = len(words)
         if len(set(sizes.values())) != 1:
             raise ValueError(f"The outputs disagree on the batch size. Received: {sizes}")
         results = []
@@ -184,6 +214,7 @@ class Translation:
                     if token_scores is None
                     else [float(p) for p in np.exp(token_scores[i, :length])],
                     confidence=None if confidence is None else float(confidence[i]),
+                    next_words=None if next_words is None else next_words[i],
                 )
             )
         return results
@@ -265,6 +296,11 @@ def _from_n_best(cls, outputs: Mapping[str, Any]) -> list[list[Translation]]:
                 "source_tokens": outputs["source_tokens"],
                 "attention": attention[:, rank],
                 **{name: array[:, rank] for name, array in confidence_outputs.items()},
+                **{
+                    name: outputs[name]
+                    for name in ("next_words", "next_word_scores")
+                    if name in outputs
+                },
             }
         )
         for rank in range(n_best)

@@ -225,6 +225,8 @@ def test_empty_batch_gives_empty_outputs(serving_session, loaded, signature):
         "tokens": (0, 0),
         "source_tokens": (0, 0),
         "attention": (0, 0, 0),
+        "token_scores": (0, 0),
+        "confidence": (0,),
     }
     assert {k: v.shape for k, v in outputs.items()} == expected_shapes
     assert {k: tuple(v.shape) for k, v in tf2.items()} == expected_shapes
@@ -246,6 +248,8 @@ def test_signature_defs_take_text_and_return_dense_outputs(serving_session):
         "tokens": (string, 2),
         "source_tokens": (string, 2),
         "attention": (float32, 3),
+        "token_scores": (float32, 2),
+        "confidence": (float32, 1),
     }
     signature_defs = serving_session.signature_defs
     assert set(signature_defs) == {

@@ -111,6 +111,28 @@ Serving's Predict feeds for an input a request leaves out:
   Default: the export's.
 """
 
+STEERING_INPUTS: dict[str, tuple[str, list[int]]] = {
+    "prefix": ("DT_STRING", [-1]),
+    "next_words": ("DT_INT32", []),
+}
+"""Optional inputs of `search` that steer each translation, with SignatureDef defaults:
+
+- `prefix`: `[batch]` strings, or `[]` (the default: no prefix). Each
+  translation starts with its prefix's tokens (`""`: none); the forced
+  tokens score 0 (they are given, not chosen). With a prefix, `search`
+  answers as without one for the sentences whose prefix is `""`.
+- `next_words`: `k >= 0`, the number of most probable words after each
+  prefix to return (`STEERING_OUTPUTS`); 0 (the default) returns `[batch, 0]`.
+"""
+
+STEERING_OUTPUTS: dict[str, tuple[str, list[int]]] = {
+    "next_words": ("DT_STRING", [-1, -1]),
+    "next_word_scores": ("DT_FLOAT", [-1, -1]),
+}
+"""Extra outputs of `search`: the `next_words` most probable words after each prefix
+(`[batch, k]`, most probable first; `[END]` when ending is among them) and their
+log-probabilities."""
+
 SAMPLE_INPUTS: dict[str, str] = {
     "temperature": "DT_FLOAT",
     "top_k": "DT_INT32",

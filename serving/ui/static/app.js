@@ -34,6 +34,8 @@
     top_p: "top-p",
     seed: "seed",
     max_output_length: "max-output-length",
+    prefix: "prefix",
+    next_words: "next-words",
   };
   const INTEGER_TYPES = new Set(["DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64", "DT_UINT8",
     "DT_UINT16", "DT_UINT32", "DT_UINT64"]);
@@ -276,7 +278,9 @@
     if (signature === SEARCH_SIGNATURE && alias === "beam_width" && strategy() === "beam") {
       return PAGE_BEAM_WIDTH;
     }
-    return defaultValue(signature, alias);
+    const value = defaultValue(signature, alias);
+    // A zero default may come back as an empty TensorProto: none is 0.
+    return value === null && alias === "next_words" ? 0 : value;
   }
 
   function defaultText(signature, alias) {
@@ -311,7 +315,7 @@
       const alias = label.dataset.input;
       const mine = label.dataset.strategy === choice || label.dataset.strategy === "any";
       label.hidden = !(alias in inputs && mine);
-      $(DECODING_INPUTS[alias]).placeholder = defaultText(signature, alias);
+      if (alias !== "prefix") $(DECODING_INPUTS[alias]).placeholder = defaultText(signature, alias);
     }
     const notes = [];
     if (signature) notes.push(`Calls the ${signature} signature.`);
@@ -339,6 +343,10 @@
       // An empty or hidden field sends the export's default: TF Serving's REST API wants
       // every input of the signature and fills none itself.
       const raw = control.parentElement.hidden ? "" : control.value.trim();
+      if (alias === "prefix") {  // one string per sentence, or [] (the default: none)
+        inputs.prefix = raw === "" ? [] : new Array(batch).fill(raw);
+        continue;
+      }
       const fallback = fallbackValue(signature, alias);
       if (raw === "" && fallback === null) continue;
       const number = raw === "" ? fallback : Number(raw);
@@ -399,6 +407,12 @@
       source = source.slice(0, end);
     }
     const count = nBest ? outputs.translation[i].length : 1;
+    // The most probable words after the prefix: [batch, k], the same for every hypothesis.
+    const words = Array.isArray(outputs.next_words) ? outputs.next_words[i] : null;
+    const wordScores = Array.isArray(outputs.next_word_scores) ? outputs.next_word_scores[i] : null;
+    const nextWords = words && wordScores && words.length
+      ? words.map((word, k) => ({ word: text(word), probability: Math.exp(wordScores[k]) }))
+      : null;
     const list = [];
     for (let h = 0; h < count; h += 1) {
       const score = pick("score", h, 0);
@@ -429,6 +443,7 @@
       list.push({
         text: text(nBest ? outputs.translation[i][h] : outputs.translation[i]),
         confidence: typeof confidence === "number" ? confidence : null,
+        nextWords: nextWords,
         probabilities: probabilities,
         score: typeof score === "number" ? score : null,
         length: typeof length === "number" ? length : null,
@@ -528,6 +543,16 @@
       const hypothesis = list[rank];
       view.replaceChildren();
       if (hypothesis.probabilities) view.append(tokenProbabilities(hypothesis));
+      if (hypothesis.nextWords) {
+        const next = element("p", "next-words", "Next words: ");
+        hypothesis.nextWords.forEach(({ word, probability }) => {
+          const span = element("span", "next-word", `${word} (${probability.toFixed(2)})`);
+          span.dataset.word = word;
+          span.dataset.probability = String(probability);
+          next.append(span, " ");
+        });
+        view.append(next);
+      }
       if (hypothesis.attention) {
         const wrap = element("div", "heatmap-wrap");
         wrap.append(heatmap(hypothesis, rank));
