@@ -236,6 +236,7 @@ def test_train_twice_has_nothing_to_do_and_other_options_are_refused(
 LOCAL_TRANSLATE_FLAGS = {
     "--show-attention",
     "--attention-dir",
+    "--replace-unknown",
 }
 
 

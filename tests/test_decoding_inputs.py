@@ -190,9 +190,13 @@ def test_signature_defs_hold_the_defaults(new_export):
         name: {
             alias: tf.make_ndarray(proto).item()
             for alias, proto in signatures[name].defaults.items()
+            if alias != "prefix"
         }
         for name in ("search", "sample")
     }
+    # The steering inputs: no prefix ([], not a row per text) and no next words.
+    assert tf.make_ndarray(signatures["search"].defaults["prefix"]).shape == (0,)
+    assert defaults["search"].pop("next_words") == 0
     limit = 10  # the run's max_output_length
     assert defaults["search"] == pytest.approx(
         {"beam_width": 1, "n_best": 1, "length_penalty": 0.6, "max_output_length": limit}
@@ -232,6 +236,62 @@ def test_search_equals_the_text_only_signatures(new_export, server):
     for got, want in pairs:
         for alias, value in want.items():
             assert raw_bytes(got[alias]) == raw_bytes(value), alias
+
+
+PREFIXES = ["je", "", "elle", "le", "", "le chat"]
+
+
+def test_a_prefix_and_next_words_through_the_export_equal_the_library(
+    new_export, server, translator
+):
+    """`search` with `prefix` and `next_words` on the Session path, over gRPC and over REST
+    (both clients) gives the local `Translator`'s translations and next words."""
+    import tensorflow as tf
+
+    from keras_attention.export import SavedModelSession
+
+    assert len(PREFIXES) == len(TEXTS)
+    local = translator.translate(
+        tf.constant(TEXTS),
+        translator.strategy(beam_width=3, length_penalty=0.6),
+        prefixes=tf.constant(PREFIXES),
+        next_words=3,
+    )
+    want_texts = [t.decode() for t in local["translation"].numpy()]
+    want_words = [[w.decode() for w in row] for row in local["next_words"].numpy()]
+    for text, prefix in zip(want_texts, PREFIXES, strict=True):
+        assert text.lower().startswith(prefix)
+    inputs = {
+        "text": np.array(TEXTS, object),
+        "prefix": np.array(PREFIXES, object),
+        "next_words": np.int32(3),
+        "beam_width": np.int32(3),
+    }
+    with SavedModelSession(new_export.path) as session:
+        outputs = session.run("search", inputs)
+        # Without the steering inputs: the outputs of before, no next words.
+        plain = session.run("search", {"text": np.array(TEXTS, object)})
+        greedy = session.run("serving_default", {"text": np.array(TEXTS, object)})
+    assert [t.decode() for t in outputs["translation"]] == want_texts
+    assert [[w.decode() for w in row] for row in outputs["next_words"]] == want_words
+    np.testing.assert_allclose(outputs["next_word_scores"], local["next_word_scores"], atol=1e-5)
+    assert plain["next_words"].shape == (len(TEXTS), 0)
+    assert raw_bytes(plain["translation"]) == raw_bytes(greedy["translation"])
+    with TranslationClient(server.address, model_name="after") as client:
+        grpc = client.translate(TEXTS, beam_width=3, prefixes=PREFIXES, next_words=3)
+    rest = RestTranslationClient(server.rest_url, model_name="after").translate(
+        TEXTS, beam_width=3, prefixes=PREFIXES, next_words=3
+    )
+    for results in (grpc, rest):
+        assert [r.text for r in results] == want_texts
+        assert [[w for w, _ in r.next_words] for r in results] == want_words
+    # A prefix for some texts only is refused, naming the input.
+    with TranslationClient(server.address, model_name="after", max_retries=0) as client:
+        with pytest.raises(ServingError, match="prefix"):
+            client.predict(
+                {"text": np.array(TEXTS, object), "prefix": np.array(PREFIXES[:2], object)},
+                signature_name="search",
+            )
 
 
 @pytest.mark.slow

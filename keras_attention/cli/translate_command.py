@@ -73,7 +73,11 @@ def run_translate(args: argparse.Namespace) -> int:
         from keras_attention.inference.trained_run import load_translator
 
         warn_if_partial(args.run_dir, "translate")
-        translator = load_translator(args.run_dir, max_output_length=args.max_output_length)
+        translator = load_translator(
+            args.run_dir,
+            max_output_length=args.max_output_length,
+            replace_unknown=args.replace_unknown,
+        )
         results = translator.translate_all(
             texts,
             options,

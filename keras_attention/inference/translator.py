@@ -12,6 +12,7 @@ import tensorflow as tf
 from keras_attention.decoding import BeamSearch, GreedySearch, RandomSampling
 from keras_attention.models.weight_slices import WeightSlices
 from keras_attention.text import BaseVectorizer
+from keras_attention.text.tokenization import detokenize
 from keras_attention_client.defaults import DEFAULT_BATCH_SIZE
 from keras_attention_client.wire.decoding_options import DecodingOptions
 
@@ -63,6 +64,13 @@ class Translator:
             An export with int8 weights reads the int8 rows and columns and
             their scales, so that a request converts only those
             (`WeightStorage.gather`).
+        replace_unknown: bool, whether each `[UNK]` the model emits is
+            replaced, in `tokens` and `translation`, by the source token it
+            attended to most (`argmax` of that step's attention; Luong et
+            al. 2015, "Addressing the Rare Word Problem"), so that names and
+            numbers outside the target vocabulary come through. Needs a word
+            target vocabulary (subword models never emit `[UNK]`). Defaults
+            to False.
     """
 
     def __init__(
@@ -74,7 +82,17 @@ class Translator:
         *,
         shortlist=None,
         gather_weights=None,
+        replace_unknown: bool = False,
     ):
+        if not isinstance(replace_unknown, bool):
+            raise ValueError(
+                f"`replace_unknown` must be True or False. Received: {replace_unknown!r}"
+            )
+        if replace_unknown and target_vectorizer.unk_id in target_vectorizer.forbidden_output_ids:
+            raise ValueError(
+                "`replace_unknown` needs a target vocabulary whose [UNK] the model may emit "
+                f"(a word vocabulary); {type(target_vectorizer).__name__} never emits it"
+            )
         if max_output_length < 1:
             raise ValueError(
                 f"`max_output_length` must be >= 1. Received: max_output_length={max_output_length}"
@@ -87,6 +105,7 @@ class Translator:
         self.max_output_length = max_output_length
         self.shortlist = shortlist
         self.gather_weights = gather_weights
+        self.replace_unknown = replace_unknown
 
     def with_shortlist(self, shortlist, gather_weights=None) -> Translator:
         """This translator with another `shortlist` (`None`: none) and `gather_weights`."""
@@ -97,6 +116,7 @@ class Translator:
             max_output_length=self.max_output_length,
             shortlist=shortlist,
             gather_weights=gather_weights,
+            replace_unknown=self.replace_unknown,
         )
 
     def strategy(self, options: DecodingOptions | None = None, **decoding):
@@ -338,7 +358,7 @@ class Translator:
         if result.tokens.shape.rank == 3:
             outputs = self._n_best_outputs(result, has_tokens, source_tokens)
         else:
-            outputs = self._outputs(result, has_tokens)
+            outputs = self._outputs(result, has_tokens, source_tokens)
             outputs["source_tokens"] = source_tokens
             outputs = {key: outputs[key] for key in OUTPUT_KEYS}
         if steered:
@@ -357,7 +377,7 @@ class Translator:
                 outputs.update(self.next_words(source_ids, prefix_ids, prefix_lengths, next_words))
         return outputs
 
-    def _outputs(self, result, has_tokens) -> dict[str, tf.Tensor]:
+    def _outputs(self, result, has_tokens, source_tokens) -> dict[str, tf.Tensor]:
         """Strings, scores, lengths and attention of a `DecodeResult` without an n-best axis."""
         lengths = tf.where(has_tokens, result.lengths, 0)
         steps = tf.shape(result.tokens)[1]
@@ -370,8 +390,19 @@ class Translator:
             token_scores = tf.zeros(tf.shape(result.tokens), tf.float32)
         else:
             token_scores = tf.where(has_tokens[:, tf.newaxis], result.token_scores, 0.0)
+        translation = self.target_vectorizer.decode(token_ids)
+        if self.replace_unknown:
+            unknown = tf.logical_and(keep, tf.equal(token_ids, self.target_vectorizer.unk_id))
+            attended = tf.argmax(result.attention, axis=-1, output_type=tf.int32)
+            copied = tf.gather(source_tokens, attended, batch_dims=1)
+            tokens = tf.where(unknown, copied, tokens)
+            translation = tf.where(
+                tf.reduce_any(unknown, axis=1),
+                detokenize(tokens, spacing=self.target_vectorizer.spacing),
+                translation,
+            )
         return {
-            "translation": self.target_vectorizer.decode(token_ids),
+            "translation": translation,
             "score": scores,
             "length": lengths,
             "tokens": tokens,
@@ -393,7 +424,9 @@ class Translator:
             if result.token_scores is None
             else tf.reshape(result.token_scores, [-1, steps]),
         )
-        outputs = self._outputs(flat, tf.repeat(has_tokens, n_best))
+        outputs = self._outputs(
+            flat, tf.repeat(has_tokens, n_best), tf.repeat(source_tokens, n_best, axis=0)
+        )
         shaped = {
             "translation": [batch_size, n_best],
             "score": [batch_size, n_best],

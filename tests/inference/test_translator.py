@@ -196,3 +196,49 @@ def test_next_words_are_the_most_probable_after_the_prefix(translator):
     ]
     with pytest.raises(ValueError, match="one string per text"):
         translator.translate_all(TEXTS[:3], prefixes=PREFIXES[:2])
+
+
+# ------------------------------------------------------------------- unknown words
+
+
+class _ScriptedUnkModel:
+    """Emits [UNK], [UNK], `w0`, [END], attending to source positions 2, 0, 1 (one-hot)."""
+
+    def initial_decode_state(self, source_ids):
+        return tf.zeros([tf.shape(source_ids)[0], 1])
+
+    def next_logits(self, step, token_ids, state):
+        size = 6  # "", [UNK], [START], [END], w0, w1
+        script = tf.constant([1, 1, 4, 3, 3, 3])
+        logits = 20.0 * tf.one_hot(script[step], size)
+        attended = tf.constant([2, 0, 1, 0, 0, 0])[step]
+        batch = tf.shape(token_ids)[0]
+        attention = tf.one_hot(tf.fill([batch], attended), 3)
+        return tf.tile(logits[tf.newaxis], [batch, 1]), state, attention
+
+
+@pytest.mark.parametrize("beam_width, n_best", [(1, None), (2, None), (2, 2)])
+def test_unknown_words_are_copied_from_the_most_attended_source_token(beam_width, n_best):
+    from keras_attention.inference.translator import Translator
+    from keras_attention.text import TextVectorizer
+
+    source = TextVectorizer(["", "[UNK]", "[START]", "[END]", "aime"])
+    target = TextVectorizer(["", "[UNK]", "[START]", "[END]", "w0", "w1"])
+    model = _ScriptedUnkModel()
+    options = {"beam_width": beam_width, "n_best": n_best}
+    plain = Translator(model, source, target).translate_all(["Zorglub aime Paris"], **options)[0]
+    copied = Translator(model, source, target, replace_unknown=True).translate_all(
+        ["Zorglub aime Paris"], **options
+    )[0]
+    if n_best:
+        plain, copied = plain[0], copied[0]
+    assert plain["tokens"] == ["[UNK]", "[UNK]", "w0"]
+    assert copied["tokens"] == ["Paris", "Zorglub", "w0"]
+    assert copied["translation"] == "Paris Zorglub w0"
+    assert copied["score"] == plain["score"]
+    if beam_width == 1:
+        from keras_attention.text import SubwordVectorizer, train_subword_model
+
+        subwords = SubwordVectorizer(train_subword_model(["le chat dort ."] * 20, 300))
+        with pytest.raises(ValueError, match="replace_unknown"):
+            Translator(model, source, subwords, replace_unknown=True)
