@@ -15,6 +15,11 @@ order `keras-attention evaluate` scores them), with `Translator.translate` in on
   with the prefix's text, how many prefixes hold a word outside the vocabulary,
   and the batch-1 latency (median over the sentences, `--repeats` rounds, best
   kept) with the prefix against plain decoding of the same sentences.
+- **unknown words** (a word target vocabulary): the source words outside the
+  source vocabulary that one of the sentence's references holds verbatim
+  (names, numbers); the share of them in the output without and with
+  `replace_unknown` (each emitted `[UNK]` replaced by the most attended source
+  token), and BLEU and chrF of the `--sentences` sentences both ways.
 - **batch-mates** (with `--shortlist K`, a vocabulary shortlist of `K` target ids
   per source id built from the run): whether each of `--sentences` sentences
   translates to the same text alone and in batches of 64.
@@ -180,6 +185,61 @@ def measure_prefix(translator, sources, references, beam_width, words, repeats) 
     return result
 
 
+def measure_unknown(translator, sources, references, beam_width) -> dict:
+    """Source words outside the source vocabulary that a reference holds verbatim: the
+    share of them in the output without and with `replace_unknown`, and BLEU of all."""
+    import tensorflow as tf
+
+    from keras_attention.evaluation import score_translations
+
+    source = translator.source_vectorizer
+    tokens = [
+        [t.decode("utf-8") for t in row] for row in source.tokenize(tf.constant(sources)).to_list()
+    ]
+    ids = source.encode(tf.constant(sources), ragged=True).to_list()
+    wanted = []
+    for row_tokens, row_ids, refs in zip(tokens, ids, references, strict=True):
+        in_references = {
+            word
+            for ref in refs
+            for word in translator.target_vectorizer.tokenize(tf.constant([ref])).to_list()[0]
+        }
+        wanted.append(
+            [
+                token
+                for token, token_id in zip(row_tokens, row_ids, strict=False)
+                if token_id == source.unk_id and token.encode("utf-8") in in_references
+            ]
+        )
+    result = {"sentences_with_copyable_words": sum(bool(w) for w in wanted)}
+    for name, replace in (("before", False), ("after", True)):
+        steered = translator.with_shortlist(translator.shortlist, translator.gather_weights)
+        steered.replace_unknown = replace
+        fn = translate_function(steered, steered.strategy(beam_width=beam_width))
+        outputs = batched(fn, sources, 64)
+        hypotheses = [t.decode("utf-8") for t in outputs["translation"]]
+        found = total = 0
+        for words, row in zip(wanted, outputs["tokens"], strict=True):
+            emitted = {t.decode("utf-8") for t in row}
+            total += len(words)
+            found += sum(word in emitted for word in words)
+        scores = score_translations(hypotheses, references)
+        result[name] = {
+            "copyable_words": total,
+            "found_share": found / max(total, 1),
+            "bleu": scores.bleu,
+            "chrf": scores.chrf,
+            "unk_in_output": sum("[UNK]" in h for h in hypotheses),
+        }
+        print(
+            f"unknown words ({name} replacement): {found}/{total} copyable source words in the "
+            f"output; BLEU {scores.bleu:.2f}, chrF {scores.chrf:.2f}; "
+            f"{result[name]['unk_in_output']} outputs hold [UNK]"
+        )
+    result["bleu_signature"] = scores.bleu_signature
+    return result
+
+
 def measure_batch_mates(translator, sources, k) -> dict:
     from keras_attention.vocabulary_shortlist import VocabularyShortlist
 
@@ -242,6 +302,8 @@ def main(argv=None) -> int:
         args.prefix_words,
         args.repeats,
     )
+    if translator.target_vectorizer.unk_id not in translator.target_vectorizer.forbidden_output_ids:
+        payload["unknown_words"] = measure_unknown(translator, sources, references, args.beam_width)
     if args.shortlist:
         payload["batch_mates"] = measure_batch_mates(translator, sources, args.shortlist)
     payload["seconds"] = time.perf_counter() - started

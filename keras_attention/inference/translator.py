@@ -362,19 +362,20 @@ class Translator:
             outputs["source_tokens"] = source_tokens
             outputs = {key: outputs[key] for key in OUTPUT_KEYS}
         if steered:
+
+            def none():
+                return {
+                    "next_words": tf.fill([batch_size, 0], ""),
+                    "next_word_scores": tf.zeros([batch_size, 0], tf.float32),
+                }
+
+            def asked():
+                return self.next_words(source_ids, prefix_ids, prefix_lengths, next_words)
+
             if tf.is_tensor(next_words):  # an export's input: the pass runs only when asked
-                outputs.update(
-                    tf.cond(
-                        next_words > 0,
-                        lambda: self.next_words(source_ids, prefix_ids, prefix_lengths, next_words),
-                        lambda: {
-                            "next_words": tf.fill([batch_size, 0], ""),
-                            "next_word_scores": tf.zeros([batch_size, 0], tf.float32),
-                        },
-                    )
-                )
+                outputs.update(tf.cond(next_words > 0, asked, none))
             else:
-                outputs.update(self.next_words(source_ids, prefix_ids, prefix_lengths, next_words))
+                outputs.update(asked() if next_words else none())
         return outputs
 
     def _outputs(self, result, has_tokens, source_tokens) -> dict[str, tf.Tensor]:
