@@ -238,7 +238,7 @@ def test_search_equals_the_text_only_signatures(new_export, server):
             assert raw_bytes(got[alias]) == raw_bytes(value), alias
 
 
-PREFIXES = ["je", "", "elle", "le", "", "le chat"]
+PREFIXES = ["je", "", "elle", "le", "ils", "", "", "", "", "le chat"]
 
 
 def test_a_prefix_and_next_words_through_the_export_equal_the_library(
@@ -351,6 +351,8 @@ def test_n_best_outputs_have_an_n_best_axis_over_rest(server):
     """A REST body with scalar inputs (columnar format), answered with [batch, n_best, ...]."""
     rest = RestTranslationClient(server.rest_url, model_name="after")
     body = {"text": TEXTS[:3], "beam_width": 4, "n_best": 3, "length_penalty": 0.6}
+    # REST fills no defaults: every input, the steering ones too (`[]`: no prefix).
+    body.update({"prefix": np.array([], object), "next_words": np.int32(0)})
     outputs = rest.predict({**body, "max_output_length": 10}, signature_name="search")
     assert np.asarray(outputs["translation"]).shape == (3, 3)
     assert np.asarray(outputs["score"]).shape == (3, 3)
