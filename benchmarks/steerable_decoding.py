@@ -21,8 +21,8 @@ order `keras-attention evaluate` scores them), with `Translator.translate` in on
   `replace_unknown` (each emitted `[UNK]` replaced by the most attended source
   token), and BLEU and chrF of the `--sentences` sentences both ways.
 - **batch-mates** (with `--shortlist K`, a vocabulary shortlist of `K` target ids
-  per source id built from the run): whether each of `--sentences` sentences
-  translates to the same text alone and in batches of 64.
+  per source id built from the run): whether each of `--prefix-sentences`
+  sentences translates to the same text alone and in batches of 64.
 
     python benchmarks/steerable_decoding.py --run-dir RUN [--sentences 1000] \\
         [--out benchmarks/results/steerable_decoding.json]
@@ -305,7 +305,7 @@ def main(argv=None) -> int:
     if translator.target_vectorizer.unk_id not in translator.target_vectorizer.forbidden_output_ids:
         payload["unknown_words"] = measure_unknown(translator, sources, references, args.beam_width)
     if args.shortlist:
-        payload["batch_mates"] = measure_batch_mates(translator, sources, args.shortlist)
+        payload["batch_mates"] = measure_batch_mates(translator, sources[:count], args.shortlist)
     payload["seconds"] = time.perf_counter() - started
     if args.out:
         harness.write_json(args.out, payload, info)
