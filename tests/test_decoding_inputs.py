@@ -294,6 +294,33 @@ def test_a_prefix_and_next_words_through_the_export_equal_the_library(
             )
 
 
+def test_confidence_prefix_and_next_words_flags_remote_and_local(server, golden, capsys):
+    """`--confidence --prefix P --next-words K`: the same lines from the run and from the
+    served export (both command lines)."""
+    from keras_attention.cli import main as local_main
+    from keras_attention_client.cli import main as client_main
+
+    flags = ["--confidence", "--prefix", "je", "--next-words", "2", "--beam-width", "3"]
+    texts = ["I see the cat .", "the dog"]
+    assert local_main(["translate", str(golden / "run"), *flags, *texts]) == 0
+    local = capsys.readouterr().out.splitlines()
+    remote_flags = ["--server", server.address, "--model-name", "after", *flags, *texts]
+    assert client_main(["translate", *remote_flags]) == 0
+    remote = capsys.readouterr().out.splitlines()
+    assert len(local) == len(remote) == len(texts)
+    for mine, theirs in zip(local, remote, strict=True):
+        confidence, translation, tokens, words = mine.split("\t")
+        assert 0 < float(confidence) <= 1
+        assert translation.lower().startswith("je") and tokens.startswith("je:1.00")
+        assert len(words.split(" ")) == 2
+        other = theirs.split("\t")
+        assert other[1:3] == [translation, tokens]
+        assert abs(float(other[0]) - float(confidence)) <= 2e-3
+        assert [w.split(":")[0] for w in other[3].split(" ")] == [
+            w.split(":")[0] for w in words.split(" ")
+        ]
+
+
 @pytest.mark.slow
 def test_check_export_native_fills_the_defaults_and_runs_every_input(new_export):
     from keras_attention.export import ExportChecker
