@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
 
+from keras_attention.export.compiled_strategy import CompiledStrategy
 from keras_attention.export.signature_options import DEFAULT_MAX_BEAM_WIDTH, SignatureOptions
 from keras_attention.inference.translator import Translator
 from keras_attention_client.wire.contract import (
@@ -39,45 +39,6 @@ SERVING_DEFAULT = DEFAULT_SIGNATURE
 _TEXT_SPEC = tf.TensorSpec([None], tf.string, name=INPUT_KEY)
 _TRANSLATION_SPEC = tf.TensorSpec([None], tf.string, name=TRANSLATION_KEY)
 _DTYPES = {"DT_STRING": tf.string, "DT_FLOAT": tf.float32, "DT_INT32": tf.int32}
-
-
-class _CompiledStrategy:
-    """Runs a decoding strategy with XLA.
-
-    Without per-call options, `strategy(next_fn, state, start_ids)` becomes
-    one `tf.function(jit_compile=True)`: the whole `tf.while_loop` is one XLA
-    cluster. With options fed as tensors (a signature's decoding inputs) the
-    loop's shapes depend on them (the beam axis, `top_k`), which XLA cannot
-    compile, so only the model's step (`next_fn`) is compiled and the loop
-    runs it. The text processing around it (tf-text, lookups, string ops)
-    stays outside, since XLA cannot compile string ops. In a SavedModel the
-    compiled functions are calls marked `_XlaMustCompile`, which TensorFlow
-    Serving on CPU runs only with `--xla_cpu_compilation_enabled=true`.
-
-    Args:
-        strategy: a `GreedySearch`, `BeamSearch` or `RandomSampling`.
-    """
-
-    def __init__(self, strategy):
-        self.strategy = strategy
-
-    def __call__(self, next_fn, initial_state, start_ids, **options):
-        if options:
-            step = tf.function(next_fn, jit_compile=True, autograph=False)
-            # Every row stays: a batch that shrinks would compile the step again
-            # for each of its sizes.
-            strategy = copy.copy(self.strategy)
-            strategy.drop_finished = False
-            return strategy(step, initial_state, start_ids, **options)
-        decode = tf.function(
-            lambda state, ids: self.strategy(next_fn, state, ids),
-            jit_compile=True,
-            autograph=False,
-        )
-        return decode(initial_state, start_ids)
-
-    def get_config(self) -> dict[str, Any]:
-        return self.strategy.get_config()
 
 
 class TranslationSignatures:
@@ -227,7 +188,7 @@ class TranslationSignatures:
     def translate_function(self, strategy) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
         """`text -> outputs` for one strategy, guarded against an empty batch."""
         if self.jit_compile:
-            strategy = _CompiledStrategy(strategy)
+            strategy = CompiledStrategy(strategy)
 
         def translate(text):
             text = tf.reshape(tf.convert_to_tensor(text, tf.string), [-1])
@@ -249,7 +210,7 @@ class TranslationSignatures:
         limit, cap = translator.max_output_length, self.max_beam_width
         greedy, beam = self.greedy_strategy, self.beam_strategy
         if self.jit_compile:
-            greedy, beam = _CompiledStrategy(greedy), _CompiledStrategy(beam)
+            greedy, beam = CompiledStrategy(greedy), CompiledStrategy(beam)
         defaults = self._default_constants(SEARCH)
         with tf.init_scope():
             no_prefix, no_next_words = tf.constant([], tf.string), tf.constant(0, tf.int32)
@@ -327,7 +288,7 @@ class TranslationSignatures:
         limit = translator.max_output_length
         sampler = self.sample_strategy
         if self.jit_compile:
-            sampler = _CompiledStrategy(sampler)
+            sampler = CompiledStrategy(sampler)
         defaults = self._default_constants(SAMPLE)
 
         def sample(

@@ -56,8 +56,12 @@ def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list:
 def run_translate(args: argparse.Namespace) -> int:
     if not args.server and not args.run_dir:
         raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
-    from keras_attention_client.cli import confidence_line, next_words_text, steering_arguments
     from keras_attention_client.decoding_flags import decoding_options
+    from keras_attention_client.translation_lines import (
+        confidence_line,
+        next_words_text,
+        steering_arguments,
+    )
 
     options = decoding_options(args)  # checks the flags before any text is read
     texts = read_texts(args)

@@ -3,29 +3,30 @@
 from __future__ import annotations
 
 import functools
-import math
 import random
 
-import numpy as np
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch, RandomSampling
+from keras_attention.inference.next_step import (
+    check_shortlist,
+    encode_prefixes,
+    forced_prefix,
+    is_zero,
+    lowest_where,
+    next_word_outputs,
+    own_candidates,
+)
+from keras_attention.inference.translation_outputs import (
+    OUTPUT_KEYS,
+    n_best_outputs,
+    results_in_order,
+    single_outputs,
+)
 from keras_attention.models.weight_slices import WeightSlices
 from keras_attention.text import BaseVectorizer
-from keras_attention.text.tokenization import detokenize
 from keras_attention_client.defaults import DEFAULT_BATCH_SIZE
 from keras_attention_client.wire.decoding_options import DecodingOptions
-
-OUTPUT_KEYS = (
-    "translation",
-    "score",
-    "length",
-    "tokens",
-    "source_tokens",
-    "attention",
-    "token_scores",
-    "confidence",
-)
 
 
 class Translator:
@@ -98,7 +99,7 @@ class Translator:
                 f"`max_output_length` must be >= 1. Received: max_output_length={max_output_length}"
             )
         if shortlist is not None:
-            _check_shortlist(shortlist, model, source_vectorizer, target_vectorizer)
+            check_shortlist(shortlist, model, source_vectorizer, target_vectorizer)
         self.model = model
         self.source_vectorizer = source_vectorizer
         self.target_vectorizer = target_vectorizer
@@ -205,74 +206,24 @@ class Translator:
             else:
                 model_step = self.model.next_logits
         ids = tf.range(self.target_vectorizer.vocabulary_size) if candidates is None else candidates
-        banned = self._forbidden(ids)
+        banned = self.forbidden(ids)
 
         def next_fn(step, token_ids, state):
             if candidates is not None:
                 token_ids = tf.gather(candidates, token_ids)
             logits, state, attention = model_step(step, token_ids, state)
             if banned is not None:
-                logits = _lowest_where(banned, logits)
+                logits = lowest_where(banned, logits)
             return logits, state, attention
 
         return next_fn
 
-    def _forbidden(self, ids):
+    def forbidden(self, ids):
         """Whether each of `ids` is a forbidden output id; `None` when none is."""
         forbidden = list(self.target_vectorizer.forbidden_output_ids)
         if not forbidden:
             return None
         return tf.reduce_any(tf.equal(ids[:, tf.newaxis], tf.constant(forbidden, tf.int32)), axis=1)
-
-    def encode_prefixes(self, prefixes, batch_size) -> tuple[tf.Tensor, tf.Tensor]:
-        """Target ids `(batch_size, P)` (P >= 1, padded with 0) and lengths `(batch_size,)`
-        of the prefixes, tokenized as training targets (no start or end token)."""
-        prefixes = tf.reshape(tf.convert_to_tensor(prefixes, dtype=tf.string), [-1])
-        with tf.control_dependencies(
-            [
-                tf.debugging.assert_equal(
-                    tf.size(prefixes),
-                    batch_size,
-                    message="`prefix` must hold one string per `text` (or none)",
-                )
-            ]
-        ):
-            prefixes = tf.identity(prefixes)
-        prefix_ids = self.target_vectorizer.encode(prefixes, ragged=True)
-        lengths = tf.cast(prefix_ids.row_lengths(), tf.int32)
-        prefix_ids = tf.cast(
-            prefix_ids.to_tensor(default_value=self.target_vectorizer.pad_id), tf.int32
-        )
-        width = tf.maximum(tf.shape(prefix_ids)[1], 1)
-        prefix_ids = tf.pad(prefix_ids, [[0, 0], [0, width - tf.shape(prefix_ids)[1]]])
-        return prefix_ids, lengths
-
-    def next_words(self, source_ids, prefix_ids, prefix_lengths, k) -> dict[str, tf.Tensor]:
-        """The `k` most probable words after each prefix, by teacher forcing.
-
-        Returns:
-            `next_words` string `(batch_size, k)` and `next_word_scores`
-            float32 `(batch_size, k)`, their log-probabilities (over the whole
-            target vocabulary, the forbidden ids, padding and start excluded),
-            most probable first.
-        """
-        target = self.target_vectorizer
-        start = tf.fill([tf.shape(prefix_ids)[0], 1], tf.constant(target.start_id, tf.int32))
-        with WeightSlices(self.gather_weights):
-            logits, _ = self.model.call_with_attention(
-                (source_ids, tf.concat([start, prefix_ids], axis=1)), training=False
-            )
-        logits = tf.gather(tf.cast(logits, tf.float32), prefix_lengths, batch_dims=1)
-        ids = tf.range(target.vocabulary_size)
-        never = tf.logical_or(tf.equal(ids, target.pad_id), tf.equal(ids, target.start_id))
-        banned = self._forbidden(ids)
-        if banned is not None:
-            never = tf.logical_or(never, banned)
-        log_probs = tf.nn.log_softmax(tf.where(never, -math.inf, logits), axis=-1)
-        size = target.vocabulary_size
-        k = tf.minimum(k, size) if tf.is_tensor(k) else min(int(k), size)
-        scores, top = tf.math.top_k(log_probs, k=k)
-        return {"next_words": target.ids_to_tokens(top), "next_word_scores": scores}
 
     def translate(
         self, texts, strategy, *, prefixes=None, next_words=0, **options
@@ -317,7 +268,7 @@ class Translator:
             `(batch_size, n_best, T_out, T_in)`. With `prefixes` or
             `next_words`, the outputs also hold `next_words` string
             `(batch_size, next_words)` and `next_word_scores` float32
-            `(batch_size, next_words)` (`Translator.next_words`).
+            `(batch_size, next_words)` (`next_step.next_word_outputs`).
         """
         texts = tf.reshape(tf.convert_to_tensor(texts, dtype=tf.string), [-1])
         source_ids, source_tokens = self.encode_source(texts)
@@ -328,11 +279,11 @@ class Translator:
         with WeightSlices(self.gather_weights):
             state = self.model.initial_decode_state(source_ids)
         # With a shortlist, the start, end and padding ids are candidates at their own positions.
-        steered = prefixes is not None or not _is_zero(next_words)
+        steered = prefixes is not None or not is_zero(next_words)
         if steered:
             if prefixes is None:
                 prefixes = tf.fill([batch_size], "")
-            prefix_ids, prefix_lengths = self.encode_prefixes(prefixes, batch_size)
+            prefix_ids, prefix_lengths = encode_prefixes(self, prefixes, batch_size)
         if self.shortlist is None:
             candidates = None
             next_fn, decode_state = self.step_function(state), state
@@ -342,7 +293,7 @@ class Translator:
             allowed = self.shortlist.allowed(source_ids, candidates)
             # Each row's own candidates travel in the state, so that beam
             # search's tiling and the dropping of finished rows keep them.
-            next_fn = _own_candidates(self.step_function(state, candidates))
+            next_fn = own_candidates(self.step_function(state, candidates))
             decode_state = (state, allowed)
         if prefixes is not None:
             forced = prefix_ids
@@ -350,15 +301,15 @@ class Translator:
                 forced = tf.searchsorted(
                     tf.broadcast_to(candidates, [batch_size, tf.size(candidates)]), prefix_ids
                 )
-            next_fn = _forced_prefix(next_fn)
+            next_fn = forced_prefix(next_fn)
             decode_state = (decode_state, forced, prefix_lengths)
         result = strategy(next_fn, decode_state, start_ids, **options)
         if candidates is not None:
             result = result._replace(tokens=tf.gather(candidates, result.tokens))
         if result.tokens.shape.rank == 3:
-            outputs = self._n_best_outputs(result, has_tokens, source_tokens)
+            outputs = n_best_outputs(self, result, has_tokens, source_tokens)
         else:
-            outputs = self._outputs(result, has_tokens, source_tokens)
+            outputs = single_outputs(self, result, has_tokens, source_tokens)
             outputs["source_tokens"] = source_tokens
             outputs = {key: outputs[key] for key in OUTPUT_KEYS}
         if steered:
@@ -370,76 +321,13 @@ class Translator:
                 }
 
             def asked():
-                return self.next_words(source_ids, prefix_ids, prefix_lengths, next_words)
+                return next_word_outputs(self, source_ids, prefix_ids, prefix_lengths, next_words)
 
             if tf.is_tensor(next_words):  # an export's input: the pass runs only when asked
                 outputs.update(tf.cond(next_words > 0, asked, none))
             else:
                 outputs.update(asked() if next_words else none())
         return outputs
-
-    def _outputs(self, result, has_tokens, source_tokens) -> dict[str, tf.Tensor]:
-        """Strings, scores, lengths and attention of a `DecodeResult` without an n-best axis."""
-        lengths = tf.where(has_tokens, result.lengths, 0)
-        steps = tf.shape(result.tokens)[1]
-        keep = tf.sequence_mask(lengths, steps)
-        token_ids = tf.where(keep, result.tokens, self.target_vectorizer.pad_id)
-        tokens = tf.where(keep, self.target_vectorizer.ids_to_tokens(token_ids), "")
-        attention = tf.where(keep[:, :, tf.newaxis], result.attention, 0.0)
-        scores = tf.where(has_tokens, result.scores, 0.0)
-        if result.token_scores is None:
-            token_scores = tf.zeros(tf.shape(result.tokens), tf.float32)
-        else:
-            token_scores = tf.where(has_tokens[:, tf.newaxis], result.token_scores, 0.0)
-        translation = self.target_vectorizer.decode(token_ids)
-        if self.replace_unknown:
-            unknown = tf.logical_and(keep, tf.equal(token_ids, self.target_vectorizer.unk_id))
-            attended = tf.argmax(result.attention, axis=-1, output_type=tf.int32)
-            copied = tf.gather(source_tokens, attended, batch_dims=1)
-            tokens = tf.where(unknown, copied, tokens)
-            translation = tf.where(
-                tf.reduce_any(unknown, axis=1),
-                detokenize(tokens, spacing=self.target_vectorizer.spacing),
-                translation,
-            )
-        return {
-            "translation": translation,
-            "score": scores,
-            "length": lengths,
-            "tokens": tokens,
-            "attention": attention,
-            "token_scores": token_scores,
-            "confidence": sentence_confidence(scores, lengths, steps),
-        }
-
-    def _n_best_outputs(self, result, has_tokens, source_tokens) -> dict[str, tf.Tensor]:
-        """`translate`'s outputs with an n-best axis: the rows flattened, processed, reshaped."""
-        batch_size, n_best = tf.shape(result.tokens)[0], tf.shape(result.tokens)[1]
-        steps, source_length = tf.shape(result.tokens)[2], tf.shape(result.attention)[3]
-        flat = type(result)(
-            tokens=tf.reshape(result.tokens, [-1, steps]),
-            scores=tf.reshape(result.scores, [-1]),
-            lengths=tf.reshape(result.lengths, [-1]),
-            attention=tf.reshape(result.attention, [-1, steps, source_length]),
-            token_scores=None
-            if result.token_scores is None
-            else tf.reshape(result.token_scores, [-1, steps]),
-        )
-        outputs = self._outputs(
-            flat, tf.repeat(has_tokens, n_best), tf.repeat(source_tokens, n_best, axis=0)
-        )
-        shaped = {
-            "translation": [batch_size, n_best],
-            "score": [batch_size, n_best],
-            "length": [batch_size, n_best],
-            "confidence": [batch_size, n_best],
-            "tokens": [batch_size, n_best, steps],
-            "token_scores": [batch_size, n_best, steps],
-            "attention": [batch_size, n_best, steps, source_length],
-        }
-        outputs = {key: tf.reshape(outputs[key], shape) for key, shape in shaped.items()}
-        outputs["source_tokens"] = source_tokens
-        return {key: outputs[key] for key in OUTPUT_KEYS}
 
     def compile(self, strategy):
         """`translate` with `strategy` as a `tf.function` over a `[None]` string batch."""
@@ -490,7 +378,6 @@ class Translator:
         options = DecodingOptions.of(options, **decoding)
         if batch_size < 1:
             raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
-        import keras
 
         strategy = self.strategy(options)
         seed = options.seed
@@ -543,133 +430,4 @@ class Translator:
                 return compiled(texts)
 
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        results: list = [None] * len(texts)
-        bar = keras.utils.Progbar(len(texts), unit_name="sentence") if progress else None
-        for batch_index, start in enumerate(range(0, len(order), batch_size)):
-            indices = order[start : start + batch_size]
-            batch = tf.constant([texts[i] for i in indices])
-            outputs = {k: v.numpy() for k, v in translate(batch, batch_index).items()}
-            for row, index in enumerate(indices):
-                source = [t.decode("utf-8") for t in outputs["source_tokens"][row] if t]
-                if outputs["translation"].ndim == 2:
-                    results[index] = [
-                        _result(outputs, (row, rank), source)
-                        for rank in range(outputs["translation"].shape[1])
-                    ]
-                else:
-                    results[index] = _result(outputs, (row,), source)
-                if "next_words" in outputs:
-                    words = [
-                        (word.decode("utf-8"), float(score))
-                        for word, score in zip(
-                            outputs["next_words"][row],
-                            outputs["next_word_scores"][row],
-                            strict=True,
-                        )
-                    ]
-                    for result in (
-                        results[index] if isinstance(results[index], list) else [results[index]]
-                    ):
-                        result["next_words"] = words
-            if bar is not None:
-                bar.add(len(indices))
-        return results
-
-
-def sentence_confidence(scores, lengths, steps):
-    """`exp(scores / n)`: the geometric mean of a translation's token probabilities.
-
-    `n` counts the scored tokens: the `lengths` tokens, plus the end token
-    when the search emitted one (a translation shorter than the `steps` run).
-    A translation that scored nothing (an empty input) has confidence 1.
-
-    Args:
-        scores: float32 `(batch,)`, sums of log-probabilities.
-        lengths: int32 `(batch,)`, tokens before the end token.
-        steps: int32 scalar, the decoding steps run.
-
-    Returns:
-        float32 `(batch,)` in `[0, 1]`.
-    """
-    scored = lengths + tf.cast(lengths < steps, lengths.dtype)
-    return tf.exp(scores / tf.cast(tf.maximum(scored, 1), tf.float32))
-
-
-def _is_zero(value) -> bool:
-    """Whether `value` is the Python int 0 (a tensor is never: it may be anything)."""
-    return not tf.is_tensor(value) and int(value) == 0
-
-
-def _forced_prefix(next_fn):
-    """`next_fn` over a state `(inner_state, forced, lengths)`: at step `t < lengths[row]`
-    the row's only possible token is `forced[row, t]` (logit 0, every other the lowest),
-    so it is emitted with log-probability 0, whatever the search."""
-
-    def forced_next_fn(step, token_ids, state):
-        inner, forced, lengths = state
-        logits, inner, attention = next_fn(step, token_ids, inner)
-        column = tf.gather(forced, tf.minimum(step, tf.shape(forced)[1] - 1), axis=1)
-        is_forced = tf.equal(tf.range(tf.shape(logits)[1])[tf.newaxis, :], column[:, tf.newaxis])
-        only_forced = _lowest_where(tf.logical_not(is_forced), tf.zeros_like(logits))
-        logits = tf.where((step < lengths)[:, tf.newaxis], only_forced, logits)
-        return logits, (inner, forced, lengths), attention
-
-    return forced_next_fn
-
-
-def _own_candidates(next_fn):
-    """`next_fn` over a state `(model_state, allowed)`: the logits of the candidates a
-    row may not emit (`allowed` false, bool `(rows, C)`) at the lowest value."""
-
-    def own_next_fn(step, token_ids, state):
-        model_state, allowed = state
-        logits, model_state, attention = next_fn(step, token_ids, model_state)
-        return _lowest_where(tf.logical_not(allowed), logits), (model_state, allowed), attention
-
-    return own_next_fn
-
-
-def _lowest_where(banned, logits):
-    """`logits` with the columns where `banned` at the dtype's lowest value (finite: no
-    inf - inf in a beam)."""
-    return tf.where(banned, tf.constant(logits.dtype.min, logits.dtype), logits)
-
-
-def _check_shortlist(shortlist, model, source_vectorizer, target_vectorizer) -> None:
-    """Raises `ValueError` unless `shortlist` fits the vocabularies and the special ids."""
-    sizes = (shortlist.source_vocabulary_size, shortlist.target_vocabulary_size)
-    expected = (source_vectorizer.vocabulary_size, target_vectorizer.vocabulary_size)
-    if sizes != expected:
-        raise ValueError(
-            f"The shortlist is for vocabularies of {sizes[0]} source and {sizes[1]} target ids, "
-            f"but the translator's vectorizers have {expected[0]} and {expected[1]}. "
-            "Build it from the same run."
-        )
-    special = (target_vectorizer.pad_id, target_vectorizer.start_id, target_vectorizer.end_id)
-    if max(special) > max(shortlist.special_ids):
-        raise ValueError(
-            "The shortlist keeps the ids up to "
-            f"{max(shortlist.special_ids)} at their own positions, but the target's padding, "
-            f"start and end ids are {special}"
-        )
-    if not hasattr(model, "output_projection"):
-        raise ValueError(
-            "A shortlist needs a model with `output_projection(ids)` and "
-            "`next_logits(..., projection=)`, as `Seq2Seq` has. "
-            f"Received: {type(model).__name__}"
-        )
-
-
-def _result(outputs: dict, index: tuple[int, ...], source: list[str]) -> dict:
-    """One translation of `translate`'s NumPy outputs (`index`: the row, and the rank in an n-best list)."""
-    length = int(outputs["length"][index])
-    return {
-        "translation": outputs["translation"][index].decode("utf-8"),
-        "score": float(outputs["score"][index]),
-        "length": length,
-        "tokens": [t.decode("utf-8") for t in outputs["tokens"][index][:length]],
-        "source_tokens": source,
-        "attention": outputs["attention"][index][:length, : len(source)],
-        "token_probabilities": [float(p) for p in np.exp(outputs["token_scores"][index][:length])],
-        "confidence": float(outputs["confidence"][index]),
-    }
+        return results_in_order(translate, texts, order, batch_size, progress)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -31,6 +30,11 @@ from keras_attention_client.defaults import (
 )
 from keras_attention_client.request_options import RequestOptions
 from keras_attention_client.retry_policy import RetryPolicy
+from keras_attention_client.translation_lines import (
+    confidence_line,
+    next_words_text,
+    steering_arguments,
+)
 from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE
 
 DISTRIBUTION = "keras-attention-client"
@@ -302,28 +306,6 @@ def remote_translations(args: argparse.Namespace, texts: Sequence[str]) -> list:
         ) from error
 
 
-def steering_arguments(args: argparse.Namespace, texts: Sequence[str]) -> dict:
-    """`translate`'s `prefixes` and `next_words` from `--prefix` and `--next-words`
-    (none given: `{}`)."""
-    steering: dict = {}
-    if args.prefix is not None:
-        steering["prefixes"] = [args.prefix] * len(texts)
-    if args.next_words:
-        steering["next_words"] = args.next_words
-    return steering
-
-
-def next_words_text(next_words: Sequence[tuple[str, float]] | None) -> str:
-    """`WORD:PROBABILITY ...` of `Translation.next_words` (log-probabilities), as printed.
-
-    >>> next_words_text([("suis", -0.5), ("ne", -2.0)])
-    'suis:0.61 ne:0.14'
-    """
-    if not next_words:
-        return "-"
-    return " ".join(f"{word}:{math.exp(score):.2f}" for word, score in next_words)
-
-
 def model_name_hint(error, model_name: str | None) -> str | None:
     """What to do about a `NOT_FOUND` for the model name, or `None` for other errors.
 
@@ -393,25 +375,6 @@ def run_remote_translate(
                     line += "\t" + next_words_text(one.next_words)
                 print(line, file=stdout)
     return 0
-
-
-def confidence_line(
-    text: str,
-    confidence: float | None,
-    tokens: Sequence[str],
-    probabilities: Sequence[float] | None,
-) -> str:
-    """`CONFIDENCE<TAB>TEXT<TAB>TOKEN:PROBABILITY ...`, what `translate --confidence` prints.
-
-    An export written before the confidence outputs gives `None`s: printed as `-`.
-
-    >>> confidence_line("Je suis.", 0.5, ["je", "suis", "."], [0.25, 0.75, 0.5])
-    '0.500\tJe suis.\tje:0.25 suis:0.75 .:0.50'
-    """
-    if confidence is None or probabilities is None:
-        return f"-\t{text}\t-"
-    pairs = " ".join(f"{token}:{p:.2f}" for token, p in zip(tokens, probabilities, strict=True))
-    return f"{confidence:.3f}\t{text}\t{pairs}"
 
 
 def build_parser() -> argparse.ArgumentParser:
