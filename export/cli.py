@@ -116,6 +116,13 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: the run's max_output_length)",
     )
     parser.add_argument(
+        "--replace-unknown",
+        action="store_true",
+        default=COMMAND_SETTINGS.replace_unknown,
+        help="replace each [UNK] the model emits by the source word it attended to most "
+        "(word vocabularies; names and numbers outside the vocabulary come through)",
+    )
+    parser.add_argument(
         "--no-decoding-inputs",
         dest="decoding_inputs",
         action="store_false",

@@ -31,7 +31,12 @@ from keras_attention.export.translation_signatures import (
     TRANSLATION_OUTPUTS,
 )
 from keras_attention.export.warmup_replay import check_native, replay_warmup
-from keras_attention_client.wire.contract import DECODING_INPUTS
+from keras_attention_client.wire.contract import (
+    CONFIDENCE_OUTPUTS,
+    DECODING_INPUTS,
+    STEERING_INPUTS,
+    STEERING_OUTPUTS,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -196,6 +201,10 @@ class ExportChecker:
             has_decoding = bool(decoding) and set(signature["inputs"]) != set(inputs)
             if has_decoding:
                 inputs = (*inputs, *decoding)
+            # `search`'s steering inputs (`prefix`, `next_words`): an export before them lacks them.
+            steered = name == SEARCH and set(STEERING_INPUTS) <= set(signature["inputs"])
+            if steered:
+                inputs = (*inputs, *STEERING_INPUTS)
             if sorted(signature["inputs"]) != sorted(inputs):
                 report.errors.append(
                     f"Signature {name!r} must take the input(s) {list(inputs)}. "
@@ -203,7 +212,19 @@ class ExportChecker:
                 )
             defaults = set(meta_graph.signature_def[name].defaults) if meta_graph else set()
             for alias, spec in signature["inputs"].items():
-                if alias in decoding and alias in inputs:
+                if steered and alias in STEERING_INPUTS:
+                    dtype, shape = STEERING_INPUTS[alias]
+                    if spec["dtype"] != dtype or spec["shape"] != shape:
+                        report.errors.append(
+                            f"Input {alias!r} of {name!r} must be {dtype} {shape}. "
+                            f"Received: {spec['dtype']} {spec['shape']}"
+                        )
+                    if alias not in defaults:
+                        report.errors.append(
+                            f"Input {alias!r} of {name!r} has no default in the SignatureDef: "
+                            "TF Serving would refuse every request that leaves it out"
+                        )
+                elif alias in decoding and alias in inputs:
                     if spec["dtype"] != decoding[alias] or spec["shape"] != []:
                         report.errors.append(
                             f"Input {alias!r} of {name!r} must be a {decoding[alias]} scalar. "
@@ -220,6 +241,8 @@ class ExportChecker:
                         f"Received: {spec['dtype']} {spec['shape']}"
                     )
             outputs = _EXPECTED_OUTPUTS.get(name)
+            if steered:
+                outputs = {**outputs, **STEERING_OUTPUTS}
             if outputs is None and manifest is not None and name in manifest.signatures:
                 outputs = {
                     alias: (spec["dtype"], spec["shape"])
@@ -233,7 +256,15 @@ class ExportChecker:
                     )
             if outputs is None:
                 continue
-            if sorted(signature["outputs"]) != sorted(outputs):
+            received = sorted(signature["outputs"])
+            if name != SCORE_TRANSLATION and received == sorted(
+                set(outputs) - set(CONFIDENCE_OUTPUTS)
+            ):
+                report.warnings.append(
+                    f"Signature {name!r} lacks the outputs {list(CONFIDENCE_OUTPUTS)} "
+                    "(an export written before them): clients get no confidence"
+                )
+            elif received != sorted(outputs):
                 report.errors.append(
                     f"Signature {name!r} must return {sorted(outputs)}. "
                     f"Received: {sorted(signature['outputs'])}"

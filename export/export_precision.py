@@ -23,4 +23,5 @@ def with_precision(translator: Translator, precision: str) -> Translator:
         translator.source_vectorizer,
         translator.target_vectorizer,
         max_output_length=translator.max_output_length,
+        replace_unknown=translator.replace_unknown,
     )

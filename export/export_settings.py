@@ -32,6 +32,10 @@ class ExportSettings:
             default) for none.
         shortlist_frequent: int >= 0, the most frequent target ids that an
             int `shortlist` always keeps. Defaults to `DEFAULT_FREQUENT` (300).
+        replace_unknown: bool, whether the signatures replace each `[UNK]`
+            the model emits by the source token it attended to most
+            (`Translator`'s `replace_unknown`; word vocabularies only).
+            Defaults to False.
     """
 
     signatures: SignatureOptions = SignatureOptions()
@@ -40,10 +44,13 @@ class ExportSettings:
     weights: str = "auto"
     shortlist: Any = None
     shortlist_frequent: int = DEFAULT_FREQUENT
+    replace_unknown: bool = False
 
     def __post_init__(self):
         length = self.max_output_length
-        if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 1):
+        if length is not None and (
+            isinstance(length, bool) or not isinstance(length, int) or length < 1
+        ):
             raise ValueError(
                 "`max_output_length` must be a positive int or None. "
                 f"Received: max_output_length={length!r}"

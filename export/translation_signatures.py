@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
 
+from keras_attention.export.compiled_strategy import CompiledStrategy
 from keras_attention.export.signature_options import DEFAULT_MAX_BEAM_WIDTH, SignatureOptions
 from keras_attention.inference.translator import Translator
 from keras_attention_client.wire.contract import (
@@ -21,6 +21,8 @@ from keras_attention_client.wire.contract import (
     SCORE_TRANSLATION,
     SEARCH,
     SEARCH_INPUTS,
+    STEERING_INPUTS,
+    STEERING_OUTPUTS,
     TEXT_INPUT,
     TRANSLATION_INPUT,
     TRANSLATION_OUTPUTS,
@@ -39,45 +41,6 @@ _TRANSLATION_SPEC = tf.TensorSpec([None], tf.string, name=TRANSLATION_KEY)
 _DTYPES = {"DT_STRING": tf.string, "DT_FLOAT": tf.float32, "DT_INT32": tf.int32}
 
 
-class _CompiledStrategy:
-    """Runs a decoding strategy with XLA.
-
-    Without per-call options, `strategy(next_fn, state, start_ids)` becomes
-    one `tf.function(jit_compile=True)`: the whole `tf.while_loop` is one XLA
-    cluster. With options fed as tensors (a signature's decoding inputs) the
-    loop's shapes depend on them (the beam axis, `top_k`), which XLA cannot
-    compile, so only the model's step (`next_fn`) is compiled and the loop
-    runs it. The text processing around it (tf-text, lookups, string ops)
-    stays outside, since XLA cannot compile string ops. In a SavedModel the
-    compiled functions are calls marked `_XlaMustCompile`, which TensorFlow
-    Serving on CPU runs only with `--xla_cpu_compilation_enabled=true`.
-
-    Args:
-        strategy: a `GreedySearch`, `BeamSearch` or `RandomSampling`.
-    """
-
-    def __init__(self, strategy):
-        self.strategy = strategy
-
-    def __call__(self, next_fn, initial_state, start_ids, **options):
-        if options:
-            step = tf.function(next_fn, jit_compile=True, autograph=False)
-            # Every row stays: a batch that shrinks would compile the step again
-            # for each of its sizes.
-            strategy = copy.copy(self.strategy)
-            strategy.drop_finished = False
-            return strategy(step, initial_state, start_ids, **options)
-        decode = tf.function(
-            lambda state, ids: self.strategy(next_fn, state, ids),
-            jit_compile=True,
-            autograph=False,
-        )
-        return decode(initial_state, start_ids)
-
-    def get_config(self) -> dict[str, Any]:
-        return self.strategy.get_config()
-
-
 class TranslationSignatures:
     """The functions behind each signature of a translator export.
 
@@ -88,7 +51,10 @@ class TranslationSignatures:
     - `serving_default`: `Translator.translate` with greedy search.
     - `beam_search`: `Translator.translate` with beam search.
     - `search` (with `decoding_inputs`): `Translator.translate` with greedy
-      or beam search, chosen per request.
+      or beam search, chosen per request, and the optional `STEERING_INPUTS`
+      (`prefix`, `next_words`; defaults: none), returning
+      `STEERING_OUTPUTS` (`next_words`, `next_word_scores`) besides the
+      translation outputs.
     - `sample` (with `decoding_inputs`): `Translator.translate` with random
       sampling.
     - `score_translation` (inputs `text` and `translation`): the model's
@@ -162,7 +128,10 @@ class TranslationSignatures:
             BEAM_SEARCH: (self.translate_function(self.beam_strategy), [_TEXT_SPEC]),
         }
         if self.decoding_inputs:
-            endpoints[SEARCH] = (self.search_function(), [_TEXT_SPEC, *_input_specs(SEARCH_INPUTS)])
+            endpoints[SEARCH] = (
+                self.search_function(),
+                [_TEXT_SPEC, *_input_specs(SEARCH_INPUTS), *_steering_specs()],
+            )
             endpoints[SAMPLE] = (
                 self.sample_function(),
                 [_TEXT_SPEC, *_input_specs(SAMPLE_INPUTS)],
@@ -219,7 +188,7 @@ class TranslationSignatures:
     def translate_function(self, strategy) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
         """`text -> outputs` for one strategy, guarded against an empty batch."""
         if self.jit_compile:
-            strategy = _CompiledStrategy(strategy)
+            strategy = CompiledStrategy(strategy)
 
         def translate(text):
             text = tf.reshape(tf.convert_to_tensor(text, tf.string), [-1])
@@ -241,8 +210,10 @@ class TranslationSignatures:
         limit, cap = translator.max_output_length, self.max_beam_width
         greedy, beam = self.greedy_strategy, self.beam_strategy
         if self.jit_compile:
-            greedy, beam = _CompiledStrategy(greedy), _CompiledStrategy(beam)
+            greedy, beam = CompiledStrategy(greedy), CompiledStrategy(beam)
         defaults = self._default_constants(SEARCH)
+        with tf.init_scope():
+            no_prefix, no_next_words = tf.constant([], tf.string), tf.constant(0, tf.int32)
 
         def translate(
             text,
@@ -250,8 +221,20 @@ class TranslationSignatures:
             n_best=defaults[1],
             length_penalty=defaults[2],
             max_output_length=defaults[3],
+            prefix=no_prefix,
+            next_words=no_next_words,
         ):
+            text = tf.reshape(text, [-1])
+            prefix = tf.reshape(prefix, [-1])
             checks = [
+                _check(
+                    tf.logical_or(
+                        tf.equal(tf.size(prefix), 0), tf.equal(tf.size(prefix), tf.size(text))
+                    ),
+                    "`prefix` must hold one string per `text`, or none. Received sizes prefix, text:",
+                    [tf.size(prefix), tf.size(text)],
+                ),
+                _check(next_words >= 0, "`next_words` must be >= 0. Received:", [next_words]),
                 _check_range("beam_width", beam_width, 1, cap),
                 _check(
                     tf.logical_and(n_best >= 1, n_best <= beam_width),
@@ -267,14 +250,19 @@ class TranslationSignatures:
             ]
             with tf.control_dependencies(checks):
                 text = tf.reshape(tf.identity(text), [-1])
+            prefix = tf.cond(
+                tf.equal(tf.size(prefix), 0), lambda: tf.fill(tf.shape(text), ""), lambda: prefix
+            )
+            steering = {"prefixes": prefix, "next_words": next_words}
 
             def run_greedy():
-                return translator.translate(text, greedy, max_length=max_output_length)
+                return translator.translate(text, greedy, max_length=max_output_length, **steering)
 
             def run_beam():
                 outputs = translator.translate(
                     text,
                     beam,
+                    **steering,
                     beam_width=beam_width,
                     length_penalty=length_penalty,
                     n_best=n_best,
@@ -286,7 +274,9 @@ class TranslationSignatures:
                 tf.size(text) > 0,
                 lambda: tf.cond(beam_width > 1, run_beam, run_greedy),
                 lambda: tf.cond(
-                    n_best > 1, lambda: _empty(N_BEST_OUTPUTS), lambda: _empty(TRANSLATION_OUTPUTS)
+                    n_best > 1,
+                    lambda: _empty({**N_BEST_OUTPUTS, **STEERING_OUTPUTS}),
+                    lambda: _empty({**TRANSLATION_OUTPUTS, **STEERING_OUTPUTS}),
                 ),
             )
 
@@ -298,7 +288,7 @@ class TranslationSignatures:
         limit = translator.max_output_length
         sampler = self.sample_strategy
         if self.jit_compile:
-            sampler = _CompiledStrategy(sampler)
+            sampler = CompiledStrategy(sampler)
         defaults = self._default_constants(SAMPLE)
 
         def sample(
@@ -403,6 +393,14 @@ class TranslationSignatures:
         }
 
 
+def _steering_specs() -> list[tf.TensorSpec]:
+    """`TensorSpec`s of `STEERING_INPUTS` (`prefix` `[batch]`, `next_words` a scalar)."""
+    return [
+        tf.TensorSpec([None] * len(shape), _DTYPES[dtype], name=alias)
+        for alias, (dtype, shape) in STEERING_INPUTS.items()
+    ]
+
+
 def _input_specs(inputs: dict[str, str]) -> list[tf.TensorSpec]:
     """Scalar `TensorSpec`s named after the decoding inputs, in the contract's order."""
     return [tf.TensorSpec([], _DTYPES[dtype], name=alias) for alias, dtype in inputs.items()]
@@ -423,7 +421,10 @@ def _check_range(name: str, value: tf.Tensor, low: int, high: int) -> tf.Operati
 
 def _best_of(outputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """Outputs with an n-best axis of size 1 -> the outputs without it."""
-    return {key: value if key == "source_tokens" else value[:, 0] for key, value in outputs.items()}
+    return {
+        key: value if key in ("source_tokens", *STEERING_OUTPUTS) else value[:, 0]
+        for key, value in outputs.items()
+    }
 
 
 def _empty(outputs: dict[str, tuple[str, list[int]]]) -> dict[str, tf.Tensor]:

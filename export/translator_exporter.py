@@ -28,6 +28,7 @@ from keras_attention.export.signature_options import SignatureOptions
 from keras_attention.export.translation_signatures import (
     INPUT_KEY,
     SCORE_TRANSLATION,
+    SEARCH,
     TRANSLATION_KEY,
     TranslationSignatures,
 )
@@ -210,7 +211,11 @@ class TranslatorExporter:
 
         settings = ExportSettings.of(settings, **changes)
         jit_compile = settings.signatures.jit_compile
-        translator = load_translator(run_dir, max_output_length=settings.max_output_length)
+        translator = load_translator(
+            run_dir,
+            max_output_length=settings.max_output_length,
+            replace_unknown=settings.replace_unknown,
+        )
         shortlist, frequent = settings.shortlist, settings.shortlist_frequent
         if isinstance(shortlist, str) and shortlist == AUTO:
             shortlist = auto_shortlist_size(
@@ -307,7 +312,8 @@ class TranslatorExporter:
 
     def warmup_logs(self) -> list:
         """`PredictionLog`s: each signature at batch 1 and at all warmup pairs, and `search`
-        and `sample` at all warmup pairs with every decoding input given."""
+        and `sample` at all warmup pairs with every decoding input given (for `search`, each
+        target's first word as the `prefix`, and `next_words` 2)."""
         sources = np.array([s.encode("utf-8") for s, _ in self.warmup_pairs], dtype=object)
         targets = np.array([t.encode("utf-8") for _, t in self.warmup_pairs], dtype=object)
         batches = [slice(0, 1)] + ([slice(None)] if len(sources) > 1 else [])
@@ -324,6 +330,11 @@ class TranslatorExporter:
             if every_input is not None:
                 inputs = {INPUT_KEY: sources, **every_input}
                 inputs["max_output_length"] = np.int32(self.translator.max_output_length)
+                if name == SEARCH:  # steering too: each target's first word as the prefix
+                    inputs["prefix"] = np.array(
+                        [t.split(b" ")[0] if t else b"" for t in targets], dtype=object
+                    )
+                    inputs["next_words"] = np.int32(2)
                 logs.append(predict_log(name, inputs))
         return logs
 

@@ -34,7 +34,9 @@ class VocabularyShortlist:
     For a batch of source sentences, the decoder scores only the candidate
     target ids instead of the whole target vocabulary: the union of the
     table's rows for every source id of the batch, the `frequent_ids`, and
-    the ids `0 .. max(special_ids)`, sorted. Those first ids keep their own
+    the ids `0 .. max(special_ids)`, sorted. Each sentence may emit only its
+    own candidates among them (`allowed`), so that its translation does not
+    depend on what it was batched with. Those first ids keep their own
     positions (`candidates[i] == i`), so the start, end and padding ids
     mean the same among candidates as in the vocabulary.
 
@@ -136,24 +138,71 @@ class VocabularyShortlist:
         """The table and the always-candidate ids, as an export tracks them."""
         return [self._table, self._always]
 
-    def candidates(self, source_ids) -> tf.Tensor:
+    def candidates(self, source_ids, extra_ids=None) -> tf.Tensor:
         """The sorted candidate target ids of a batch.
 
         Args:
             source_ids: int `(batch_size, T_in)`, padded with 0 (any shape
                 of source ids works: every id counts).
+            extra_ids: `None`, or int target ids of any shape that must be
+                candidates too (e.g. forced prefixes' ids).
 
         Returns:
-            int32 `(C,)`: the union of `table[source_ids]`, `frequent_ids`
-            and `0 .. max(special_ids)`, sorted, each once.
+            int32 `(C,)`: the union of `table[source_ids]`, `frequent_ids`,
+            `0 .. max(special_ids)` and `extra_ids`, sorted, each once.
         """
         ids = tf.reshape(tf.cast(source_ids, tf.int32), [-1])
         chosen = tf.concat([tf.reshape(tf.gather(self._table, ids), [-1]), self._always], 0)
+        if extra_ids is not None:
+            chosen = tf.concat([chosen, tf.reshape(tf.cast(extra_ids, tf.int32), [-1])], 0)
         # Marks, then `Where`: the ids in order, each once, with core ops only.
         counts = tf.scatter_nd(
             chosen[:, tf.newaxis], tf.ones_like(chosen), [self.target_vocabulary_size]
         )
         return tf.cast(tf.reshape(tf.where(counts > 0), [-1]), tf.int32)
+
+    def allowed(self, source_ids, candidates) -> tf.Tensor:
+        """Which of a batch's `candidates` are each sentence's own candidates.
+
+        A sentence's own candidates are `table[s]` for each of its source ids
+        `s` other than padding (0), `frequent_ids` and `0 .. max(special_ids)`:
+        what `candidates` gives for that sentence alone. Restricting each row
+        to them makes a translation independent of its batch-mates, while
+        the batch's union (`candidates`) stays the slice the decoder computes.
+
+        Args:
+            source_ids: int `(batch_size, T_in)`, padded with 0.
+            candidates: int32 `(C,)`, `candidates(source_ids)`.
+
+        Returns:
+            bool `(batch_size, C)`.
+
+        Example:
+
+        >>> shortlist = VocabularyShortlist([[0], [0], [0], [0], [6], [7]], [], 9)
+        >>> ids = tf.constant([[4, 5], [5, 0]])
+        >>> shortlist.allowed(ids, shortlist.candidates(ids)).numpy().astype(int).tolist()
+        [[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 1]]
+        """
+        source_ids = tf.cast(source_ids, tf.int32)
+        pad = tf.constant(self.special_ids[0], tf.int32)
+        rows = tf.gather(self._table, source_ids)  # (batch, T_in, k)
+        rows = tf.where(tf.equal(source_ids, PAD_ID)[..., tf.newaxis], pad, rows)
+        batch_size = tf.shape(source_ids)[0]
+        rows = tf.reshape(rows, [batch_size, -1])
+        sentence = tf.broadcast_to(tf.range(batch_size)[:, tf.newaxis], tf.shape(rows))
+        marks = tf.scatter_nd(
+            tf.reshape(tf.stack([sentence, rows], axis=-1), [-1, 2]),
+            tf.ones([tf.size(rows)], tf.int32),
+            [batch_size, self.target_vocabulary_size],
+        )
+        always = tf.scatter_nd(
+            self._always[:, tf.newaxis],
+            tf.ones_like(self._always),
+            [self.target_vocabulary_size],
+        )
+        own = tf.gather(marks, candidates, axis=1) > 0
+        return tf.logical_or(own, (tf.gather(always, candidates) > 0)[tf.newaxis, :])
 
     def describe(self) -> dict:
         """What the export manifest records about the shortlist."""

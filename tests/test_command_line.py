@@ -107,6 +107,34 @@ def test_translate_sample_flags(trained_digits_run, capsys):
     assert all(r["score"] <= 0 for r in records)
 
 
+def test_translate_confidence(trained_digits_run, capsys):
+    """`--confidence` prints CONFIDENCE<TAB>TRANSLATION<TAB>TOKEN:P ...; the confidence is
+    the geometric mean of the token probabilities, the end token's included."""
+    import math
+
+    texts = ["1 2 3", "4 5 6 7"]
+    for beam in ("1", "3"):
+        assert main(["translate", str(trained_digits_run), *texts, "--beam", beam]) == 0
+        plain = capsys.readouterr().out.splitlines()
+        args = ["translate", str(trained_digits_run), *texts, "--beam", beam]
+        assert main([*args, "--confidence"]) == 0
+        lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+        assert [line[1] for line in lines] == plain
+        assert main([*args, "--format", "json"]) == 0
+        records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        for (confidence, _, pairs), record in zip(lines, records, strict=True):
+            probabilities = record["token_probabilities"]
+            assert [pair.rsplit(":", 1)[0] for pair in pairs.split(" ")] == record["tokens"]
+            assert len(probabilities) == record["length"]
+            assert all(0 < p <= 1 for p in probabilities)
+            # The tokens' and the end token's log-probabilities sum to the score.
+            scored = record["length"] + 1
+            assert record["confidence"] == pytest.approx(math.exp(record["score"] / scored))
+            assert float(confidence) == pytest.approx(record["confidence"], abs=5e-4)
+            end_log_prob = record["score"] - sum(math.log(p) for p in probabilities)
+            assert end_log_prob <= 1e-5
+
+
 @pytest.mark.parametrize("command", ["translate", "evaluate", "export"])
 def test_beam_width_has_one_spelling_and_an_alias(command):
     from keras_attention.cli import build_parser
@@ -193,6 +221,7 @@ def test_train_twice_has_nothing_to_do_and_other_options_are_refused(
 LOCAL_TRANSLATE_FLAGS = {
     "--show-attention",
     "--attention-dir",
+    "--replace-unknown",
 }
 
 

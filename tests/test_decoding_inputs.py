@@ -119,7 +119,8 @@ def post_instances(rest_url: str, model: str, signature: str, instances: list) -
 
 
 def assert_same_outputs(got: dict, want: dict, over_rest: bool) -> None:
-    assert sorted(got) == sorted(want)
+    """The outputs of the export before, byte for byte; the confidence outputs are new."""
+    assert set(want) <= set(got) and set(got) - set(want) <= {"token_scores", "confidence"}
     for alias, value in want.items():
         if over_rest and value.dtype != object:
             # JSON has no dtypes: the same values, as float32 / int32 again.
@@ -148,6 +149,10 @@ def test_todays_requests_get_the_bytes_of_the_export_before(request, batching, s
         rows = post_instances(server.rest_url, "after", signature, TEXTS[:4])["predictions"]
         assert [row["translation"].encode() for row in rows] == want["translation"].tolist()
         assert [row["length"] for row in rows] == want["length"].tolist()
+        # The new outputs: each row's token scores sum to its score.
+        for row, score in zip(rows, want["score"], strict=True):
+            assert sum(row["token_scores"]) == pytest.approx(float(score), abs=1e-4)
+            assert 0 < row["confidence"] <= 1
 
 
 def test_a_batching_server_refuses_the_scalar_inputs_and_says_so(batching_server):
@@ -185,9 +190,13 @@ def test_signature_defs_hold_the_defaults(new_export):
         name: {
             alias: tf.make_ndarray(proto).item()
             for alias, proto in signatures[name].defaults.items()
+            if alias != "prefix"
         }
         for name in ("search", "sample")
     }
+    # The steering inputs: no prefix ([], not a row per text) and no next words.
+    assert tf.make_ndarray(signatures["search"].defaults["prefix"]).shape == (0,)
+    assert defaults["search"].pop("next_words") == 0
     limit = 10  # the run's max_output_length
     assert defaults["search"] == pytest.approx(
         {"beam_width": 1, "n_best": 1, "length_penalty": 0.6, "max_output_length": limit}
@@ -227,6 +236,89 @@ def test_search_equals_the_text_only_signatures(new_export, server):
     for got, want in pairs:
         for alias, value in want.items():
             assert raw_bytes(got[alias]) == raw_bytes(value), alias
+
+
+PREFIXES = ["je", "", "elle", "le", "ils", "", "", "", "", "le chat"]
+
+
+def test_a_prefix_and_next_words_through_the_export_equal_the_library(
+    new_export, server, translator
+):
+    """`search` with `prefix` and `next_words` on the Session path, over gRPC and over REST
+    (both clients) gives the local `Translator`'s translations and next words."""
+    import tensorflow as tf
+
+    from keras_attention.export import SavedModelSession
+
+    assert len(PREFIXES) == len(TEXTS)
+    local = translator.translate(
+        tf.constant(TEXTS),
+        translator.strategy(beam_width=3, length_penalty=0.6),
+        prefixes=tf.constant(PREFIXES),
+        next_words=3,
+    )
+    want_texts = [t.decode() for t in local["translation"].numpy()]
+    want_words = [[w.decode() for w in row] for row in local["next_words"].numpy()]
+    for text, prefix in zip(want_texts, PREFIXES, strict=True):
+        assert text.lower().startswith(prefix)
+    inputs = {
+        "text": np.array(TEXTS, object),
+        "prefix": np.array(PREFIXES, object),
+        "next_words": np.int32(3),
+        "beam_width": np.int32(3),
+    }
+    with SavedModelSession(new_export.path) as session:
+        outputs = session.run("search", inputs)
+        # Without the steering inputs: the outputs of before, no next words.
+        plain = session.run("search", {"text": np.array(TEXTS, object)})
+        greedy = session.run("serving_default", {"text": np.array(TEXTS, object)})
+    assert [t.decode() for t in outputs["translation"]] == want_texts
+    assert [[w.decode() for w in row] for row in outputs["next_words"]] == want_words
+    np.testing.assert_allclose(outputs["next_word_scores"], local["next_word_scores"], atol=1e-5)
+    assert plain["next_words"].shape == (len(TEXTS), 0)
+    assert raw_bytes(plain["translation"]) == raw_bytes(greedy["translation"])
+    with TranslationClient(server.address, model_name="after") as client:
+        grpc = client.translate(TEXTS, beam_width=3, prefixes=PREFIXES, next_words=3)
+    rest = RestTranslationClient(server.rest_url, model_name="after").translate(
+        TEXTS, beam_width=3, prefixes=PREFIXES, next_words=3
+    )
+    for results in (grpc, rest):
+        assert [r.text for r in results] == want_texts
+        assert [[w for w, _ in r.next_words] for r in results] == want_words
+    # A prefix for some texts only is refused, naming the input.
+    with TranslationClient(server.address, model_name="after", max_retries=0) as client:
+        with pytest.raises(ServingError, match="prefix"):
+            client.predict(
+                {"text": np.array(TEXTS, object), "prefix": np.array(PREFIXES[:2], object)},
+                signature_name="search",
+            )
+
+
+def test_confidence_prefix_and_next_words_flags_remote_and_local(server, golden, capsys):
+    """`--confidence --prefix P --next-words K`: the same lines from the run and from the
+    served export (both command lines)."""
+    from keras_attention.cli import main as local_main
+    from keras_attention_client.cli import main as client_main
+
+    flags = ["--confidence", "--prefix", "je", "--next-words", "2", "--beam-width", "3"]
+    texts = ["I see the cat .", "the dog"]
+    assert local_main(["translate", str(golden / "run"), *flags, *texts]) == 0
+    local = capsys.readouterr().out.splitlines()
+    remote_flags = ["--server", server.address, "--model-name", "after", *flags, *texts]
+    assert client_main(["translate", *remote_flags]) == 0
+    remote = capsys.readouterr().out.splitlines()
+    assert len(local) == len(remote) == len(texts)
+    for mine, theirs in zip(local, remote, strict=True):
+        confidence, translation, tokens, words = mine.split("\t")
+        assert 0 < float(confidence) <= 1
+        assert translation.lower().startswith("je") and tokens.startswith("je:1.00")
+        assert len(words.split(" ")) == 2
+        other = theirs.split("\t")
+        assert other[1:3] == [translation, tokens]
+        assert abs(float(other[0]) - float(confidence)) <= 2e-3
+        assert [w.split(":")[0] for w in other[3].split(" ")] == [
+            w.split(":")[0] for w in words.split(" ")
+        ]
 
 
 @pytest.mark.slow
@@ -286,6 +378,8 @@ def test_n_best_outputs_have_an_n_best_axis_over_rest(server):
     """A REST body with scalar inputs (columnar format), answered with [batch, n_best, ...]."""
     rest = RestTranslationClient(server.rest_url, model_name="after")
     body = {"text": TEXTS[:3], "beam_width": 4, "n_best": 3, "length_penalty": 0.6}
+    # REST fills no defaults: every input, the steering ones too (`[]`: no prefix).
+    body.update({"prefix": np.array([], object), "next_words": np.int32(0)})
     outputs = rest.predict({**body, "max_output_length": 10}, signature_name="search")
     assert np.asarray(outputs["translation"]).shape == (3, 3)
     assert np.asarray(outputs["score"]).shape == (3, 3)

@@ -212,6 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument(
         "--attention-dir", help="with --show-attention: save heatmap PNGs here instead"
     )
+    translate.add_argument(
+        "--replace-unknown",
+        action="store_true",
+        help="replace each [UNK] the model emits by the source word it attended to most "
+        "(word vocabularies; an export decides this with its own --replace-unknown)",
+    )
     translate.set_defaults(handler=run_translate)
 
     export = commands.add_parser(

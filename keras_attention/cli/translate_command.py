@@ -42,6 +42,9 @@ def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list:
             "tokens": list(t.tokens),
             "source_tokens": list(t.source_tokens),
             "attention": t.attention,
+            "token_probabilities": t.token_probabilities,
+            "confidence": t.confidence,
+            **({} if t.next_words is None else {"next_words": t.next_words}),
         }
 
     return [
@@ -54,6 +57,11 @@ def run_translate(args: argparse.Namespace) -> int:
     if not args.server and not args.run_dir:
         raise ValueError("translate needs RUN_DIR (a trained run) or --server HOST:PORT")
     from keras_attention_client.decoding_flags import decoding_options
+    from keras_attention_client.translation_lines import (
+        confidence_line,
+        next_words_text,
+        steering_arguments,
+    )
 
     options = decoding_options(args)  # checks the flags before any text is read
     texts = read_texts(args)
@@ -69,10 +77,15 @@ def run_translate(args: argparse.Namespace) -> int:
         from keras_attention.inference.trained_run import load_translator
 
         warn_if_partial(args.run_dir, "translate")
-        translator = load_translator(args.run_dir, max_output_length=args.max_output_length)
+        translator = load_translator(
+            args.run_dir,
+            max_output_length=args.max_output_length,
+            replace_unknown=args.replace_unknown,
+        )
         results = translator.translate_all(
             texts,
             options,
+            **steering_arguments(args, texts),
             batch_size=args.batch_size,
             progress=len(texts) > args.batch_size and sys.stderr.isatty(),
         )
@@ -86,7 +99,18 @@ def run_translate(args: argparse.Namespace) -> int:
             print(json.dumps(record, ensure_ascii=False))
         else:
             for one in result if listed else [result]:
-                print(one["translation"])
+                if args.confidence:
+                    line = confidence_line(
+                        one["translation"],
+                        one["confidence"],
+                        one["tokens"],
+                        one["token_probabilities"],
+                    )
+                else:
+                    line = one["translation"]
+                if args.next_words:
+                    line += "\t" + next_words_text(one.get("next_words"))
+                print(line)
         if args.show_attention:
             show_attention(args, index, result[0] if listed else result)
     return 0

@@ -198,6 +198,8 @@ class BeamSearch(DecodingStrategy):
             "lengths": tf.zeros([batch_size, beam_width], tf.int32),
             "finished": tf.zeros([batch_size, beam_width], tf.bool),
             "tokens": tf.fill([batch_size, beam_width, max_length], tf.constant(self.pad_id)),
+            # Each emitted token's log-probability (the end token's included).
+            "token_scores": tf.zeros([batch_size, beam_width, max_length], tf.float32),
             # The beam (of its sentence) of each step's ancestor.
             "ancestry": tf.zeros([batch_size, beam_width, max_length], tf.int32),
         }
@@ -223,6 +225,9 @@ class BeamSearch(DecodingStrategy):
         kept_log_probs = tf.gather(
             tf.reshape(totals, [-1, beam_width * vocab_size]), top, batch_dims=1
         )
+        kept_step_log_probs = tf.gather(
+            tf.reshape(step_log_probs, [-1, beam_width * vocab_size]), top, batch_dims=1
+        )
         parent_finished = tf.gather(finished, parents, batch_dims=1)
         ended = tf.logical_and(tf.logical_not(parent_finished), tf.equal(ids, self.end_id))
         stopped = tf.logical_or(parent_finished, ended)
@@ -236,11 +241,15 @@ class BeamSearch(DecodingStrategy):
         state = tf.nest.map_structure(lambda x: tf.gather(x, flat_parent_rows), state)
         tokens = tf.gather(search["tokens"], parents, batch_dims=1)
         ancestry = tf.gather(search["ancestry"], parents, batch_dims=1)
+        token_scores = tf.gather(search["token_scores"], parents, batch_dims=1)
         search = {
             "log_probs": kept_log_probs,
             "lengths": tf.gather(candidate_lengths, parents, batch_dims=1),
             "finished": tf.logical_or(stopped, dead),
             "tokens": write_column(tokens, step, tf.where(stopped, pad, ids)),
+            "token_scores": write_column(
+                token_scores, step, tf.where(parent_finished, 0.0, kept_step_log_probs)
+            ),
             "ancestry": write_column(ancestry, step, parents),
         }
         next_ids = tf.reshape(tf.where(parent_finished, pad, ids), [-1])
@@ -274,6 +283,7 @@ class BeamSearch(DecodingStrategy):
             scores=scores,
             lengths=best_lengths,
             attention=best_attention[:, :steps],
+            token_scores=search["token_scores"][:, 0, :steps],
         )
 
     def _finalize_n_best(self, steps, search, attention):
@@ -298,4 +308,5 @@ class BeamSearch(DecodingStrategy):
             scores=scores,
             lengths=lengths,
             attention=kept_attention[:, :, :steps],
+            token_scores=search["token_scores"][:, :n_best, :steps],
         )

@@ -27,9 +27,15 @@ class DecodeResult(NamedTuple):
         attention: float32 tensor of shape `(batch_size, T, Tv)`. The
             attention weights of each emitted step; rows `>= lengths[b]`
             (the end token's step and everything after it) are zero.
+        token_scores: float32 tensor of shape `(batch_size, T)`, or `None`
+            from a strategy that does not record it. The log-probability of
+            each emitted token: positions `< lengths[b]` hold the tokens',
+            position `lengths[b]` the end token's when one was emitted, and
+            the rest 0, so that a row sums to `scores[b]`.
     """
 
     tokens: tf.Tensor
     scores: tf.Tensor
     lengths: tf.Tensor
     attention: tf.Tensor
+    token_scores: tf.Tensor | None = None

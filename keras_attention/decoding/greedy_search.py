@@ -22,7 +22,8 @@ class GreedySearch(DecodingStrategy):
     1. `log_probs = log_softmax(logits)` in float32, from
        `next_fn(t, previous_tokens, state)`.
     2. `token = argmax(log_probs)` (ties go to the lowest id).
-    3. If the sentence was still running, `score += log_probs[token]`; if
+    3. If the sentence was still running, `score += log_probs[token]` (and
+       `log_probs[token]` is recorded as the token's score); if
        `token == end_id` the sentence is finished. A finished sentence emits
        `pad_id` (fed back as its next input), its score and length stop
        changing, and its attention rows are zero.
@@ -85,6 +86,7 @@ class GreedySearch(DecodingStrategy):
         search = {
             "tokens": tf.fill([batch_size, self.max_length], tf.constant(self.pad_id, tf.int32)),
             "scores": tf.zeros([batch_size], tf.float32),
+            "token_scores": tf.zeros([batch_size, self.max_length], tf.float32),
             "lengths": tf.zeros([batch_size], tf.int32),
             "finished": tf.zeros([batch_size], tf.bool),
         }
@@ -109,6 +111,9 @@ class GreedySearch(DecodingStrategy):
             search,
             tokens=write_column(search["tokens"], step, tf.where(done, pad, ids)),
             scores=search["scores"] + tf.where(finished, 0.0, token_log_probs),
+            token_scores=write_column(
+                search["token_scores"], step, tf.where(finished, 0.0, token_log_probs)
+            ),
             lengths=search["lengths"] + tf.cast(tf.logical_not(done), tf.int32),
             finished=done,
         )
@@ -124,4 +129,5 @@ class GreedySearch(DecodingStrategy):
             scores=search["scores"],
             lengths=search["lengths"],
             attention=attention,
+            token_scores=search["token_scores"][:, :steps],
         )

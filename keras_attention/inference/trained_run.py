@@ -13,13 +13,19 @@ from keras_attention.runs.run_vectorizers import check_model_matches, load_vecto
 from keras_attention.runs.train_config import TrainConfig
 
 
-def load_translator(run_dir: str | os.PathLike, max_output_length: int | None = None) -> Translator:
+def load_translator(
+    run_dir: str | os.PathLike,
+    max_output_length: int | None = None,
+    replace_unknown: bool = False,
+) -> Translator:
     """The `Translator` of a trained run directory.
 
     Args:
         run_dir: a run directory written by `keras_attention.training.train`.
         max_output_length: most tokens per translation (default: the run's
             `TrainConfig.max_output_length`).
+        replace_unknown: `Translator`'s `replace_unknown` (copy the most
+            attended source token for each `[UNK]`).
 
     Raises:
         FileNotFoundError: `run_dir` is not a trained run directory.
@@ -39,4 +45,5 @@ def load_translator(run_dir: str | os.PathLike, max_output_length: int | None = 
         source_vectorizer,
         target_vectorizer,
         max_output_length=max_output_length or config.max_output_length,
+        replace_unknown=replace_unknown,
     )

@@ -8,12 +8,25 @@ import random
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch, RandomSampling
+from keras_attention.inference.next_step import (
+    check_shortlist,
+    encode_prefixes,
+    forced_prefix,
+    is_zero,
+    lowest_where,
+    next_word_outputs,
+    own_candidates,
+)
+from keras_attention.inference.translation_outputs import (
+    OUTPUT_KEYS,
+    n_best_outputs,
+    results_in_order,
+    single_outputs,
+)
 from keras_attention.models.weight_slices import WeightSlices
 from keras_attention.text import BaseVectorizer
 from keras_attention_client.defaults import DEFAULT_BATCH_SIZE
 from keras_attention_client.wire.decoding_options import DecodingOptions
-
-OUTPUT_KEYS = ("translation", "score", "length", "tokens", "source_tokens", "attention")
 
 
 class Translator:
@@ -34,11 +47,14 @@ class Translator:
         max_output_length: int, the most tokens a translation may have.
         shortlist: a `VocabularyShortlist`, or `None` (the default) to score
             the whole target vocabulary. With one, each `translate` call
-            scores only the shortlist's candidates for the batch's source
+            computes only the shortlist's candidates for the batch's source
             ids: the output projection's columns of those ids are gathered
             once per call, the search runs over candidate positions, and the
             ids are mapped back before the embedding lookup and in the
-            outputs. Scores are then log-probabilities over the candidates.
+            outputs. Each sentence may emit only its own candidates
+            (`VocabularyShortlist.allowed`), so its translation does not
+            depend on its batch-mates. Scores are then log-probabilities over
+            the sentence's own candidates.
         gather_weights: `gather(variable, ids, axis) -> tensor`, how the
             model reads the slices of its weights that a call uses: the
             source and target embeddings' rows it looks up, and the
@@ -49,6 +65,13 @@ class Translator:
             An export with int8 weights reads the int8 rows and columns and
             their scales, so that a request converts only those
             (`WeightStorage.gather`).
+        replace_unknown: bool, whether each `[UNK]` the model emits is
+            replaced, in `tokens` and `translation`, by the source token it
+            attended to most (`argmax` of that step's attention; Luong et
+            al. 2015, "Addressing the Rare Word Problem"), so that names and
+            numbers outside the target vocabulary come through. Needs a word
+            target vocabulary (subword models never emit `[UNK]`). Defaults
+            to False.
     """
 
     def __init__(
@@ -60,19 +83,30 @@ class Translator:
         *,
         shortlist=None,
         gather_weights=None,
+        replace_unknown: bool = False,
     ):
+        if not isinstance(replace_unknown, bool):
+            raise ValueError(
+                f"`replace_unknown` must be True or False. Received: {replace_unknown!r}"
+            )
+        if replace_unknown and target_vectorizer.unk_id in target_vectorizer.forbidden_output_ids:
+            raise ValueError(
+                "`replace_unknown` needs a target vocabulary whose [UNK] the model may emit "
+                f"(a word vocabulary); {type(target_vectorizer).__name__} never emits it"
+            )
         if max_output_length < 1:
             raise ValueError(
                 f"`max_output_length` must be >= 1. Received: max_output_length={max_output_length}"
             )
         if shortlist is not None:
-            _check_shortlist(shortlist, model, source_vectorizer, target_vectorizer)
+            check_shortlist(shortlist, model, source_vectorizer, target_vectorizer)
         self.model = model
         self.source_vectorizer = source_vectorizer
         self.target_vectorizer = target_vectorizer
         self.max_output_length = max_output_length
         self.shortlist = shortlist
         self.gather_weights = gather_weights
+        self.replace_unknown = replace_unknown
 
     def with_shortlist(self, shortlist, gather_weights=None) -> Translator:
         """This translator with another `shortlist` (`None`: none) and `gather_weights`."""
@@ -83,6 +117,7 @@ class Translator:
             max_output_length=self.max_output_length,
             shortlist=shortlist,
             gather_weights=gather_weights,
+            replace_unknown=self.replace_unknown,
         )
 
     def strategy(self, options: DecodingOptions | None = None, **decoding):
@@ -171,26 +206,28 @@ class Translator:
             else:
                 model_step = self.model.next_logits
         ids = tf.range(self.target_vectorizer.vocabulary_size) if candidates is None else candidates
-        banned = self._forbidden(ids)
+        banned = self.forbidden(ids)
 
         def next_fn(step, token_ids, state):
             if candidates is not None:
                 token_ids = tf.gather(candidates, token_ids)
             logits, state, attention = model_step(step, token_ids, state)
             if banned is not None:
-                logits = _lowest_where(banned, logits)
+                logits = lowest_where(banned, logits)
             return logits, state, attention
 
         return next_fn
 
-    def _forbidden(self, ids):
+    def forbidden(self, ids):
         """Whether each of `ids` is a forbidden output id; `None` when none is."""
         forbidden = list(self.target_vectorizer.forbidden_output_ids)
         if not forbidden:
             return None
         return tf.reduce_any(tf.equal(ids[:, tf.newaxis], tf.constant(forbidden, tf.int32)), axis=1)
 
-    def translate(self, texts, strategy, **options) -> dict[str, tf.Tensor]:
+    def translate(
+        self, texts, strategy, *, prefixes=None, next_words=0, **options
+    ) -> dict[str, tf.Tensor]:
         """Translates a batch of strings.
 
         Args:
@@ -198,6 +235,14 @@ class Translator:
             strategy: a decoding strategy (`GreedySearch`, `BeamSearch`,
                 `RandomSampling`), or any callable
                 `strategy(next_fn, initial_state, start_ids) -> DecodeResult`.
+            prefixes: `None`, or a string tensor `(batch_size,)`: each
+                translation starts with its prefix's tokens (tokenized as
+                targets; `""` for none). The forced tokens are given, not
+                chosen: they score 0 (probability 1), so `score` and
+                `confidence` are those of the rest given the prefix.
+            next_words: int (a scalar tensor in an export), the number of
+                most probable words after each prefix to return; 0 (the
+                default) returns none.
             **options: the strategy's per-call options (e.g. `beam_width`,
                 `max_length`, as scalar tensors in an export).
 
@@ -206,14 +251,24 @@ class Translator:
             `score` float32 `(batch_size,)` (log-probability), `length` int32
             `(batch_size,)` (tokens before `[END]`), `tokens` string
             `(batch_size, T_out)`, `source_tokens` string `(batch_size, T_in)`
-            (padded with `""`), `attention` float32 `(batch_size, T_out, T_in)`.
+            (padded with `""`), `attention` float32 `(batch_size, T_out, T_in)`,
+            `token_scores` float32 `(batch_size, T_out)` (the log-probability
+            of each output token, at position `length` the end token's when
+            one was emitted, 0 after: a row sums to `score`) and `confidence`
+            float32 `(batch_size,)`, the geometric mean of the scored
+            tokens' probabilities, `exp(score / n)` with `n` the tokens
+            scored (`length`, plus one for the end token), in `[0, 1]`.
             Inputs with no token (empty or blank strings) translate to `""`
-            with score 0 and length 0. For a strategy that returns n-best
+            with score 0, length 0 and confidence 1. For a strategy that returns n-best
             lists (`BeamSearch` with `n_best`), every output but
             `source_tokens` has an n-best axis after the batch axis:
-            `translation`, `score`, `length` `(batch_size, n_best)`, `tokens`
+            `translation`, `score`, `length`, `confidence`
+            `(batch_size, n_best)`, `tokens` and `token_scores`
             `(batch_size, n_best, T_out)`, `attention`
-            `(batch_size, n_best, T_out, T_in)`.
+            `(batch_size, n_best, T_out, T_in)`. With `prefixes` or
+            `next_words`, the outputs also hold `next_words` string
+            `(batch_size, next_words)` and `next_word_scores` float32
+            `(batch_size, next_words)` (`next_step.next_word_outputs`).
         """
         texts = tf.reshape(tf.convert_to_tensor(texts, dtype=tf.string), [-1])
         source_ids, source_tokens = self.encode_source(texts)
@@ -224,53 +279,55 @@ class Translator:
         with WeightSlices(self.gather_weights):
             state = self.model.initial_decode_state(source_ids)
         # With a shortlist, the start, end and padding ids are candidates at their own positions.
-        candidates = None if self.shortlist is None else self.shortlist.candidates(source_ids)
-        result = strategy(self.step_function(state, candidates), state, start_ids, **options)
+        steered = prefixes is not None or not is_zero(next_words)
+        if steered:
+            if prefixes is None:
+                prefixes = tf.fill([batch_size], "")
+            prefix_ids, prefix_lengths = encode_prefixes(self, prefixes, batch_size)
+        if self.shortlist is None:
+            candidates = None
+            next_fn, decode_state = self.step_function(state), state
+        else:
+            extra = prefix_ids if steered else None
+            candidates = self.shortlist.candidates(source_ids, extra_ids=extra)
+            allowed = self.shortlist.allowed(source_ids, candidates)
+            # Each row's own candidates travel in the state, so that beam
+            # search's tiling and the dropping of finished rows keep them.
+            next_fn = own_candidates(self.step_function(state, candidates))
+            decode_state = (state, allowed)
+        if prefixes is not None:
+            forced = prefix_ids
+            if candidates is not None:  # candidate positions
+                forced = tf.searchsorted(
+                    tf.broadcast_to(candidates, [batch_size, tf.size(candidates)]), prefix_ids
+                )
+            next_fn = forced_prefix(next_fn)
+            decode_state = (decode_state, forced, prefix_lengths)
+        result = strategy(next_fn, decode_state, start_ids, **options)
         if candidates is not None:
             result = result._replace(tokens=tf.gather(candidates, result.tokens))
         if result.tokens.shape.rank == 3:
-            return self._n_best_outputs(result, has_tokens, source_tokens)
-        outputs = self._outputs(result, has_tokens)
-        outputs["source_tokens"] = source_tokens
-        return {key: outputs[key] for key in OUTPUT_KEYS}
+            outputs = n_best_outputs(self, result, has_tokens, source_tokens)
+        else:
+            outputs = single_outputs(self, result, has_tokens, source_tokens)
+            outputs["source_tokens"] = source_tokens
+            outputs = {key: outputs[key] for key in OUTPUT_KEYS}
+        if steered:
 
-    def _outputs(self, result, has_tokens) -> dict[str, tf.Tensor]:
-        """Strings, scores, lengths and attention of a `DecodeResult` without an n-best axis."""
-        lengths = tf.where(has_tokens, result.lengths, 0)
-        steps = tf.shape(result.tokens)[1]
-        keep = tf.sequence_mask(lengths, steps)
-        token_ids = tf.where(keep, result.tokens, self.target_vectorizer.pad_id)
-        tokens = tf.where(keep, self.target_vectorizer.ids_to_tokens(token_ids), "")
-        attention = tf.where(keep[:, :, tf.newaxis], result.attention, 0.0)
-        return {
-            "translation": self.target_vectorizer.decode(token_ids),
-            "score": tf.where(has_tokens, result.scores, 0.0),
-            "length": lengths,
-            "tokens": tokens,
-            "attention": attention,
-        }
+            def none():
+                return {
+                    "next_words": tf.fill([batch_size, 0], ""),
+                    "next_word_scores": tf.zeros([batch_size, 0], tf.float32),
+                }
 
-    def _n_best_outputs(self, result, has_tokens, source_tokens) -> dict[str, tf.Tensor]:
-        """`translate`'s outputs with an n-best axis: the rows flattened, processed, reshaped."""
-        batch_size, n_best = tf.shape(result.tokens)[0], tf.shape(result.tokens)[1]
-        steps, source_length = tf.shape(result.tokens)[2], tf.shape(result.attention)[3]
-        flat = type(result)(
-            tokens=tf.reshape(result.tokens, [-1, steps]),
-            scores=tf.reshape(result.scores, [-1]),
-            lengths=tf.reshape(result.lengths, [-1]),
-            attention=tf.reshape(result.attention, [-1, steps, source_length]),
-        )
-        outputs = self._outputs(flat, tf.repeat(has_tokens, n_best))
-        shaped = {
-            "translation": [batch_size, n_best],
-            "score": [batch_size, n_best],
-            "length": [batch_size, n_best],
-            "tokens": [batch_size, n_best, steps],
-            "attention": [batch_size, n_best, steps, source_length],
-        }
-        outputs = {key: tf.reshape(outputs[key], shape) for key, shape in shaped.items()}
-        outputs["source_tokens"] = source_tokens
-        return {key: outputs[key] for key in OUTPUT_KEYS}
+            def asked():
+                return next_word_outputs(self, source_ids, prefix_ids, prefix_lengths, next_words)
+
+            if tf.is_tensor(next_words):  # an export's input: the pass runs only when asked
+                outputs.update(tf.cond(next_words > 0, asked, none))
+            else:
+                outputs.update(asked() if next_words else none())
+        return outputs
 
     def compile(self, strategy):
         """`translate` with `strategy` as a `tf.function` over a `[None]` string batch."""
@@ -287,6 +344,8 @@ class Translator:
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
         progress: bool = False,
+        prefixes: list[str] | None = None,
+        next_words: int = 0,
         **decoding,
     ) -> list:
         """Translates a list of strings in batches; returns one result per input.
@@ -294,8 +353,11 @@ class Translator:
         Inputs are sorted by length into batches (less padding) and the results
         returned in input order. Each result is a dict holding `translation`
         (str), `score` (float), `length` (int), `tokens` and `source_tokens`
-        (lists of str without padding), and `attention` (a NumPy array
-        `[length, n_source]`). With `n_best > 1` (beam search) each result is
+        (lists of str without padding), `attention` (a NumPy array
+        `[length, n_source]`), `token_probabilities` (list of float, the
+        probability of each of `tokens`) and `confidence` (float in `[0, 1]`,
+        the geometric mean of the token probabilities, the end token's
+        included). With `n_best > 1` (beam search) each result is
         a list of `n_best` such dicts, best first.
 
         `options` (a `DecodingOptions`, or its fields as keywords in
@@ -307,14 +369,26 @@ class Translator:
         `batch_size` and `seed` give the same translations; without one every
         call differs. The serving clients batch and seed the same way, so an
         export's `sample` signature gives the same translations.
+
+        `prefixes` (one string per text, `""` for none) starts each
+        translation with its prefix, and `next_words` (k > 0) adds to each
+        result `next_words`, a list of `(word, log_probability)`, the k most
+        probable words after the prefix (`translate`).
         """
         options = DecodingOptions.of(options, **decoding)
         if batch_size < 1:
             raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
-        import keras
 
         strategy = self.strategy(options)
         seed = options.seed
+        steered = prefixes is not None or next_words > 0
+        if prefixes is not None and len(prefixes) != len(texts):
+            raise ValueError(
+                f"`prefixes` must hold one string per text. Received: {len(prefixes)} for "
+                f"{len(texts)} texts"
+            )
+        if steered and options.sample:
+            raise ValueError("`prefixes` and `next_words` steer search, not sampling")
         if options.sample:
             if seed is None:
                 # Drawn here: a graph-level draw would repeat under a global TF seed.
@@ -332,6 +406,23 @@ class Translator:
 
             def translate(texts, batch_index):
                 return seeded(texts, tf.constant((seed + batch_index) % 2**31, tf.int32))
+        elif steered:
+            steered_fn = tf.function(
+                lambda texts, batch_prefixes: self.translate(
+                    texts, strategy, prefixes=batch_prefixes, next_words=next_words
+                ),
+                input_signature=[
+                    tf.TensorSpec([None], tf.string, name="text"),
+                    tf.TensorSpec([None], tf.string, name="prefix"),
+                ],
+                autograph=False,
+            )
+            all_prefixes = prefixes if prefixes is not None else [""] * len(texts)
+
+            def translate(texts, batch_index):
+                start = batch_index * batch_size
+                batch_prefixes = [all_prefixes[i] for i in order[start : start + batch_size]]
+                return steered_fn(texts, tf.constant(batch_prefixes, tf.string))
         else:
             compiled = self.compile(strategy)
 
@@ -339,65 +430,4 @@ class Translator:
                 return compiled(texts)
 
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        results: list = [None] * len(texts)
-        bar = keras.utils.Progbar(len(texts), unit_name="sentence") if progress else None
-        for batch_index, start in enumerate(range(0, len(order), batch_size)):
-            indices = order[start : start + batch_size]
-            batch = tf.constant([texts[i] for i in indices])
-            outputs = {k: v.numpy() for k, v in translate(batch, batch_index).items()}
-            for row, index in enumerate(indices):
-                source = [t.decode("utf-8") for t in outputs["source_tokens"][row] if t]
-                if outputs["translation"].ndim == 2:
-                    results[index] = [
-                        _result(outputs, (row, rank), source)
-                        for rank in range(outputs["translation"].shape[1])
-                    ]
-                else:
-                    results[index] = _result(outputs, (row,), source)
-            if bar is not None:
-                bar.add(len(indices))
-        return results
-
-
-def _lowest_where(banned, logits):
-    """`logits` with the columns where `banned` at the dtype's lowest value (finite: no
-    inf - inf in a beam)."""
-    return tf.where(banned, tf.constant(logits.dtype.min, logits.dtype), logits)
-
-
-def _check_shortlist(shortlist, model, source_vectorizer, target_vectorizer) -> None:
-    """Raises `ValueError` unless `shortlist` fits the vocabularies and the special ids."""
-    sizes = (shortlist.source_vocabulary_size, shortlist.target_vocabulary_size)
-    expected = (source_vectorizer.vocabulary_size, target_vectorizer.vocabulary_size)
-    if sizes != expected:
-        raise ValueError(
-            f"The shortlist is for vocabularies of {sizes[0]} source and {sizes[1]} target ids, "
-            f"but the translator's vectorizers have {expected[0]} and {expected[1]}. "
-            "Build it from the same run."
-        )
-    special = (target_vectorizer.pad_id, target_vectorizer.start_id, target_vectorizer.end_id)
-    if max(special) > max(shortlist.special_ids):
-        raise ValueError(
-            "The shortlist keeps the ids up to "
-            f"{max(shortlist.special_ids)} at their own positions, but the target's padding, "
-            f"start and end ids are {special}"
-        )
-    if not hasattr(model, "output_projection"):
-        raise ValueError(
-            "A shortlist needs a model with `output_projection(ids)` and "
-            "`next_logits(..., projection=)`, as `Seq2Seq` has. "
-            f"Received: {type(model).__name__}"
-        )
-
-
-def _result(outputs: dict, index: tuple[int, ...], source: list[str]) -> dict:
-    """One translation of `translate`'s NumPy outputs (`index`: the row, and the rank in an n-best list)."""
-    length = int(outputs["length"][index])
-    return {
-        "translation": outputs["translation"][index].decode("utf-8"),
-        "score": float(outputs["score"][index]),
-        "length": length,
-        "tokens": [t.decode("utf-8") for t in outputs["tokens"][index][:length]],
-        "source_tokens": source,
-        "attention": outputs["attention"][index][:length, : len(source)],
-    }
+        return results_in_order(translate, texts, order, batch_size, progress)

@@ -30,6 +30,11 @@ from keras_attention_client.defaults import (
 )
 from keras_attention_client.request_options import RequestOptions
 from keras_attention_client.retry_policy import RetryPolicy
+from keras_attention_client.translation_lines import (
+    confidence_line,
+    next_words_text,
+    steering_arguments,
+)
 from keras_attention_client.wire.contract import DEFAULT_SIGNATURE
 
 DISTRIBUTION = "keras-attention-client"
@@ -104,8 +109,29 @@ def add_translate_arguments(
         dest="output_format",
         choices=["text", "json"],
         default="text",
-        help="text: one translation per line; json: one object per line with score, tokens "
-        "and attention (default: text)",
+        help="text: one translation per line; json: one object per line with score, tokens, "
+        "token probabilities, confidence and attention (default: text)",
+    )
+    parser.add_argument(
+        "--confidence",
+        action="store_true",
+        help="text format: print each translation as CONFIDENCE<TAB>TRANSLATION<TAB>TOKEN:"
+        "PROBABILITY ..., the confidence being the geometric mean of the token probabilities "
+        "(low values mark translations to check)",
+    )
+    parser.add_argument(
+        "--prefix",
+        default=None,
+        help="start every translation with this text (interactive translation: what the "
+        "translator already typed); with --server, calls the search signature",
+    )
+    parser.add_argument(
+        "--next-words",
+        dest="next_words",
+        type=int,
+        default=0,
+        help="also list the K most probable words after the prefix (after --prefix, or at "
+        "the start), printed after a tab in the text format (default: 0, none)",
     )
     add_sampling_arguments(parser)
     add_client_arguments(parser)
@@ -270,7 +296,7 @@ def remote_translations(args: argparse.Namespace, texts: Sequence[str]) -> list:
     options = remote_decoding_options(args)
     try:
         with client_from_args(args) as client:
-            return client.translate(list(texts), options)
+            return client.translate(list(texts), options, **steering_arguments(args, texts))
     except ServingError as error:
         hint = model_name_hint(error, args.model_name)
         if hint is None:
@@ -339,7 +365,15 @@ def run_remote_translate(
             print(json.dumps(record, ensure_ascii=False), file=stdout)
         else:
             for one in translation if listed else [translation]:
-                print(one.text, file=stdout)
+                if args.confidence:
+                    line = confidence_line(
+                        one.text, one.confidence, one.tokens, one.token_probabilities
+                    )
+                else:
+                    line = one.text
+                if args.next_words:
+                    line += "\t" + next_words_text(one.next_words)
+                print(line, file=stdout)
     return 0
 
 

@@ -22,7 +22,7 @@ from keras_attention_client.request_options import RequestOptions
 from keras_attention_client.retry_policy import RetryPolicy
 from keras_attention_client.served_model import ServedModel
 from keras_attention_client.translation import Translation, split_batches
-from keras_attention_client.wire.contract import DEFAULT_SIGNATURE, TEXT_INPUT
+from keras_attention_client.wire.contract import DEFAULT_SIGNATURE, SEARCH, TEXT_INPUT
 from keras_attention_client.wire.decoding_options import DecodingOptions
 from keras_attention_client.wire.errors import ServingError
 
@@ -103,6 +103,8 @@ class TranslationClientBase:
         batch_size: int | None = None,
         signature_name: str | None = None,
         timeout: float | None = None,
+        prefixes: Sequence[str] | None = None,
+        next_words: int = 0,
         **decoding: Any,
     ) -> list:
         """Translates sentences, one request per batch of at most `batch_size`.
@@ -122,6 +124,10 @@ class TranslationClientBase:
         - Otherwise any of `beam_width`, `n_best`, `length_penalty`,
           `max_output_length` calls the `search` signature with those
           given (beam width 1, the default, is greedy search).
+        - `prefixes` (one string per text, `""` for none) and `next_words`
+          (k > 0) call `search` too: each translation starts with its
+          prefix, and its `Translation.next_words` lists the k most probable
+          words after the prefix.
         - With none of them the request goes to `signature_name` (the
           client's, `serving_default` by default, or `beam_search`) with
           `text` only, as before exports took decoding inputs.
@@ -170,6 +176,23 @@ class TranslationClientBase:
             options,
             explicit_signature=signature_name is not None,
         )
+        if prefixes is not None:
+            prefixes = list(prefixes)
+            if len(prefixes) != len(texts) or not all(isinstance(p, str) for p in prefixes):
+                raise ValueError(
+                    "prefixes must hold one str per text. "
+                    f"Received: {len(prefixes)} prefixes for {len(texts)} texts"
+                )
+        if isinstance(next_words, bool) or not isinstance(next_words, int) or next_words < 0:
+            raise ValueError(f"next_words must be an int >= 0. Received: {next_words!r}")
+        if prefixes is not None or next_words:
+            if options.sample:
+                raise ValueError("prefixes and next_words steer search, not sampling")
+            signature_name = SEARCH
+            if next_words:
+                inputs["next_words"] = np.int32(next_words)
+            if prefixes is not None:  # each batch sends its own; named here to check the export
+                inputs["prefix"] = np.array([], dtype=object)
         listed = options.listed
         seed = options.seed
         inputs = self._complete_inputs(signature_name, inputs, timeout)
@@ -178,6 +201,8 @@ class TranslationClientBase:
         for batch_index, indices in enumerate(split_batches(order, batch_size)):
             batch = [texts[i] for i in indices]
             request = {TEXT_INPUT: np.array(batch, dtype=object), **inputs}
+            if prefixes is not None:
+                request["prefix"] = np.array([prefixes[i] for i in indices], dtype=object)
             if seed is not None and "seed" in inputs:
                 request["seed"] = np.int32((seed + batch_index) % 2**31)
             try:

@@ -8,7 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from keras_attention_client.wire.contract import N_BEST_OUTPUTS, TRANSLATION_OUTPUTS
+from keras_attention_client.wire.contract import (
+    CONFIDENCE_OUTPUTS,
+    N_BEST_OUTPUTS,
+    TRANSLATION_OUTPUTS,
+)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -23,6 +27,9 @@ class Translation:
     1. `tokens` = the first `length` output tokens.
     2. `source_tokens` = the source tokens up to the last non-empty one.
     3. `attention` = `attention[:length, :len(source_tokens)]`.
+    4. `token_probabilities` = `exp(token_scores[:length])`, and
+       `confidence` as it is, when the export returns them (exports written
+       before them do not: both are then `None`).
 
     Attributes:
         text: the translation (output `translation`).
@@ -33,6 +40,14 @@ class Translation:
         attention: attention weights, float32 array of shape
             `(length, len(source_tokens))`; row `t` is the distribution over
             source tokens when output token `t` was produced.
+        token_probabilities: the model's probability of each of `tokens`,
+            `list[float]` of length `length`, or `None`.
+        confidence: the geometric mean of the token probabilities (the end
+            token's included), in `[0, 1]`, or `None`. Low values mark the
+            translations to check.
+        next_words: with a request for them (`translate(next_words=k)`),
+            the `k` most probable words after the sentence's prefix and
+            their log-probabilities, most probable first; else `None`.
 
     Example:
 
@@ -54,6 +69,9 @@ class Translation:
     tokens: list[str]
     source_tokens: list[str]
     attention: np.ndarray
+    token_probabilities: list[float] | None = None
+    confidence: float | None = None
+    next_words: list[tuple[str, float]] | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Translation):
@@ -66,6 +84,9 @@ class Translation:
             and self.source_tokens == other.source_tokens
             and self.attention.shape == other.attention.shape
             and bool(np.array_equal(self.attention, other.attention))
+            and self.token_probabilities == other.token_probabilities
+            and self.confidence == other.confidence
+            and self.next_words == other.next_words
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,6 +98,13 @@ class Translation:
             "tokens": list(self.tokens),
             "source_tokens": list(self.source_tokens),
             "attention": self.attention.tolist(),
+            "token_probabilities": self.token_probabilities,
+            "confidence": self.confidence,
+            **(
+                {}
+                if self.next_words is None
+                else {"next_words": [list(w) for w in self.next_words]}
+            ),
         }
 
     @classmethod
@@ -95,7 +123,11 @@ class Translation:
             ValueError: if an output is missing or the outputs' batch sizes or
                 ranks do not match the contract.
         """
-        missing = [name for name in TRANSLATION_OUTPUTS if name not in outputs]
+        missing = [
+            name
+            for name in TRANSLATION_OUTPUTS
+            if name not in outputs and name not in CONFIDENCE_OUTPUTS
+        ]
         if missing:
             raise ValueError(
                 f"The model's response lacks the outputs {missing} of the translation "
@@ -126,6 +158,39 @@ class Translation:
             "source_tokens": len(source_tokens),
             "attention": attention.shape[0],
         }
+        token_scores = confidence = None
+        if all(name in outputs for name in CONFIDENCE_OUTPUTS):
+            token_scores = np.asarray(outputs["token_scores"], dtype=np.float32)
+            if token_scores.size == 0 and token_scores.ndim != 2:
+                token_scores = np.zeros((batch, 0), np.float32)
+            if token_scores.ndim != 2:
+                raise ValueError(
+                    "Expected output 'token_scores' of rank 2 [batch, T_out]. "
+                    f"Received shape: {token_scores.shape}"
+                )
+            confidence = np.asarray(outputs["confidence"], dtype=np.float32).reshape(-1)
+            sizes["token_scores"] = token_scores.shape[0]
+            sizes["confidence"] = len(confidence)
+        next_words = None
+        if "next_words" in outputs and "next_word_scores" in outputs:
+            words = np.asarray(outputs["next_words"], dtype=object)
+            word_scores = np.asarray(outputs["next_word_scores"], dtype=np.float32)
+            if words.size == 0:
+                words = words.reshape(batch, 0)
+                word_scores = word_scores.reshape(batch, 0)
+            if words.ndim != 2 or words.shape != word_scores.shape:
+                raise ValueError(
+                    "Expected outputs 'next_words' and 'next_word_scores' of shape [batch, k]. "
+                    f"Received shapes: {words.shape}, {word_scores.shape}"
+                )
+            next_words = [
+                [(_decode(w), float(p)) for w, p in zip(row, row_scores, strict=True)]
+                for row, row_scores in zip(words, word_scores, strict=True)
+            ]
+            if words.shape[1] == 0:
+                next_words = None
+            else:
+                sizes["next_words"] = len(words)
         if len(set(sizes.values())) != 1:
             raise ValueError(f"The outputs disagree on the batch size. Received: {sizes}")
         results = []
@@ -145,6 +210,11 @@ class Translation:
                     tokens=list(row_tokens[:length]),
                     source_tokens=list(row_source[:n_source]),
                     attention=np.array(row_attention, dtype=np.float32),
+                    token_probabilities=None
+                    if token_scores is None
+                    else [float(p) for p in np.exp(token_scores[i, :length])],
+                    confidence=None if confidence is None else float(confidence[i]),
+                    next_words=None if next_words is None else next_words[i],
                 )
             )
         return results
@@ -168,7 +238,9 @@ class Translation:
 
 
 def _from_n_best(cls, outputs: Mapping[str, Any]) -> list[list[Translation]]:
-    missing = [name for name in N_BEST_OUTPUTS if name not in outputs]
+    missing = [
+        name for name in N_BEST_OUTPUTS if name not in outputs and name not in CONFIDENCE_OUTPUTS
+    ]
     if missing:
         raise ValueError(
             f"The model's response lacks the outputs {missing} of the translation "
@@ -200,6 +272,19 @@ def _from_n_best(cls, outputs: Mapping[str, Any]) -> list[list[Translation]]:
                 f"Expected output {name!r} of rank {rank} starting [batch, n_best] = "
                 f"[{batch}, {n_best}]. Received shape: {array.shape}"
             )
+    confidence_outputs = {}
+    if all(name in outputs for name in CONFIDENCE_OUTPUTS):
+        token_scores = np.asarray(outputs["token_scores"], dtype=np.float32)
+        if token_scores.size == 0 and token_scores.ndim != 3:
+            token_scores = token_scores.reshape(batch, n_best, 0)
+        confidence = np.asarray(outputs["confidence"], dtype=np.float32)
+        for name, array, rank in (("token_scores", token_scores, 3), ("confidence", confidence, 2)):
+            if array.ndim != rank or array.shape[:2] != (batch, n_best):
+                raise ValueError(
+                    f"Expected output {name!r} of rank {rank} starting [batch, n_best] = "
+                    f"[{batch}, {n_best}]. Received shape: {array.shape}"
+                )
+        confidence_outputs = {"token_scores": token_scores, "confidence": confidence}
     # Rank r of every row is one batch of rows without the n-best axis.
     by_rank = [
         cls.from_outputs(
@@ -210,6 +295,12 @@ def _from_n_best(cls, outputs: Mapping[str, Any]) -> list[list[Translation]]:
                 "tokens": tokens[:, rank],
                 "source_tokens": outputs["source_tokens"],
                 "attention": attention[:, rank],
+                **{name: array[:, rank] for name, array in confidence_outputs.items()},
+                **{
+                    name: outputs[name]
+                    for name in ("next_words", "next_word_scores")
+                    if name in outputs
+                },
             }
         )
         for rank in range(n_best)

@@ -89,6 +89,10 @@ def test_scores_hand_computed_and_frozen_after_end():
     np.testing.assert_allclose(result.scores.numpy(), expected, rtol=1e-6)
     np.testing.assert_array_equal(result.tokens.numpy(), [[2, 4, 0, 0], [5, 5, 5, 5]])
     np.testing.assert_array_equal(result.lengths.numpy(), [2, 4])
+    # Each token's log-probability, the end token's at position `length`.
+    np.testing.assert_allclose(
+        np.exp(result.token_scores.numpy()), [[0.5, 0.4, 0.6, 1.0], [0.6, 0.6, 0.6, 0.6]], rtol=1e-6
+    )
 
 
 def test_previous_tokens_are_fed_back():

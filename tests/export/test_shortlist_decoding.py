@@ -90,9 +90,15 @@ def masked(logits: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     return np.where(keep, logits, -np.inf)
 
 
+def own_candidates(translator, shortlist, texts=SMALL_BATCH) -> list[np.ndarray]:
+    """Each sentence's candidates, the shortlist's for that sentence alone."""
+    return [candidates_of(translator, shortlist, [text]) for text in texts]
+
+
 def numpy_greedy(translator, candidates, texts=SMALL_BATCH):
-    """Greedy search in NumPy over the model's whole-vocabulary logits, masked to
-    `candidates`: `(tokens, scores)` per sentence, the end token's log-prob included."""
+    """Greedy search in NumPy over the model's whole-vocabulary logits, each row masked
+    to its `candidates[row]`: `(tokens, scores)` per sentence, the end token's log-prob
+    included."""
     source_ids, _ = translator.encode_source(tf.constant(texts))
     state = translator.model.initial_decode_state(source_ids)
     target = translator.target_vectorizer
@@ -102,7 +108,12 @@ def numpy_greedy(translator, candidates, texts=SMALL_BATCH):
     done = np.zeros(len(texts), bool)
     for step in range(translator.max_output_length):
         logits, state, _ = translator.next_logits(step, tf.constant(previous), state)
-        log_probs = log_softmax(masked(logits.numpy(), candidates))
+        log_probs = np.stack(
+            [
+                log_softmax(masked(row_logits, row_candidates))
+                for row_logits, row_candidates in zip(logits.numpy(), candidates, strict=True)
+            ]
+        )
         previous = np.argmax(log_probs, axis=-1).astype(np.int32)
         for row, token in enumerate(previous):
             if not done[row]:
@@ -135,7 +146,7 @@ def test_a_small_shortlist_changes_the_search_space(translator, small):
 
 
 def test_greedy_over_a_small_shortlist_equals_masked_numpy(translator, small):
-    candidates = candidates_of(translator, small)
+    candidates = own_candidates(translator, small)
     outputs = translate(translator.with_shortlist(small), STRATEGIES["greedy"], SMALL_BATCH)
     expected_tokens, expected_scores = numpy_greedy(translator, candidates)
     assert token_ids(translator, outputs) == expected_tokens
@@ -147,36 +158,58 @@ def test_greedy_over_a_small_shortlist_equals_masked_numpy(translator, small):
 @pytest.mark.parametrize("n_best", (None, 2))
 def test_beam_search_over_a_small_shortlist_equals_masked_logits(translator, small, n_best):
     """Beam search over the candidate columns = beam search over the whole vocabulary
-    with the other columns' logits at -inf."""
-    candidates = candidates_of(translator, small)
+    with the columns outside the sentence's own candidates at -inf."""
     options = {"beam_width": 3, "n_best": n_best}
     outputs = translate(translator.with_shortlist(small), options, SMALL_BATCH)
-    source_ids, _ = translator.encode_source(tf.constant(SMALL_BATCH))
-    mask = tf.constant(masked(np.zeros(translator.target_vectorizer.vocabulary_size), candidates))
+    vocabulary_size = translator.target_vectorizer.vocabulary_size
+    for row, text in enumerate(SMALL_BATCH):
+        source_ids, _ = translator.encode_source(tf.constant([text]))
+        own = candidates_of(translator, small, [text])
+        mask = tf.constant(masked(np.zeros(vocabulary_size), own))
 
-    def masked_next_logits(step, ids, state):
-        logits, state, attention = translator.next_logits(step, ids, state)
-        return logits + tf.cast(mask, logits.dtype), state, attention
+        def masked_next_logits(step, ids, state, mask=mask):
+            logits, state, attention = translator.next_logits(step, ids, state)
+            return logits + tf.cast(mask, logits.dtype), state, attention
 
-    expected = translator.strategy(**options)(
-        masked_next_logits,
-        translator.model.initial_decode_state(source_ids),
-        tf.fill([len(SMALL_BATCH)], translator.target_vectorizer.start_id),
-    )
-    lengths = expected.lengths.numpy()
-    ids = expected.tokens.numpy()
-    if n_best is None:
-        expected_ids = [row[:length].tolist() for row, length in zip(ids, lengths, strict=True)]
-        assert token_ids(translator, outputs) == expected_ids
-    else:
-        flat = {key: value.reshape(-1, *value.shape[2:]) for key, value in outputs.items()}
-        flat["length"] = outputs["length"].reshape(-1)
-        expected_ids = [
-            row[:length].tolist()
-            for row, length in zip(ids.reshape(-1, ids.shape[-1]), lengths.ravel(), strict=True)
-        ]
-        assert token_ids(translator, flat) == expected_ids
-    np.testing.assert_allclose(outputs["score"], expected.scores.numpy(), atol=1e-5)
+        expected = translator.strategy(**options)(
+            masked_next_logits,
+            translator.model.initial_decode_state(source_ids),
+            tf.fill([1], translator.target_vectorizer.start_id),
+        )
+        lengths = expected.lengths.numpy().reshape(-1)
+        ids = expected.tokens.numpy().reshape(lengths.size, -1)
+        expected_ids = [ids[i, : lengths[i]].tolist() for i in range(lengths.size)]
+        got = {
+            "tokens": outputs["tokens"][row].reshape(lengths.size, -1),
+            "length": outputs["length"][row].reshape(-1),
+        }
+        assert token_ids(translator, got) == expected_ids
+        np.testing.assert_allclose(
+            outputs["score"][row].reshape(-1), expected.scores.numpy().reshape(-1), atol=1e-5
+        )
+
+
+@pytest.mark.parametrize("name", ("greedy", "beam", "beam_n_best"))
+def test_a_translation_does_not_depend_on_its_batch_mates(translator, small, name):
+    """A sentence alone, in a batch of 5 and in a batch of 64 (other sentences around it):
+    the same tokens, lengths and scores (up to float32 rounding)."""
+    shortlisted = translator.with_shortlist(small)
+    alone = [translate(shortlisted, STRATEGIES[name], [text]) for text in SMALL_BATCH]
+    large = (SMALL_BATCH + SENTENCES) * (64 // (len(SMALL_BATCH) + len(SENTENCES)) + 1)
+    for batch in (SMALL_BATCH, large[:64]):
+        together = translate(shortlisted, STRATEGIES[name], batch)
+        for row, one in enumerate(alone):
+            for key in ("translation", "length"):
+                np.testing.assert_array_equal(together[key][row], one[key][0], err_msg=key)
+            length = np.max(one["length"][0])
+            np.testing.assert_array_equal(
+                together["tokens"][row][..., :length], one["tokens"][0][..., :length]
+            )
+            np.testing.assert_allclose(together["score"][row], one["score"][0], atol=1e-5)
+            np.testing.assert_allclose(together["confidence"][row], one["confidence"][0], atol=1e-5)
+    # The batch's computed slice is larger than a sentence's own candidates.
+    union = candidates_of(translator, small).size
+    assert max(c.size for c in own_candidates(translator, small)) < union
 
 
 def numpy_score(translator, candidates, text, ids, length):
@@ -198,13 +231,13 @@ def numpy_score(translator, candidates, text, ids, length):
 def test_sampling_over_a_small_shortlist_draws_candidates_with_their_scores(
     translator, small, name
 ):
-    candidates = candidates_of(translator, small)
     outputs = translate(translator.with_shortlist(small), STRATEGIES[name], SMALL_BATCH)
     drawn = token_ids(translator, outputs)
-    assert set(np.concatenate(drawn)) <= set(candidates.tolist())
     for text, ids, length, score in zip(
         SMALL_BATCH, drawn, outputs["length"], outputs["score"], strict=True
     ):
+        candidates = candidates_of(translator, small, [text])
+        assert set(ids) <= set(candidates.tolist())
         expected = numpy_score(translator, candidates, text, ids, length)
         np.testing.assert_allclose(score, expected, atol=1e-4)
 

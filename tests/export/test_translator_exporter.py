@@ -14,7 +14,7 @@ from helpers.export_testing import SENTENCES
 from keras_attention.export import ExportManifest, TranslatorExporter
 from keras_attention.export.warmup import read_warmup_requests
 from keras_attention.runs.train_config import TrainConfig
-from keras_attention_client.wire.contract import DECODING_INPUTS
+from keras_attention_client.wire.contract import DECODING_INPUTS, STEERING_INPUTS
 
 EXACT = ("translation", "tokens", "source_tokens", "length")
 CLOSE = ("score", "attention")
@@ -225,6 +225,8 @@ def test_empty_batch_gives_empty_outputs(serving_session, loaded, signature):
         "tokens": (0, 0),
         "source_tokens": (0, 0),
         "attention": (0, 0, 0),
+        "token_scores": (0, 0),
+        "confidence": (0,),
     }
     assert {k: v.shape for k, v in outputs.items()} == expected_shapes
     assert {k: tuple(v.shape) for k, v in tf2.items()} == expected_shapes
@@ -246,6 +248,8 @@ def test_signature_defs_take_text_and_return_dense_outputs(serving_session):
         "tokens": (string, 2),
         "source_tokens": (string, 2),
         "attention": (float32, 3),
+        "token_scores": (float32, 2),
+        "confidence": (float32, 1),
     }
     signature_defs = serving_session.signature_defs
     assert set(signature_defs) == {
@@ -257,7 +261,12 @@ def test_signature_defs_take_text_and_return_dense_outputs(serving_session):
     }
     for name in (*SIGNATURES, "search", "sample"):
         signature = signature_defs[name]
-        assert sorted(signature.inputs) == sorted(["text", *DECODING_INPUTS.get(name, {})])
+        steering = STEERING_INPUTS if name == "search" else {}
+        assert sorted(signature.inputs) == sorted(
+            ["text", *DECODING_INPUTS.get(name, {}), *steering]
+        )
+        for alias in steering:  # prefix [batch], next_words a scalar, both with defaults
+            assert alias in signature.defaults
         if name in SIGNATURES:  # text only, as before decoding inputs: REST and batching
             assert not signature.defaults
         text = signature.inputs["text"]
@@ -280,10 +289,13 @@ def test_signature_defs_take_text_and_return_dense_outputs(serving_session):
             )
             for alias, info in signature.outputs.items()
         }
-        assert actual == {
+        want = {
             alias: (dtype, rank if ranked else alias != "source_tokens")
             for alias, (dtype, rank) in expected.items()
         }
+        if name == "search":  # the next words: [batch, k] whatever n_best
+            want.update({"next_words": (string, False), "next_word_scores": (float32, False)})
+        assert actual == want
         for info in signature.outputs.values():
             assert info.name and not info.HasField("composite_tensor")  # dense
 
@@ -365,7 +377,9 @@ def test_warmup_covers_every_signature_with_test_split_sentences(exported, run_d
     every = [r for r in requests if len(r.inputs) > 2]
     assert sorted(r.model_spec.signature_name for r in every) == ["sample", "search"]
     for request in every:
-        assert set(request.inputs) == {"text", *DECODING_INPUTS[request.model_spec.signature_name]}
+        name = request.model_spec.signature_name
+        steering = STEERING_INPUTS if name == "search" else {}
+        assert set(request.inputs) == {"text", *DECODING_INPUTS[name], *steering}
     test_sources = [line.split("\t")[0] for line in (run_dir / "splits" / "test.tsv").open()]
     batches = [tf.make_ndarray(r.inputs["text"]).tolist() for r in requests]
     assert batches[0] == [test_sources[0].encode()]

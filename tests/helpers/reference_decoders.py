@@ -178,3 +178,19 @@ class PrefixModel:
         assert int(result.lengths[sentence]) == want_length
         np.testing.assert_allclose(float(result.scores[sentence]), want_score, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(result.attention[sentence].numpy(), want_attention, atol=1e-6)
+        if result.token_scores is not None:
+            np.testing.assert_allclose(
+                result.token_scores[sentence].numpy(),
+                self.token_scores(sentence, tokens, ended, steps),
+                rtol=1e-5,
+                atol=1e-5,
+            )
+
+    def token_scores(self, sentence: int, tokens: tuple[int, ...], ended: bool, steps: int):
+        """Each token's log-probability, the end token's after them, then zeros: `(steps,)`."""
+        scores = np.zeros([steps])
+        for t, token in enumerate(tokens):
+            scores[t] = self._row(sentence, tokens[:t])[0][token]
+        if ended:
+            scores[len(tokens)] = self._row(sentence, tokens)[0][END]
+        return scores

@@ -113,3 +113,132 @@ def test_subword_targets_never_emit_unk_even_when_the_model_prefers_it(beam_widt
     result = Translator(model, source, subwords).translate_all(["a"], beam_width=beam_width)[0]
     assert result["tokens"] == [subwords.ids_to_tokens(size - 1).numpy().decode()] * 2
     assert "[UNK]" not in result["translation"]
+
+
+# ------------------------------------------------------------------- prefixes, next words
+
+PREFIXES = ["un deux", "", "huit", "zéro un deux", "", "trois", "deux sept", "neuf"]
+
+
+def teacher_forced_log_probs(translator, text, target_ids, excluded=()):
+    """NumPy log-softmax of the model's teacher-forced logits after [START] + `target_ids`:
+    `(len(target_ids) + 1, V)`, the forbidden ids and `excluded` left out."""
+    from helpers.reference_decoders import log_softmax
+
+    source_ids, _ = translator.encode_source(tf.constant([text]))
+    target = translator.target_vectorizer
+    target_in = tf.constant([[target.start_id, *target_ids]], tf.int32)
+    logits, _ = translator.model.call_with_attention((source_ids, target_in))
+    logits = logits.numpy()[0].astype(np.float64)
+    logits[:, [*target.forbidden_output_ids, *excluded]] = -np.inf
+    return log_softmax(logits)
+
+
+@pytest.mark.parametrize("beam_width, n_best", [(1, None), (3, None), (3, 2)])
+def test_a_prefix_starts_each_translation_and_the_rest_is_searched(translator, beam_width, n_best):
+    target = translator.target_vectorizer
+    vocabulary = {token: i for i, token in enumerate(target.get_vocabulary())}
+    strategy = translator.strategy(beam_width=beam_width, n_best=n_best)
+    plain = translator.translate(tf.constant(TEXTS), strategy)
+    steered = translator.translate(tf.constant(TEXTS), strategy, prefixes=tf.constant(PREFIXES))
+    for row, (text, prefix) in enumerate(zip(TEXTS, PREFIXES, strict=True)):
+        forced = prefix.split()
+        ranks = range(n_best or 1)
+        for rank in ranks:
+            index = (row, rank) if n_best else (row,)
+            length = int(steered["length"][index])
+            tokens = [t.decode() for t in steered["tokens"][index].numpy()[:length]]
+            assert tokens[: len(forced)] == forced, (text, prefix, tokens)
+            if not forced:  # no prefix: as without steering
+                assert steered["translation"][index] == plain["translation"][index]
+                assert float(steered["score"][index]) == pytest.approx(
+                    float(plain["score"][index]), abs=1e-5
+                )
+                continue
+            # The forced tokens score 0; the rest is the model's, by teacher forcing.
+            ids = [vocabulary[t] for t in tokens]
+            log_probs = teacher_forced_log_probs(translator, text, ids)
+            rest = [log_probs[t, ids[t]] for t in range(len(forced), length)]
+            ended = length < translator.max_output_length
+            end = [log_probs[length, target.end_id]] if ended else []
+            token_scores = steered["token_scores"][index].numpy()
+            np.testing.assert_allclose(token_scores[: len(forced)], 0.0, atol=1e-6)
+            np.testing.assert_allclose(
+                float(steered["score"][index]), sum(rest) + sum(end), atol=1e-4
+            )
+            if beam_width == 1:  # greedy: each free token is the most probable one
+                chosen = [*ids[len(forced) :], target.end_id][: len(rest) + len(end)]
+                for t, token in zip(range(len(forced), length + 1), chosen, strict=False):
+                    assert np.argmax(log_probs[t]) == token
+
+
+def test_next_words_are_the_most_probable_after_the_prefix(translator):
+    target = translator.target_vectorizer
+    vocabulary = target.get_vocabulary()
+    outputs = translator.translate(
+        tf.constant(TEXTS), translator.strategy(), prefixes=tf.constant(PREFIXES), next_words=3
+    )
+    assert outputs["next_words"].shape == (len(TEXTS), 3)
+    for row, (text, prefix) in enumerate(zip(TEXTS, PREFIXES, strict=True)):
+        ids = [vocabulary.index(t) for t in prefix.split()]
+        never = (target.pad_id, target.start_id)
+        log_probs = teacher_forced_log_probs(translator, text, ids, never)[len(ids)]
+        best = np.argsort(-log_probs, kind="stable")[:3]
+        assert [w.decode() for w in outputs["next_words"][row].numpy()] == [
+            vocabulary[i] for i in best
+        ]
+        np.testing.assert_allclose(outputs["next_word_scores"][row], log_probs[best], atol=1e-4)
+    # translate_all: one prefix per text, the words on every result.
+    results = translator.translate_all(TEXTS[:3], prefixes=PREFIXES[:3], next_words=2)
+    assert results[0]["translation"].lower().startswith("un deux")
+    assert [w for w, _ in results[0]["next_words"]] == [
+        w.decode() for w in outputs["next_words"][0].numpy()[:2]
+    ]
+    with pytest.raises(ValueError, match="one string per text"):
+        translator.translate_all(TEXTS[:3], prefixes=PREFIXES[:2])
+
+
+# ------------------------------------------------------------------- unknown words
+
+
+class _ScriptedUnkModel:
+    """Emits [UNK], [UNK], `w0`, [END], attending to source positions 2, 0, 1 (one-hot)."""
+
+    def initial_decode_state(self, source_ids):
+        return tf.zeros([tf.shape(source_ids)[0], 1])
+
+    def next_logits(self, step, token_ids, state):
+        size = 6  # "", [UNK], [START], [END], w0, w1
+        script = tf.constant([1, 1, 4, 3, 3, 3])
+        logits = 20.0 * tf.one_hot(script[step], size)
+        attended = tf.constant([2, 0, 1, 0, 0, 0])[step]
+        batch = tf.shape(token_ids)[0]
+        attention = tf.one_hot(tf.fill([batch], attended), 3)
+        return tf.tile(logits[tf.newaxis], [batch, 1]), state, attention
+
+
+@pytest.mark.parametrize("beam_width, n_best", [(1, None), (2, None), (2, 2)])
+def test_unknown_words_are_copied_from_the_most_attended_source_token(beam_width, n_best):
+    from keras_attention.inference.translator import Translator
+    from keras_attention.text import TextVectorizer
+
+    source = TextVectorizer(["", "[UNK]", "[START]", "[END]", "aime"])
+    target = TextVectorizer(["", "[UNK]", "[START]", "[END]", "w0", "w1"])
+    model = _ScriptedUnkModel()
+    options = {"beam_width": beam_width, "n_best": n_best}
+    plain = Translator(model, source, target).translate_all(["Zorglub aime Paris"], **options)[0]
+    copied = Translator(model, source, target, replace_unknown=True).translate_all(
+        ["Zorglub aime Paris"], **options
+    )[0]
+    if n_best:
+        plain, copied = plain[0], copied[0]
+    assert plain["tokens"] == ["[UNK]", "[UNK]", "w0"]
+    assert copied["tokens"] == ["Paris", "Zorglub", "w0"]
+    assert copied["translation"] == "Paris Zorglub w0"
+    assert copied["score"] == plain["score"]
+    if beam_width == 1:
+        from keras_attention.text import SubwordVectorizer, train_subword_model
+
+        subwords = SubwordVectorizer(train_subword_model(["le chat dort ."] * 20, 300))
+        with pytest.raises(ValueError, match="replace_unknown"):
+            Translator(model, source, subwords, replace_unknown=True)

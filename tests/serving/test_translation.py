@@ -96,7 +96,28 @@ def test_contract_names():
         "tokens",
         "source_tokens",
         "attention",
+        "token_scores",
+        "confidence",
     }
+
+
+def test_token_probabilities_and_confidence_are_read_when_present():
+    outputs = _padded_batch()
+    # Row 0: B 0.5, A 0.25, [END] 0.8 (position `length`), then padding.
+    outputs["token_scores"] = np.log(np.array([[0.5, 0.25, 0.8], [1.0, 1.0, 1.0]], np.float32))
+    outputs["confidence"] = np.array([0.1 ** (1 / 3), 1.0], np.float32)
+    first, second = Translation.from_outputs(outputs)
+    np.testing.assert_allclose(first.token_probabilities, [0.5, 0.25], rtol=1e-6)
+    assert first.confidence == pytest.approx(0.1 ** (1 / 3))
+    assert (second.token_probabilities, second.confidence) == ([], 1.0)
+    assert json.loads(json.dumps(first.to_dict()))["confidence"] == pytest.approx(0.1 ** (1 / 3))
+    # An export written before these outputs: the rest is read, confidence is None.
+    (old, _) = Translation.from_outputs(_padded_batch())
+    assert (old.token_probabilities, old.confidence) == (None, None)
+    assert old != first
+    outputs["confidence"] = np.array([0.5], np.float32)
+    with pytest.raises(ValueError, match="batch size"):
+        Translation.from_outputs(outputs)
 
 
 def test_split_batches():

@@ -210,12 +210,24 @@ def test_n_best_and_sampling_with_a_trained_export(page, trained_models):
             assert article.locator(".translation").all_inner_texts() == answer["translation"][i]
             scores = article.locator(".score").evaluate_all("ns => ns.map((n) => n.dataset.score)")
             np.testing.assert_allclose([float(x) for x in scores], answer["score"][i], atol=1e-6)
+            confidences = article.locator(".confidence").evaluate_all(
+                "ns => ns.map((n) => n.dataset.confidence)"
+            )
+            np.testing.assert_allclose(
+                [float(x) for x in confidences], answer["confidence"][i], atol=1e-6
+            )
             # The third translation's own heatmap, after clicking it.
             article.locator('button.hypothesis-select[data-rank="2"]').click()
             shown = heatmap(page, i, rank=2)
             length = answer["length"][i][2]
             source = [token for token in answer["source_tokens"][i] if token]
             assert shown["rows"] == answer["tokens"][i][2][:length]
+            shown_probabilities = article.locator(".token-probability").evaluate_all(
+                "ns => ns.map((n) => Number(n.dataset.probability))"
+            )
+            np.testing.assert_allclose(
+                shown_probabilities, np.exp(answer["token_scores"][i][2][:length]), rtol=1e-6
+            )
             assert shown["columns"] == source
             assert shown["cells"] == length * len(source)
             expected = np.array(answer["attention"][i][2])[:length, : len(source)]

@@ -47,8 +47,20 @@ TRANSLATION_OUTPUTS: dict[str, tuple[str, list[int]]] = {
     "tokens": ("DT_STRING", [-1, -1]),
     "source_tokens": ("DT_STRING", [-1, -1]),
     "attention": ("DT_FLOAT", [-1, -1, -1]),
+    "token_scores": ("DT_FLOAT", [-1, -1]),
+    "confidence": ("DT_FLOAT", [-1]),
 }
-"""Outputs of `serving_default` and `beam_search`: alias -> (DataType name, shape, -1 dynamic)."""
+"""Outputs of the translating signatures: alias -> (DataType name, shape, -1 dynamic).
+
+`token_scores` `[batch, T_out]`: the log-probability of each output token
+(at position `length` the end token's when one was emitted; padding 0), so
+that a row sums to `score`. `confidence` `[batch]`: `exp(score / n)` with
+`n` the tokens scored (`length`, plus one for the end token), the geometric
+mean of the token probabilities, in `[0, 1]`; 1 for an input with no token.
+"""
+
+CONFIDENCE_OUTPUTS = ("token_scores", "confidence")
+"""The outputs that exports written before them lack: a client reads them when present."""
 
 SCORE_OUTPUTS: dict[str, tuple[str, list[int]]] = {
     "score": ("DT_FLOAT", [-1]),
@@ -99,6 +111,28 @@ Serving's Predict feeds for an input a request leaves out:
   Default: the export's.
 """
 
+STEERING_INPUTS: dict[str, tuple[str, list[int]]] = {
+    "prefix": ("DT_STRING", [-1]),
+    "next_words": ("DT_INT32", []),
+}
+"""Optional inputs of `search` that steer each translation, with SignatureDef defaults:
+
+- `prefix`: `[batch]` strings, or `[]` (the default: no prefix). Each
+  translation starts with its prefix's tokens (`""`: none); the forced
+  tokens score 0 (they are given, not chosen). With a prefix, `search`
+  answers as without one for the sentences whose prefix is `""`.
+- `next_words`: `k >= 0`, the number of most probable words after each
+  prefix to return (`STEERING_OUTPUTS`); 0 (the default) returns `[batch, 0]`.
+"""
+
+STEERING_OUTPUTS: dict[str, tuple[str, list[int]]] = {
+    "next_words": ("DT_STRING", [-1, -1]),
+    "next_word_scores": ("DT_FLOAT", [-1, -1]),
+}
+"""Extra outputs of `search`: the `next_words` most probable words after each prefix
+(`[batch, k]`, most probable first; `[END]` when ending is among them) and their
+log-probabilities."""
+
 SAMPLE_INPUTS: dict[str, str] = {
     "temperature": "DT_FLOAT",
     "top_k": "DT_INT32",
@@ -131,11 +165,13 @@ N_BEST_OUTPUTS: dict[str, tuple[str, list[int]]] = {
     "tokens": ("DT_STRING", [-1, -1, -1]),
     "source_tokens": ("DT_STRING", [-1, -1]),
     "attention": ("DT_FLOAT", [-1, -1, -1, -1]),
+    "token_scores": ("DT_FLOAT", [-1, -1, -1]),
+    "confidence": ("DT_FLOAT", [-1, -1]),
 }
 """Outputs of a request with `n_best > 1`: `[batch, n_best, ...]`, best first.
 
-`translation`, `score`, `length` `[batch, n_best]`; `tokens` `[batch, n_best,
-T_out]`; `attention` `[batch, n_best, T_out, T_in]`; `source_tokens` stays
+`translation`, `score`, `length`, `confidence` `[batch, n_best]`; `tokens`,
+`token_scores` `[batch, n_best, T_out]`; `attention` `[batch, n_best, T_out, T_in]`; `source_tokens` stays
 `[batch, T_in]`. The SignatureDef of a signature with `n_best` gives these
 outputs an unknown rank, since the rank depends on the request.
 """

@@ -6,7 +6,7 @@
 //   GET  /v1/models/NAME[/versions/N]/metadata       the signatures: inputs, outputs, defaults
 //   POST /v1/models/NAME[/versions/N]:predict        {"signature_name", "inputs": {"text", ...}}
 // and the outputs of the translation contract: translation, score, length, tokens,
-// source_tokens, attention.
+// source_tokens, attention, and (exports that have them) token_scores, confidence.
 "use strict";
 
 (function () {
@@ -21,6 +21,8 @@
   const PAGE_BEAM_WIDTH = 4;
   const SAMPLING_SIGNATURES = ["sampling", "sample", "random_sampling"];
   const ATTENTION_OUTPUTS = ["tokens", "source_tokens", "attention"];
+  // Confidences and token probabilities below this are marked for checking.
+  const LOW_CONFIDENCE = 0.5;
   // Signature input alias -> the id of its control. An input is sent when its control is
   // shown (the chosen signature has it): its value, or the export's default when empty.
   const DECODING_INPUTS = {
@@ -32,6 +34,8 @@
     top_p: "top-p",
     seed: "seed",
     max_output_length: "max-output-length",
+    prefix: "prefix",
+    next_words: "next-words",
   };
   const INTEGER_TYPES = new Set(["DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64", "DT_UINT8",
     "DT_UINT16", "DT_UINT32", "DT_UINT64"]);
@@ -274,7 +278,9 @@
     if (signature === SEARCH_SIGNATURE && alias === "beam_width" && strategy() === "beam") {
       return PAGE_BEAM_WIDTH;
     }
-    return defaultValue(signature, alias);
+    const value = defaultValue(signature, alias);
+    // A zero default may come back as an empty TensorProto: none is 0.
+    return value === null && alias === "next_words" ? 0 : value;
   }
 
   function defaultText(signature, alias) {
@@ -309,7 +315,7 @@
       const alias = label.dataset.input;
       const mine = label.dataset.strategy === choice || label.dataset.strategy === "any";
       label.hidden = !(alias in inputs && mine);
-      $(DECODING_INPUTS[alias]).placeholder = defaultText(signature, alias);
+      if (alias !== "prefix") $(DECODING_INPUTS[alias]).placeholder = defaultText(signature, alias);
     }
     const notes = [];
     if (signature) notes.push(`Calls the ${signature} signature.`);
@@ -337,6 +343,10 @@
       // An empty or hidden field sends the export's default: TF Serving's REST API wants
       // every input of the signature and fills none itself.
       const raw = control.parentElement.hidden ? "" : control.value.trim();
+      if (alias === "prefix") {  // one string per sentence, or [] (the default: none)
+        inputs.prefix = raw === "" ? [] : new Array(batch).fill(raw);
+        continue;
+      }
       const fallback = fallbackValue(signature, alias);
       if (raw === "" && fallback === null) continue;
       const number = raw === "" ? fallback : Number(raw);
@@ -379,7 +389,8 @@
     return rank;
   }
 
-  // The hypotheses of sentence i: [{text, score, length, tokens, sourceTokens, attention}],
+  // The hypotheses of sentence i: [{text, score, length, tokens, sourceTokens, attention,
+  // probabilities, confidence}] (probabilities = exp(token_scores[:length])),
   // trimmed as the client's Translation is: tokens[:length], the source tokens up to the
   // last non-empty one, attention[:length, :len(source tokens)].
   function hypotheses(outputs, i) {
@@ -396,12 +407,20 @@
       source = source.slice(0, end);
     }
     const count = nBest ? outputs.translation[i].length : 1;
+    // The most probable words after the prefix: [batch, k], the same for every hypothesis.
+    const words = Array.isArray(outputs.next_words) ? outputs.next_words[i] : null;
+    const wordScores = Array.isArray(outputs.next_word_scores) ? outputs.next_word_scores[i] : null;
+    const nextWords = words && wordScores && words.length
+      ? words.map((word, k) => ({ word: text(word), probability: Math.exp(wordScores[k]) }))
+      : null;
     const list = [];
     for (let h = 0; h < count; h += 1) {
       const score = pick("score", h, 0);
       const length = pick("length", h, 0);
       let tokens = pick("tokens", h, 1);
       let attention = pick("attention", h, 2);
+      const confidence = pick("confidence", h, 0);
+      let probabilities = pick("token_scores", h, 1);
       if (tokens) {
         tokens = tokens.map(text);
         if (typeof length === "number") tokens = tokens.slice(0, length);
@@ -416,8 +435,16 @@
       } else {
         attention = null;
       }
+      if (Array.isArray(probabilities) && tokens) {
+        probabilities = probabilities.slice(0, tokens.length).map((logProb) => Math.exp(logProb));
+      } else {
+        probabilities = null;
+      }
       list.push({
         text: text(nBest ? outputs.translation[i][h] : outputs.translation[i]),
+        confidence: typeof confidence === "number" ? confidence : null,
+        nextWords: nextWords,
+        probabilities: probabilities,
         score: typeof score === "number" ? score : null,
         length: typeof length === "number" ? length : null,
         tokens: tokens || null,
@@ -486,6 +513,21 @@
     return table;
   }
 
+  // Each output token with the model's probability of it; the unlikely ones marked.
+  function tokenProbabilities(hypothesis) {
+    const p = element("p", "token-probabilities");
+    p.setAttribute("aria-label", "Output tokens with the model's probability of each");
+    hypothesis.tokens.forEach((token, t) => {
+      const probability = hypothesis.probabilities[t];
+      const span = element("span", "token-probability", token);
+      span.dataset.probability = String(probability);
+      span.title = `${token}: ${probability.toFixed(3)}`;
+      if (probability < LOW_CONFIDENCE) span.classList.add("low");
+      p.append(span, " ");
+    });
+    return p;
+  }
+
   function renderSentence(source, list, index) {
     const article = element("article", "sentence");
     article.dataset.index = String(index);
@@ -500,6 +542,17 @@
       }
       const hypothesis = list[rank];
       view.replaceChildren();
+      if (hypothesis.probabilities) view.append(tokenProbabilities(hypothesis));
+      if (hypothesis.nextWords) {
+        const next = element("p", "next-words", "Next words: ");
+        hypothesis.nextWords.forEach(({ word, probability }) => {
+          const span = element("span", "next-word", `${word} (${probability.toFixed(2)})`);
+          span.dataset.word = word;
+          span.dataset.probability = String(probability);
+          next.append(span, " ");
+        });
+        view.append(next);
+      }
       if (hypothesis.attention) {
         const wrap = element("div", "heatmap-wrap");
         wrap.append(heatmap(hypothesis, rank));
@@ -521,6 +574,13 @@
         const score = element("span", "score", `score ${hypothesis.score.toFixed(3)}`);
         score.dataset.score = String(hypothesis.score);
         button.append(score);
+      }
+      if (hypothesis.confidence !== null) {
+        const confidence = element("span", "confidence",
+          `confidence ${hypothesis.confidence.toFixed(2)}`);
+        confidence.dataset.confidence = String(hypothesis.confidence);
+        if (hypothesis.confidence < LOW_CONFIDENCE) confidence.classList.add("low");
+        button.append(confidence);
       }
       button.addEventListener("click", () => show(rank));
       li.append(button);

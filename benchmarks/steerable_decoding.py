@@ -1,0 +1,322 @@
+"""Steerable decoding on a trained run's test split: confidence, target prefixes, batch-mates.
+
+Three measurements, each on the run's test sources (`harness.test_sources`, the
+order `keras-attention evaluate` scores them), with `Translator.translate` in one
+`tf.function` per way of decoding, beam search of width `--beam-width` (4):
+
+- **confidence**: each sentence's `confidence` (the geometric mean of its token
+  probabilities, `[END]` included) against its sentence chrF (sacreBLEU, all
+  references); the Spearman rank correlation over `--sentences` sentences, for
+  greedy and beam search, and the chrF of the least and most confident fifths.
+- **prefix**: for `--prefix-sentences` sentences, the first `--prefix-words`
+  words of the first reference as the prefix; the share of outputs whose
+  tokens start with the prefix's tokens (as the target vocabulary reads them:
+  a word outside it is `[UNK]` on both sides), the share whose text starts
+  with the prefix's text, how many prefixes hold a word outside the vocabulary,
+  and the batch-1 latency (median over the sentences, `--repeats` rounds, best
+  kept) with the prefix against plain decoding of the same sentences.
+- **unknown words** (a word target vocabulary): the source words outside the
+  source vocabulary that one of the sentence's references holds verbatim
+  (names, numbers); the share of them in the output without and with
+  `replace_unknown` (each emitted `[UNK]` replaced by the most attended source
+  token), and BLEU and chrF of the `--sentences` sentences both ways.
+- **batch-mates** (with `--shortlist K`, a vocabulary shortlist of `K` target ids
+  per source id built from the run): whether each of `--prefix-sentences`
+  sentences translates to the same text alone and in batches of 64.
+
+    python benchmarks/steerable_decoding.py --run-dir RUN [--sentences 1000] \\
+        [--out benchmarks/results/steerable_decoding.json]
+
+The last line printed is `confidence spearman: G greedy, B beam; prefix kept P %`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import harness
+
+
+def average_ranks(values):
+    """Ranks 1..n of `values`, ties given their average rank (NumPy array)."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=np.float64)
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    sorted_values = values[order]
+    start = 0
+    while start < len(values):
+        end = start
+        while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
+            end += 1
+        ranks[order[start : end + 1]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
+
+
+def spearman(a, b) -> float:
+    """Spearman's rank correlation: Pearson's of the average ranks."""
+    import numpy as np
+
+    return float(np.corrcoef(average_ranks(a), average_ranks(b))[0, 1])
+
+
+def translate_function(translator, strategy, steered: bool = False):
+    """A `tf.function` of `Translator.translate`: `(texts[, prefixes]) -> outputs`."""
+    import tensorflow as tf
+
+    text = tf.TensorSpec([None], tf.string)
+    if steered:
+        return tf.function(
+            lambda texts, prefixes: translator.translate(texts, strategy, prefixes=prefixes),
+            input_signature=[text, tf.TensorSpec([None], tf.string)],
+            autograph=False,
+        )
+    return tf.function(
+        lambda texts: translator.translate(texts, strategy), input_signature=[text], autograph=False
+    )
+
+
+def batched(fn, items, batch_size, *extra):
+    """`fn` over `items` (and `extra` lists alike) in batches; outputs as NumPy, concatenated."""
+    import numpy as np
+    import tensorflow as tf
+
+    parts = []
+    for start in range(0, len(items), batch_size):
+        args = [tf.constant(x[start : start + batch_size]) for x in (items, *extra)]
+        outputs = fn(*args)
+        parts.append({k: outputs[k].numpy() for k in ("translation", "confidence", "tokens")})
+    return {
+        "translation": np.concatenate([p["translation"] for p in parts]),
+        "confidence": np.concatenate([p["confidence"] for p in parts]),
+        "tokens": [row for p in parts for row in p["tokens"]],
+    }
+
+
+def measure_confidence(translator, sources, references, beam_width) -> dict:
+    import numpy as np
+    from sacrebleu.metrics import CHRF
+
+    chrf = CHRF()
+    results = {}
+    for name, width in (("greedy", 1), ("beam", beam_width)):
+        fn = translate_function(translator, translator.strategy(beam_width=width))
+        outputs = batched(fn, sources, 64)
+        hypotheses = [t.decode("utf-8") for t in outputs["translation"]]
+        scores = np.array(
+            [
+                chrf.sentence_score(h, refs).score
+                for h, refs in zip(hypotheses, references, strict=True)
+            ]
+        )
+        confidence = outputs["confidence"].astype(np.float64)
+        order = np.argsort(confidence, kind="stable")
+        fifth = max(len(order) // 5, 1)
+        results[name] = {
+            "spearman": spearman(confidence, scores),
+            "mean_confidence": float(confidence.mean()),
+            "chrf_least_confident_fifth": float(scores[order[:fifth]].mean()),
+            "chrf_most_confident_fifth": float(scores[order[-fifth:]].mean()),
+            "mean_sentence_chrf": float(scores.mean()),
+        }
+        print(
+            f"confidence, {name}: Spearman {results[name]['spearman']:.3f} with sentence chrF; "
+            f"chrF {results[name]['chrf_least_confident_fifth']:.1f} (least confident fifth) "
+            f"vs {results[name]['chrf_most_confident_fifth']:.1f} (most)"
+        )
+    results["chrf_signature"] = str(chrf.get_signature())
+    return results
+
+
+def measure_prefix(translator, sources, references, beam_width, words, repeats) -> dict:
+    import tensorflow as tf
+
+    target = translator.target_vectorizer
+    prefixes = [" ".join(refs[0].split()[:words]) for refs in references]
+    prefix_tokens = [
+        [t.decode("utf-8") for t in row]
+        for row in target.ids_to_tokens(target.encode(tf.constant(prefixes), ragged=True)).to_list()
+    ]
+    strategy = translator.strategy(beam_width=beam_width)
+    steered = translate_function(translator, strategy, steered=True)
+    plain = translate_function(translator, strategy)
+    outputs = batched(steered, sources, 8, prefixes)
+    kept_tokens = kept_text = 0
+    for row, tokens in enumerate(prefix_tokens):
+        got = [t.decode("utf-8") for t in outputs["tokens"][row][: len(tokens)]]
+        kept_tokens += got == tokens
+        text = outputs["translation"][row].decode("utf-8")
+        kept_text += text.lower().startswith(prefixes[row].lower())
+    unknown = sum("[UNK]" in tokens for tokens in prefix_tokens)
+    timings = {"plain": [], "prefix": []}
+    for source, prefix in zip(sources, prefixes, strict=True):
+        text, forced = tf.constant([source]), tf.constant([prefix])
+        plain(text)  # traced once, warm
+        steered(text, forced)
+        timings["plain"].append(min(harness.time_calls(lambda t=text: plain(t), repeats)))
+        timings["prefix"].append(
+            min(harness.time_calls(lambda t=text, p=forced: steered(t, p), repeats))
+        )
+    median = {k: statistics.median(v) for k, v in timings.items()}
+    result = {
+        "sentences": len(sources),
+        "prefix_words": words,
+        "kept_tokens_share": kept_tokens / len(sources),
+        "kept_text_share": kept_text / len(sources),
+        "prefixes_with_unknown_words": unknown,
+        "batch1_median_seconds": median,
+        "batch1_latency_ratio": median["prefix"] / median["plain"],
+        "examples": [
+            {"source": s, "prefix": p, "translation": t.decode("utf-8")}
+            for s, p, t in list(zip(sources, prefixes, outputs["translation"], strict=True))[:5]
+        ],
+    }
+    print(
+        f"prefix ({words} words of the reference): {100 * result['kept_tokens_share']:.1f} % of "
+        f"outputs start with its tokens ({unknown} prefixes hold a word outside the vocabulary), "
+        f"{100 * result['kept_text_share']:.1f} % with its text; batch-1 latency "
+        f"{result['batch1_latency_ratio']:.2f}x plain"
+    )
+    return result
+
+
+def measure_unknown(translator, sources, references, beam_width) -> dict:
+    """Source words outside the source vocabulary that a reference holds verbatim: the
+    share of them in the output without and with `replace_unknown`, and BLEU of all."""
+    import tensorflow as tf
+
+    from keras_attention.evaluation import score_translations
+
+    source = translator.source_vectorizer
+    tokens = [
+        [t.decode("utf-8") for t in row] for row in source.tokenize(tf.constant(sources)).to_list()
+    ]
+    ids = source.encode(tf.constant(sources), ragged=True).to_list()
+    wanted = []
+    for row_tokens, row_ids, refs in zip(tokens, ids, references, strict=True):
+        in_references = {
+            word
+            for ref in refs
+            for word in translator.target_vectorizer.tokenize(tf.constant([ref])).to_list()[0]
+        }
+        wanted.append(
+            [
+                token
+                for token, token_id in zip(row_tokens, row_ids, strict=False)
+                if token_id == source.unk_id and token.encode("utf-8") in in_references
+            ]
+        )
+    result = {"sentences_with_copyable_words": sum(bool(w) for w in wanted)}
+    for name, replace in (("before", False), ("after", True)):
+        steered = translator.with_shortlist(translator.shortlist, translator.gather_weights)
+        steered.replace_unknown = replace
+        fn = translate_function(steered, steered.strategy(beam_width=beam_width))
+        outputs = batched(fn, sources, 64)
+        hypotheses = [t.decode("utf-8") for t in outputs["translation"]]
+        found = total = 0
+        for words, row in zip(wanted, outputs["tokens"], strict=True):
+            emitted = {t.decode("utf-8") for t in row}
+            total += len(words)
+            found += sum(word in emitted for word in words)
+        scores = score_translations(hypotheses, references)
+        result[name] = {
+            "copyable_words": total,
+            "found_share": found / max(total, 1),
+            "bleu": scores.bleu,
+            "chrf": scores.chrf,
+            "unk_in_output": sum("[UNK]" in h for h in hypotheses),
+        }
+        print(
+            f"unknown words ({name} replacement): {found}/{total} copyable source words in the "
+            f"output; BLEU {scores.bleu:.2f}, chrF {scores.chrf:.2f}; "
+            f"{result[name]['unk_in_output']} outputs hold [UNK]"
+        )
+    result["bleu_signature"] = scores.bleu_signature
+    return result
+
+
+def measure_batch_mates(translator, sources, k) -> dict:
+    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+    shortlisted = translator.with_shortlist(VocabularyShortlist.from_run(translator_run(), k=k))
+    result = {}
+    for name, width in (("greedy", 1), ("beam", 4)):
+        fn = translate_function(shortlisted, shortlisted.strategy(beam_width=width))
+        alone = batched(fn, sources, 1)["translation"]
+        together = batched(fn, sources, 64)["translation"]
+        same = sum(a == b for a, b in zip(alone, together, strict=True))
+        result[name] = {"same_share": same / len(sources)}
+        print(
+            f"batch-mates ({name}, shortlist k={k}): {same}/{len(sources)} the same alone and in 64s"
+        )
+    return result
+
+
+_RUN = {}
+
+
+def translator_run():
+    return _RUN["dir"]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--run-dir", required=True, help="a trained run")
+    parser.add_argument("--sentences", type=int, default=1000, help="test sentences (confidence)")
+    parser.add_argument("--prefix-sentences", type=int, default=200)
+    parser.add_argument("--prefix-words", type=int, default=2)
+    parser.add_argument("--beam-width", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds (best is kept)")
+    parser.add_argument("--shortlist", type=int, default=0, help="K for the batch-mates check")
+    parser.add_argument("--out", default=None, help="write the results JSON here")
+    args = parser.parse_args(argv)
+    harness.quiet_tensorflow()
+    info = harness.print_machine_header()
+    from keras_attention.inference.trained_run import load_translator
+
+    _RUN["dir"] = args.run_dir
+    translator = load_translator(args.run_dir)
+    sources, references = harness.test_sources(args.run_dir, args.sentences)
+    started = time.perf_counter()
+    payload = {
+        "command": " ".join(
+            ["python", "benchmarks/steerable_decoding.py", *(argv or sys.argv[1:])]
+        ),
+        "run_dir": str(args.run_dir),
+        "beam_width": args.beam_width,
+        "precision": translator.model.dtype_policy.name,
+        "sentences": len(sources),
+        "confidence": measure_confidence(translator, sources, references, args.beam_width),
+    }
+    count = args.prefix_sentences
+    payload["prefix"] = measure_prefix(
+        translator,
+        sources[:count],
+        references[:count],
+        args.beam_width,
+        args.prefix_words,
+        args.repeats,
+    )
+    if translator.target_vectorizer.unk_id not in translator.target_vectorizer.forbidden_output_ids:
+        payload["unknown_words"] = measure_unknown(translator, sources, references, args.beam_width)
+    if args.shortlist:
+        payload["batch_mates"] = measure_batch_mates(translator, sources[:count], args.shortlist)
+    payload["seconds"] = time.perf_counter() - started
+    if args.out:
+        harness.write_json(args.out, payload, info)
+    confidence = payload["confidence"]
+    print(
+        f"confidence spearman: {confidence['greedy']['spearman']:.3f} greedy, "
+        f"{confidence['beam']['spearman']:.3f} beam; prefix kept "
+        f"{100 * payload['prefix']['kept_tokens_share']:.1f} %"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""What `Translator.translate` returns for a `DecodeResult`, and `translate_all`'s dicts."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from keras_attention.text.tokenization import detokenize
+
+OUTPUT_KEYS = (
+    "translation",
+    "score",
+    "length",
+    "tokens",
+    "source_tokens",
+    "attention",
+    "token_scores",
+    "confidence",
+)
+"""The outputs of `Translator.translate` (with steering, `next_words` and
+`next_word_scores` too)."""
+
+
+def single_outputs(translator, result, has_tokens, source_tokens) -> dict[str, tf.Tensor]:
+    """`Translator.translate`'s outputs (but `source_tokens`) of a `DecodeResult` without an
+    n-best axis."""
+    lengths = tf.where(has_tokens, result.lengths, 0)
+    steps = tf.shape(result.tokens)[1]
+    keep = tf.sequence_mask(lengths, steps)
+    token_ids = tf.where(keep, result.tokens, translator.target_vectorizer.pad_id)
+    tokens = tf.where(keep, translator.target_vectorizer.ids_to_tokens(token_ids), "")
+    attention = tf.where(keep[:, :, tf.newaxis], result.attention, 0.0)
+    scores = tf.where(has_tokens, result.scores, 0.0)
+    if result.token_scores is None:
+        token_scores = tf.zeros(tf.shape(result.tokens), tf.float32)
+    else:
+        token_scores = tf.where(has_tokens[:, tf.newaxis], result.token_scores, 0.0)
+    translation = translator.target_vectorizer.decode(token_ids)
+    if translator.replace_unknown:
+        unknown = tf.logical_and(keep, tf.equal(token_ids, translator.target_vectorizer.unk_id))
+        attended = tf.argmax(result.attention, axis=-1, output_type=tf.int32)
+        copied = tf.gather(source_tokens, attended, batch_dims=1)
+        tokens = tf.where(unknown, copied, tokens)
+        translation = tf.where(
+            tf.reduce_any(unknown, axis=1),
+            detokenize(tokens, spacing=translator.target_vectorizer.spacing),
+            translation,
+        )
+    return {
+        "translation": translation,
+        "score": scores,
+        "length": lengths,
+        "tokens": tokens,
+        "attention": attention,
+        "token_scores": token_scores,
+        "confidence": sentence_confidence(scores, lengths, steps),
+    }
+
+
+def n_best_outputs(translator, result, has_tokens, source_tokens) -> dict[str, tf.Tensor]:
+    """`translate`'s outputs with an n-best axis: the rows flattened, processed, reshaped."""
+    batch_size, n_best = tf.shape(result.tokens)[0], tf.shape(result.tokens)[1]
+    steps, source_length = tf.shape(result.tokens)[2], tf.shape(result.attention)[3]
+    flat = type(result)(
+        tokens=tf.reshape(result.tokens, [-1, steps]),
+        scores=tf.reshape(result.scores, [-1]),
+        lengths=tf.reshape(result.lengths, [-1]),
+        attention=tf.reshape(result.attention, [-1, steps, source_length]),
+        token_scores=None
+        if result.token_scores is None
+        else tf.reshape(result.token_scores, [-1, steps]),
+    )
+    outputs = single_outputs(
+        translator, flat, tf.repeat(has_tokens, n_best), tf.repeat(source_tokens, n_best, axis=0)
+    )
+    shaped = {
+        "translation": [batch_size, n_best],
+        "score": [batch_size, n_best],
+        "length": [batch_size, n_best],
+        "confidence": [batch_size, n_best],
+        "tokens": [batch_size, n_best, steps],
+        "token_scores": [batch_size, n_best, steps],
+        "attention": [batch_size, n_best, steps, source_length],
+    }
+    outputs = {key: tf.reshape(outputs[key], shape) for key, shape in shaped.items()}
+    outputs["source_tokens"] = source_tokens
+    return {key: outputs[key] for key in OUTPUT_KEYS}
+
+
+def sentence_confidence(scores, lengths, steps):
+    """`exp(scores / n)`: the geometric mean of a translation's token probabilities.
+
+    `n` counts the scored tokens: the `lengths` tokens, plus the end token
+    when the search emitted one (a translation shorter than the `steps` run).
+    A translation that scored nothing (an empty input) has confidence 1.
+
+    Args:
+        scores: float32 `(batch,)`, sums of log-probabilities.
+        lengths: int32 `(batch,)`, tokens before the end token.
+        steps: int32 scalar, the decoding steps run.
+
+    Returns:
+        float32 `(batch,)` in `[0, 1]`.
+    """
+    scored = lengths + tf.cast(lengths < steps, lengths.dtype)
+    return tf.exp(scores / tf.cast(tf.maximum(scored, 1), tf.float32))
+
+
+def result_dict(outputs: dict, index: tuple[int, ...], source: list[str]) -> dict:
+    """One translation of `translate`'s NumPy outputs (`index`: the row, and the rank in an n-best list)."""
+    length = int(outputs["length"][index])
+    return {
+        "translation": outputs["translation"][index].decode("utf-8"),
+        "score": float(outputs["score"][index]),
+        "length": length,
+        "tokens": [t.decode("utf-8") for t in outputs["tokens"][index][:length]],
+        "source_tokens": source,
+        "attention": outputs["attention"][index][:length, : len(source)],
+        "token_probabilities": [float(p) for p in np.exp(outputs["token_scores"][index][:length])],
+        "confidence": float(outputs["confidence"][index]),
+    }
+
+
+def results_in_order(translate, texts, order, batch_size: int, progress: bool) -> list:
+    """`translate_all`'s dicts, in input order, from `translate(batch, batch_index)` run
+    over the texts in `order`, `batch_size` at a time (a progress bar with `progress`)."""
+    import keras
+
+    results: list = [None] * len(texts)
+    bar = keras.utils.Progbar(len(texts), unit_name="sentence") if progress else None
+    for batch_index, start in enumerate(range(0, len(order), batch_size)):
+        indices = order[start : start + batch_size]
+        batch = tf.constant([texts[i] for i in indices])
+        outputs = {k: v.numpy() for k, v in translate(batch, batch_index).items()}
+        for row, index in enumerate(indices):
+            source = [t.decode("utf-8") for t in outputs["source_tokens"][row] if t]
+            if outputs["translation"].ndim == 2:
+                results[index] = [
+                    result_dict(outputs, (row, rank), source)
+                    for rank in range(outputs["translation"].shape[1])
+                ]
+            else:
+                results[index] = result_dict(outputs, (row,), source)
+            if "next_words" in outputs:
+                words = [
+                    (word.decode("utf-8"), float(score))
+                    for word, score in zip(
+                        outputs["next_words"][row],
+                        outputs["next_word_scores"][row],
+                        strict=True,
+                    )
+                ]
+                for result in (
+                    results[index] if isinstance(results[index], list) else [results[index]]
+                ):
+                    result["next_words"] = words
+        if bar is not None:
+            bar.add(len(indices))
+    return results
