@@ -1,0 +1,365 @@
+"""`LiteRTExporter`: a trained translator as LiteRT (`.tflite`) models for phones and browsers."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import keras_attention
+from keras_attention.export.export_manifest import file_sha256, jsonable
+from keras_attention.export.litert_encoder import encode_with_buffers
+from keras_attention.export.litert_ops import model_ops
+from keras_attention.export.signature_options import DEFAULT_EXPORT_BEAM_WIDTH
+from keras_attention.export.warmup_pairs import DEFAULT_WARMUP_PAIRS, run_warmup_pairs
+from keras_attention.inference.translator import Translator
+from keras_attention.text.subword_vectorizer import SubwordVectorizer
+from keras_attention.text.tokenization import text_rules
+from keras_attention.text.vocabulary import save_vocabulary
+from keras_attention_client.litert_contract import (
+    INPUT,
+    MANIFEST_FILE,
+    MODEL_FILES,
+    MODES,
+    TEXT_FILE,
+    WEIGHTS,
+)
+from keras_attention_client.wire.decoding_options import DEFAULT_LENGTH_PENALTY
+
+logger = logging.getLogger(__name__)
+
+
+class LiteRTExporter:
+    """Writes a `Translator` as LiteRT models: token ids in, token ids out, the loop inside.
+
+    One `.tflite` model per decoding mode (`keras_attention_client.litert_contract`):
+    `greedy` (`GreedySearch`) and `beam` (`BeamSearch` with a fixed beam
+    width and length penalty, returning its `n_best` hypotheses best first).
+    Each takes int32 source ids `(batch_size, attention_width)` and runs the
+    encoder and the whole decoding `tf.while_loop` inside, with LiteRT's
+    builtin ops only (no Flex / `SELECT_TF_OPS`), for any batch size:
+
+    1. The model's variables are frozen into constants (a
+       `keras.StatelessScope` maps each to its value), so nothing is read
+       from a resource variable inside the loops.
+    2. The encoder runs as `encode_with_buffers` (the same cells, a loop over
+       plain tensors) and the strategy records its attention with
+       `tensor_arrays=False`: LiteRT's converter lowers a `TensorArray` only
+       when its element shape is static, which a batch of any size is not.
+    3. The source is padded to `attention_width` columns, so the attention
+       rows have a static width.
+    4. `tf.lite.TFLiteConverter` converts the function with
+       `supported_ops=[TFLITE_BUILTINS]`; `weights` picks the stored weights:
+       `float32`; `float16` (dequantized to float32 at load); `int8`
+       (dynamic-range quantization: int8 weights, float activations,
+       int8 kernels for the matrix products).
+
+    Text stays outside the models: `text.json` holds the vocabularies'
+    files, the normalization/tokenization/detokenization rules the
+    SavedModel's graph runs (`keras_attention.text.tokenization.text_rules`)
+    and the reserved ids, so that `keras_attention_client.LiteRTTranslator`
+    translates strings with NumPy, `regex` and (for SentencePiece) the
+    `sentencepiece` package only.
+
+    Args:
+        translator: a `Translator` (computing in float32: see `from_run`).
+        beam_width: int >= 2, the `beam` model's beam width. Defaults to
+            `DEFAULT_EXPORT_BEAM_WIDTH` (4).
+        length_penalty: float >= 0, its GNMT length penalty. Defaults to
+            `DEFAULT_LENGTH_PENALTY`.
+        n_best: int in `[1, beam_width]`, the hypotheses the `beam` model
+            returns per sentence. Defaults to `None`: `beam_width`.
+        attention_width: int >= 1, the source columns the models take.
+            Defaults to `None`: the source vectorizer's `max_length` (longer
+            sources are cut to it anyway).
+        weights: one of `keras_attention_client.litert_contract.WEIGHTS`.
+            Defaults to `"float32"`.
+        modes: the decoding modes to write, of `MODES`. Defaults to all.
+        warmup_pairs: `(source, reference)` pairs that `check_litert_export`
+            translates (recorded in the manifest). Defaults to
+            `DEFAULT_WARMUP_PAIRS`.
+        run_dir: the training run (recorded in the manifest).
+        train_config: that run's `TrainConfig` as a dict (recorded).
+
+    Example:
+
+    ```python
+    exporter = LiteRTExporter.from_run("runs/fra-eng", weights="int8")
+    manifest = exporter.export("/models/translator-litert")
+    ```
+    """
+
+    def __init__(
+        self,
+        translator: Translator,
+        *,
+        beam_width: int = DEFAULT_EXPORT_BEAM_WIDTH,
+        length_penalty: float = DEFAULT_LENGTH_PENALTY,
+        n_best: int | None = None,
+        attention_width: int | None = None,
+        weights: str = "float32",
+        modes: Sequence[str] = MODES,
+        warmup_pairs: Sequence[tuple[str, str]] | None = None,
+        run_dir: str | os.PathLike | None = None,
+        train_config: dict | None = None,
+    ):
+        if weights not in WEIGHTS:
+            raise ValueError(f"`weights` must be one of {WEIGHTS}. Received: weights={weights!r}")
+        unknown = [mode for mode in modes if mode not in MODES]
+        if unknown or not modes:
+            raise ValueError(f"`modes` must be some of {MODES}. Received: modes={list(modes)!r}")
+        if isinstance(beam_width, bool) or not isinstance(beam_width, int) or beam_width < 2:
+            raise ValueError(
+                f"`beam_width` must be an int >= 2. Received: beam_width={beam_width!r}"
+            )
+        n_best = beam_width if n_best is None else n_best
+        if isinstance(n_best, bool) or not isinstance(n_best, int) or not 1 <= n_best <= beam_width:
+            raise ValueError(
+                f"`n_best` must be an int in [1, beam_width={beam_width}]. Received: n_best={n_best!r}"
+            )
+        if attention_width is None:
+            attention_width = translator.source_vectorizer.max_length
+        if (
+            isinstance(attention_width, bool)
+            or not isinstance(attention_width, int)
+            or attention_width < 1
+        ):
+            raise ValueError(
+                "`attention_width` must be an int >= 1 (the source vectorizer has no `max_length` "
+                f"to default to). Received: attention_width={attention_width!r}"
+            )
+        if not hasattr(translator.model, "encoder"):
+            raise ValueError(
+                f"A LiteRT export needs a Seq2Seq model. Received: {type(translator.model).__name__}"
+            )
+        self.translator = translator
+        self.beam_width = beam_width
+        self.length_penalty = float(length_penalty)
+        self.n_best = n_best
+        self.attention_width = attention_width
+        self.weights = weights
+        self.modes = tuple(modes)
+        pairs = list(warmup_pairs) if warmup_pairs is not None else list(DEFAULT_WARMUP_PAIRS)
+        self.warmup_pairs = [(str(source), str(target)) for source, target in pairs]
+        self.run_dir = str(Path(run_dir).resolve()) if run_dir is not None else None
+        self.train_config = dict(train_config or {})
+
+    @classmethod
+    def from_run(
+        cls,
+        run_dir: str | os.PathLike,
+        *,
+        max_output_length: int | None = None,
+        **settings,
+    ) -> LiteRTExporter:
+        """An exporter for the model of a trained run directory, computing in float32.
+
+        Args:
+            run_dir: a run directory written by `keras_attention.training.train`.
+            max_output_length: most tokens of a translation (default: the run's).
+            **settings: the constructor's keyword arguments (`beam_width`,
+                `weights`, ...). `warmup_pairs` default to the first sentences
+                of the run's test split.
+        """
+        from keras_attention.export.export_precision import with_precision
+        from keras_attention.inference.trained_run import load_translator
+        from keras_attention.runs.run_directory import RunDirectory
+        from keras_attention.runs.train_config import TrainConfig
+
+        translator = load_translator(run_dir, max_output_length=max_output_length)
+        # LiteRT's CPU kernels compute in float32 (bfloat16 has none).
+        translator = with_precision(translator, "float32")
+        run = RunDirectory(run_dir)
+        if settings.get("warmup_pairs") is None:
+            settings["warmup_pairs"] = run_warmup_pairs(run)
+        config = TrainConfig.load(run.path)
+        return cls(translator, run_dir=run_dir, train_config=dataclasses.asdict(config), **settings)
+
+    # ------------------------------------------------------------- the graph
+
+    def strategy(self, mode: str):
+        """The decoding strategy of `mode`, recording attention without `TensorArray`s."""
+        if mode == "greedy":
+            strategy = self.translator.strategy(beam_width=1)
+        else:
+            strategy = self.translator.strategy(
+                beam_width=self.beam_width, length_penalty=self.length_penalty, n_best=self.n_best
+            )
+        strategy = copy.copy(strategy)
+        strategy.drop_finished = False  # the batch keeps its shape
+        strategy.tensor_arrays = False
+        return strategy
+
+    def decode_function(self, mode: str) -> tf.types.experimental.ConcreteFunction:
+        """The concrete function `source_ids -> {tokens, scores, lengths, attention}` of `mode`."""
+        translator = self.translator
+        model = translator.model
+        if not model.built:
+            model.build()
+        strategy = self.strategy(mode)
+        start_id = translator.target_vectorizer.start_id
+        values = [(variable, variable.numpy()) for variable in model.variables]
+
+        def decode(source_ids):
+            # Every variable as a constant: the converter then folds them into the model.
+            mapping = [(variable, tf.constant(value)) for variable, value in values]
+            with keras.StatelessScope(state_mapping=mapping):
+                annotations, summary = encode_with_buffers(model.encoder, source_ids)
+                state = model.decoder.initial_state(
+                    annotations, tf.not_equal(source_ids, 0), summary
+                )
+                start_ids = tf.fill([tf.shape(source_ids)[0]], tf.constant(start_id, tf.int32))
+                result = strategy(translator.step_function(state), state, start_ids)
+            return {
+                "tokens": tf.identity(result.tokens, name="tokens"),
+                "scores": tf.identity(result.scores, name="scores"),
+                "lengths": tf.identity(result.lengths, name="lengths"),
+                "attention": tf.identity(result.attention, name="attention"),
+            }
+
+        function = tf.function(
+            decode,
+            input_signature=[tf.TensorSpec([None, self.attention_width], tf.int32, name=INPUT)],
+            autograph=False,
+        )
+        return function.get_concrete_function()
+
+    def convert(self, mode: str) -> bytes:
+        """The `.tflite` flatbuffer of `mode`, builtin ops only, with this exporter's weights."""
+        function = self.decode_function(mode)
+        converter = tf.lite.TFLiteConverter.from_concrete_functions(
+            [function], self.translator.model
+        )
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        if self.weights == "float16":
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+            converter.target_spec.supported_types = [tf.float16]
+        elif self.weights == "int8":
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        return converter.convert()
+
+    # ------------------------------------------------------------- the files
+
+    def export(self, directory: str | os.PathLike) -> dict:
+        """Writes the models, the text files and the manifest into `directory`.
+
+        `directory` must be empty or not exist.
+
+        Returns:
+            The manifest written (`litert_manifest.json`), a dict.
+        """
+        directory = Path(directory)
+        if directory.exists() and any(directory.iterdir()):
+            raise FileExistsError(f"{str(directory)!r} is not empty")
+        directory.mkdir(parents=True, exist_ok=True)
+        models = {}
+        for mode in self.modes:
+            data = self.convert(mode)
+            path = directory / MODEL_FILES[mode]
+            path.write_bytes(data)
+            ops = model_ops(data)
+            logger.info("%s: %d bytes, %d op kinds", path.name, len(data), len(ops["builtin"]))
+            models[mode] = {
+                "file": path.name,
+                "bytes": len(data),
+                "sha256": file_sha256(path),
+                "ops": ops,
+            }
+        text = self.write_text_files(directory)
+        manifest = self._manifest(models, text)
+        with open(directory / MANIFEST_FILE, "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+        return manifest
+
+    def write_text_files(self, directory: Path) -> dict:
+        """Writes `text.json` and the vocabulary or SentencePiece files; returns `text.json`'s dict."""
+        text = {
+            "attention_width": self.attention_width,
+            "pad_id": self.translator.target_vectorizer.pad_id,
+            "unk_id": self.translator.target_vectorizer.unk_id,
+            "start_id": self.translator.target_vectorizer.start_id,
+            "end_id": self.translator.target_vectorizer.end_id,
+        }
+        for side, vectorizer in (
+            ("source", self.translator.source_vectorizer),
+            ("target", self.translator.target_vectorizer),
+        ):
+            entry = {
+                "tokenizer": vectorizer.tokenizer,
+                "max_length": vectorizer.max_length,
+                "vocabulary_size": vectorizer.vocabulary_size,
+            }
+            if isinstance(vectorizer, SubwordVectorizer):
+                name = f"{side}.model"
+                (directory / name).write_bytes(vectorizer.model)
+                entry["sentencepiece_model"] = name
+                entry["rules"] = text_rules(None)
+            else:
+                name = f"{side}_vocabulary.txt"
+                save_vocabulary(vectorizer.vocabulary, directory / name)
+                entry["vocabulary"] = name
+                entry["rules"] = text_rules(vectorizer.spacing if side == "target" else None)
+            text[side] = entry
+        with open(directory / TEXT_FILE, "w", encoding="utf-8") as f:
+            json.dump(text, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+        return text
+
+    def _manifest(self, models: dict, text: dict) -> dict:
+        translator = self.translator
+        return {
+            "format": "litert",
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "library_versions": {
+                "keras_attention": keras_attention.__version__,
+                "tensorflow": tf.__version__,
+                "keras": keras.__version__,
+            },
+            "run_dir": self.run_dir,
+            "train_config": self.train_config,
+            "model_config": jsonable(translator.model.get_config()),
+            "weights": self.weights,
+            "input": {"name": INPUT, "dtype": "int32", "shape": [-1, self.attention_width]},
+            "attention_width": self.attention_width,
+            "max_output_length": translator.max_output_length,
+            "decoding": {
+                "greedy": {"strategy": "GreedySearch"},
+                "beam": {
+                    "strategy": "BeamSearch",
+                    "beam_width": self.beam_width,
+                    "length_penalty": self.length_penalty,
+                    "n_best": self.n_best,
+                },
+            },
+            "models": models,
+            "text_file": TEXT_FILE,
+            "warmup_pairs": [list(pair) for pair in self.warmup_pairs],
+        }
+
+
+def export_litert(run_dir: str | os.PathLike, directory: str | os.PathLike, **settings) -> dict:
+    """Exports the model of `run_dir` as LiteRT models into `directory` (see `LiteRTExporter`).
+
+    Returns:
+        The manifest written.
+    """
+    return LiteRTExporter.from_run(run_dir, **settings).export(directory)
+
+
+def source_batch(ids: Sequence[Sequence[int]], width: int) -> np.ndarray:
+    """Source id lists as the models' `(batch_size, width)` int32 input: cut, padded with 0."""
+    batch = np.zeros([len(ids), width], np.int32)
+    for row, sequence in enumerate(ids):
+        sequence = list(sequence)[:width]
+        batch[row, : len(sequence)] = sequence
+    return batch
