@@ -307,7 +307,7 @@ def run_litert_export(args: argparse.Namespace) -> int:
         print(f"keras-attention export: error: {error}", file=sys.stderr)
         return EXPORT_ERROR
     print(f"Exported LiteRT models to {args.export_dir} (weights {weights})")
-    for mode, model in manifest["models"].items():
+    for model in manifest["models"].values():
         print(
             f"  {model['file']}: {model['bytes'] / 1e6:.1f} MB, "
             f"{len(model['ops']['builtin'])} builtin op kinds, {len(model['ops']['custom'])} custom"

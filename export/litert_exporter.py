@@ -12,19 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 import keras_attention
 from keras_attention.export.export_manifest import file_sha256, jsonable
 from keras_attention.export.litert_encoder import encode_with_buffers
 from keras_attention.export.litert_ops import model_ops
+from keras_attention.export.litert_text_files import write_text_files
 from keras_attention.export.signature_options import DEFAULT_EXPORT_BEAM_WIDTH
 from keras_attention.export.warmup_pairs import DEFAULT_WARMUP_PAIRS, run_warmup_pairs
 from keras_attention.inference.translator import Translator
-from keras_attention.text.subword_vectorizer import SubwordVectorizer
-from keras_attention.text.tokenization import text_rules
-from keras_attention.text.vocabulary import save_vocabulary
 from keras_attention_client.litert_contract import (
     INPUT,
     MANIFEST_FILE,
@@ -274,46 +271,17 @@ class LiteRTExporter:
                 "sha256": file_sha256(path),
                 "ops": ops,
             }
-        text = self.write_text_files(directory)
+        text = write_text_files(
+            directory,
+            self.translator.source_vectorizer,
+            self.translator.target_vectorizer,
+            self.attention_width,
+        )
         manifest = self._manifest(models, text)
         with open(directory / MANIFEST_FILE, "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=2, ensure_ascii=False)
             f.write("\n")
         return manifest
-
-    def write_text_files(self, directory: Path) -> dict:
-        """Writes `text.json` and the vocabulary or SentencePiece files; returns `text.json`'s dict."""
-        text = {
-            "attention_width": self.attention_width,
-            "pad_id": self.translator.target_vectorizer.pad_id,
-            "unk_id": self.translator.target_vectorizer.unk_id,
-            "start_id": self.translator.target_vectorizer.start_id,
-            "end_id": self.translator.target_vectorizer.end_id,
-        }
-        for side, vectorizer in (
-            ("source", self.translator.source_vectorizer),
-            ("target", self.translator.target_vectorizer),
-        ):
-            entry = {
-                "tokenizer": vectorizer.tokenizer,
-                "max_length": vectorizer.max_length,
-                "vocabulary_size": vectorizer.vocabulary_size,
-            }
-            if isinstance(vectorizer, SubwordVectorizer):
-                name = f"{side}.model"
-                (directory / name).write_bytes(vectorizer.model)
-                entry["sentencepiece_model"] = name
-                entry["rules"] = text_rules(None)
-            else:
-                name = f"{side}_vocabulary.txt"
-                save_vocabulary(vectorizer.vocabulary, directory / name)
-                entry["vocabulary"] = name
-                entry["rules"] = text_rules(vectorizer.spacing if side == "target" else None)
-            text[side] = entry
-        with open(directory / TEXT_FILE, "w", encoding="utf-8") as f:
-            json.dump(text, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-        return text
 
     def _manifest(self, models: dict, text: dict) -> dict:
         translator = self.translator
@@ -354,12 +322,3 @@ def export_litert(run_dir: str | os.PathLike, directory: str | os.PathLike, **se
         The manifest written.
     """
     return LiteRTExporter.from_run(run_dir, **settings).export(directory)
-
-
-def source_batch(ids: Sequence[Sequence[int]], width: int) -> np.ndarray:
-    """Source id lists as the models' `(batch_size, width)` int32 input: cut, padded with 0."""
-    batch = np.zeros([len(ids), width], np.int32)
-    for row, sequence in enumerate(ids):
-        sequence = list(sequence)[:width]
-        batch[row, : len(sequence)] = sequence
-    return batch

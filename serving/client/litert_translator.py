@@ -114,7 +114,9 @@ class LiteRTTranslator:
         running = [i for i, (ids, _) in enumerate(encoded) if ids]
         for i, (ids, tokens) in enumerate(encoded):
             if not ids:
-                empty = _result(self.text, [], 0.0, 0, np.zeros([0, width], np.float32), tokens)
+                empty = _result(
+                    self.text, [], 0.0, 0, np.zeros([0, len(tokens)], np.float32), tokens
+                )
                 results[i] = [empty] * n_best if n_best else empty
         running.sort(key=lambda i: len(encoded[i][0]))
         for start in range(0, len(running), batch_size):
