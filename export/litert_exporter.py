@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 import keras_attention
@@ -21,6 +22,7 @@ from keras_attention.export.litert_ops import model_ops
 from keras_attention.export.litert_text_files import write_text_files
 from keras_attention.export.signature_options import DEFAULT_EXPORT_BEAM_WIDTH
 from keras_attention.export.warmup_pairs import DEFAULT_WARMUP_PAIRS, run_warmup_pairs
+from keras_attention.export.weight_storage import quantize_per_channel
 from keras_attention.inference.translator import Translator
 from keras_attention_client.litert_contract import (
     INPUT,
@@ -204,18 +206,41 @@ class LiteRTExporter:
             model.build()
         strategy = self.strategy(mode)
         start_id = translator.target_vectorizer.start_id
-        values = [(variable, variable.numpy()) for variable in model.variables]
+        values = {id(variable): variable.numpy() for variable in model.variables}
+        embeddings = model.decoder.embedding.embeddings
+        int8_rows = None
+        if self.weights == "int8":
+            quantized, scale = quantize_per_channel(values[id(embeddings)], axis=0)
+            int8_rows = (quantized.numpy(), scale.numpy())
+            # The values the int8 rows stand for: a tied output projection reads them, and
+            # LiteRT's quantizer, given them, finds the same int8 values and scales again.
+            values[id(embeddings)] = (quantized.numpy() * scale.numpy()).astype(np.float32)
 
         def decode(source_ids):
             # Every variable as a constant: the converter then folds them into the model.
-            mapping = [(variable, tf.constant(value)) for variable, value in values]
+            mapping = [(v, tf.constant(values[id(v)])) for v in model.variables]
+            gather = None
+            if int8_rows is not None:
+                rows, scales = (tf.constant(part) for part in int8_rows)
+
+                def gather(variable, ids, axis):
+                    # The decoder's lookups read int8 rows and their scales: the file holds
+                    # the matrix once, in the int8 form the output projection shares.
+                    if variable is embeddings and axis == 0:
+                        return (
+                            tf.cast(tf.gather(rows, ids), tf.float32)
+                            * tf.gather(scales[:, 0], ids)[..., tf.newaxis]
+                        )
+                    return tf.gather(tf.convert_to_tensor(variable), ids, axis=axis)
+
+            step_translator = translator.with_shortlist(None, gather_weights=gather)
             with keras.StatelessScope(state_mapping=mapping):
                 annotations, summary = encode_with_buffers(model.encoder, source_ids)
                 state = model.decoder.initial_state(
                     annotations, tf.not_equal(source_ids, 0), summary
                 )
                 start_ids = tf.fill([tf.shape(source_ids)[0]], tf.constant(start_id, tf.int32))
-                result = strategy(translator.step_function(state), state, start_ids)
+                result = strategy(step_translator.step_function(state), state, start_ids)
             return {
                 "tokens": tf.identity(result.tokens, name="tokens"),
                 "scores": tf.identity(result.scores, name="scores"),
