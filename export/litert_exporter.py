@@ -19,8 +19,8 @@ import keras_attention
 from keras_attention.export.export_manifest import file_sha256, jsonable
 from keras_attention.export.litert_encoder import encode_with_buffers
 from keras_attention.export.litert_ops import model_ops
+from keras_attention.export.litert_settings import LiteRTSettings
 from keras_attention.export.litert_text_files import write_text_files
-from keras_attention.export.signature_options import DEFAULT_EXPORT_BEAM_WIDTH
 from keras_attention.export.warmup_pairs import DEFAULT_WARMUP_PAIRS, run_warmup_pairs
 from keras_attention.export.weight_storage import quantize_per_channel
 from keras_attention.inference.translator import Translator
@@ -28,11 +28,8 @@ from keras_attention_client.litert_contract import (
     INPUT,
     MANIFEST_FILE,
     MODEL_FILES,
-    MODES,
     TEXT_FILE,
-    WEIGHTS,
 )
-from keras_attention_client.wire.decoding_options import DEFAULT_LENGTH_PENALTY
 
 logger = logging.getLogger(__name__)
 
@@ -57,10 +54,16 @@ class LiteRTExporter:
     3. The source is padded to `attention_width` columns, so the attention
        rows have a static width.
     4. `tf.lite.TFLiteConverter` converts the function with
-       `supported_ops=[TFLITE_BUILTINS]`; `weights` picks the stored weights:
-       `float32`; `float16` (dequantized to float32 at load); `int8`
-       (dynamic-range quantization: int8 weights, float activations,
-       int8 kernels for the matrix products).
+       `supported_ops=[TFLITE_BUILTINS]`; the settings' `weights` pick the
+       stored weights: `float32`; `float16` (dequantized to float32 when the
+       model loads); `int8`: LiteRT's dynamic-range quantization (int8
+       weights with a scale per output channel, float activations quantized
+       per row on the fly by the int8 kernels). For `int8` the decoder's
+       embedding lookups read int8 rows and their scales
+       (`quantize_per_channel`) in the graph, and the tied output projection
+       reads the values those rows stand for, which the quantizer turns into
+       the same int8 values and scales: the file holds the target embedding
+       matrix once (the quantizer alone would store one copy per use).
 
     Text stays outside the models: `text.json` holds the vocabularies'
     files, the normalization/tokenization/detokenization rules the
@@ -71,23 +74,14 @@ class LiteRTExporter:
 
     Args:
         translator: a `Translator` (computing in float32: see `from_run`).
-        beam_width: int >= 2, the `beam` model's beam width. Defaults to
-            `DEFAULT_EXPORT_BEAM_WIDTH` (4).
-        length_penalty: float >= 0, its GNMT length penalty. Defaults to
-            `DEFAULT_LENGTH_PENALTY`.
-        n_best: int in `[1, beam_width]`, the hypotheses the `beam` model
-            returns per sentence. Defaults to `None`: `beam_width`.
-        attention_width: int >= 1, the source columns the models take.
-            Defaults to `None`: the source vectorizer's `max_length` (longer
-            sources are cut to it anyway).
-        weights: one of `keras_attention_client.litert_contract.WEIGHTS`.
-            Defaults to `"float32"`.
-        modes: the decoding modes to write, of `MODES`. Defaults to all.
-        warmup_pairs: `(source, reference)` pairs that `check_litert_export`
+        settings: a `LiteRTSettings` (beam width, length penalty, n-best,
+            `attention_width`, weights, modes). Defaults to `LiteRTSettings()`.
+        warmup_pairs: `(source, reference)` pairs that `LiteRTChecker`
             translates (recorded in the manifest). Defaults to
             `DEFAULT_WARMUP_PAIRS`.
         run_dir: the training run (recorded in the manifest).
         train_config: that run's `TrainConfig` as a dict (recorded).
+        **changes: `LiteRTSettings` fields by name (e.g. `weights="int8"`).
 
     Example:
 
@@ -100,53 +94,28 @@ class LiteRTExporter:
     def __init__(
         self,
         translator: Translator,
+        settings: LiteRTSettings | None = None,
         *,
-        beam_width: int = DEFAULT_EXPORT_BEAM_WIDTH,
-        length_penalty: float = DEFAULT_LENGTH_PENALTY,
-        n_best: int | None = None,
-        attention_width: int | None = None,
-        weights: str = "float32",
-        modes: Sequence[str] = MODES,
         warmup_pairs: Sequence[tuple[str, str]] | None = None,
         run_dir: str | os.PathLike | None = None,
         train_config: dict | None = None,
+        **changes,
     ):
-        if weights not in WEIGHTS:
-            raise ValueError(f"`weights` must be one of {WEIGHTS}. Received: weights={weights!r}")
-        unknown = [mode for mode in modes if mode not in MODES]
-        if unknown or not modes:
-            raise ValueError(f"`modes` must be some of {MODES}. Received: modes={list(modes)!r}")
-        if isinstance(beam_width, bool) or not isinstance(beam_width, int) or beam_width < 2:
+        settings = LiteRTSettings.of(settings, **changes)
+        width = settings.attention_width or translator.source_vectorizer.max_length
+        if width is None:
             raise ValueError(
-                f"`beam_width` must be an int >= 2. Received: beam_width={beam_width!r}"
-            )
-        n_best = beam_width if n_best is None else n_best
-        if isinstance(n_best, bool) or not isinstance(n_best, int) or not 1 <= n_best <= beam_width:
-            raise ValueError(
-                f"`n_best` must be an int in [1, beam_width={beam_width}]. Received: n_best={n_best!r}"
-            )
-        if attention_width is None:
-            attention_width = translator.source_vectorizer.max_length
-        if (
-            isinstance(attention_width, bool)
-            or not isinstance(attention_width, int)
-            or attention_width < 1
-        ):
-            raise ValueError(
-                "`attention_width` must be an int >= 1 (the source vectorizer has no `max_length` "
-                f"to default to). Received: attention_width={attention_width!r}"
+                "`attention_width` is needed: the source vectorizer has no `max_length` to "
+                "default to"
             )
         if not hasattr(translator.model, "encoder"):
             raise ValueError(
                 f"A LiteRT export needs a Seq2Seq model. Received: {type(translator.model).__name__}"
             )
         self.translator = translator
-        self.beam_width = beam_width
-        self.length_penalty = float(length_penalty)
-        self.n_best = n_best
-        self.attention_width = attention_width
-        self.weights = weights
-        self.modes = tuple(modes)
+        self.settings = dataclasses.replace(settings, attention_width=width)
+        self.attention_width = width
+        self.weights = settings.weights
         pairs = list(warmup_pairs) if warmup_pairs is not None else list(DEFAULT_WARMUP_PAIRS)
         self.warmup_pairs = [(str(source), str(target)) for source, target in pairs]
         self.run_dir = str(Path(run_dir).resolve()) if run_dir is not None else None
@@ -165,9 +134,10 @@ class LiteRTExporter:
         Args:
             run_dir: a run directory written by `keras_attention.training.train`.
             max_output_length: most tokens of a translation (default: the run's).
-            **settings: the constructor's keyword arguments (`beam_width`,
-                `weights`, ...). `warmup_pairs` default to the first sentences
-                of the run's test split.
+            **settings: the constructor's keyword arguments (`settings`,
+                `LiteRTSettings` fields such as `beam_width` or `weights`,
+                `warmup_pairs`: by default the first sentences of the run's
+                test split).
         """
         from keras_attention.export.export_precision import with_precision
         from keras_attention.inference.trained_run import load_translator
@@ -190,8 +160,11 @@ class LiteRTExporter:
         if mode == "greedy":
             strategy = self.translator.strategy(beam_width=1)
         else:
+            settings = self.settings
             strategy = self.translator.strategy(
-                beam_width=self.beam_width, length_penalty=self.length_penalty, n_best=self.n_best
+                beam_width=settings.beam_width,
+                length_penalty=settings.length_penalty,
+                n_best=settings.beam_n_best,
             )
         strategy = copy.copy(strategy)
         strategy.drop_finished = False  # the batch keeps its shape
@@ -284,7 +257,7 @@ class LiteRTExporter:
             raise FileExistsError(f"{str(directory)!r} is not empty")
         directory.mkdir(parents=True, exist_ok=True)
         models = {}
-        for mode in self.modes:
+        for mode in self.settings.modes:
             data = self.convert(mode)
             path = directory / MODEL_FILES[mode]
             path.write_bytes(data)
@@ -329,9 +302,9 @@ class LiteRTExporter:
                 "greedy": {"strategy": "GreedySearch"},
                 "beam": {
                     "strategy": "BeamSearch",
-                    "beam_width": self.beam_width,
-                    "length_penalty": self.length_penalty,
-                    "n_best": self.n_best,
+                    "beam_width": self.settings.beam_width,
+                    "length_penalty": self.settings.length_penalty,
+                    "n_best": self.settings.beam_n_best,
                 },
             },
             "models": models,
