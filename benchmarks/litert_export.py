@@ -233,31 +233,49 @@ def main(argv=None):
         )
 
     harness.write_json(args.output, result, info)
-    print(f"Wrote {args.output}")
-    print(
-        f"{'model':<18}{'MB':>7}{'% vars':>8}{'gr ident':>10}{'bm ident':>10}"
-        f"{'BLEU gr':>9}{'BLEU bm':>9}{'gr p50 ms':>11}{'gr b8 tok/s':>13}{'bm b8 tok/s':>13}"
-    )
+    table = markdown_table(result, info)
+    Path(args.output).with_suffix(".md").write_text(table, encoding="utf-8")
+    print(f"Wrote {args.output} and its table (.md)")
+    print(table)
+
+
+def markdown_table(result: dict, info: dict) -> str:
+    """The results as the Markdown table docs/on-device.md includes."""
     saved = result["saved_model"]
-    print(
-        f"{'SavedModel f32':<18}{variables / 1e6:>7.1f}{100:>8.0f}{'':>10}{'':>10}"
-        f"{saved['greedy']['bleu']:>9.2f}{saved['beam']['bleu']:>9.2f}"
-        f"{saved['greedy']['batch1_p50_ms']:>11.1f}"
-        f"{saved['greedy']['batch8_tokens_per_second']:>13.0f}"
-        f"{saved['beam']['batch8_tokens_per_second']:>13.0f}"
-    )
+    variables = saved["variables_bytes"]
+    lines = [
+        "| model | size MB | % of SavedModel variables | greedy identical | beam identical "
+        "| BLEU greedy | BLEU beam | batch 1 greedy p50 ms | batch 1 beam p50 ms "
+        "| batch 8 greedy tokens/s | batch 8 beam tokens/s | Flex ops |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| SavedModel float32 (Session path) | {variables / 1e6:.1f} | 100 | | "
+        f"| {saved['greedy']['bleu']:.2f} | {saved['beam']['bleu']:.2f} "
+        f"| {saved['greedy']['batch1_p50_ms']:.1f} | {saved['beam']['batch1_p50_ms']:.1f} "
+        f"| {saved['greedy']['batch8_tokens_per_second']:.0f} "
+        f"| {saved['beam']['batch8_tokens_per_second']:.0f} | |",
+    ]
     for weights, entry in result["litert"].items():
-        size = entry["models"]["beam"]["bytes"]
-        print(
-            f"{'LiteRT ' + weights:<18}{size / 1e6:>7.1f}{100 * size / variables:>8.1f}"
-            f"{100 * entry['greedy']['token_identical']:>9.1f}%"
-            f"{100 * entry['beam']['token_identical']:>9.1f}%"
-            f"{entry['greedy']['bleu']:>9.2f}{entry['beam']['bleu']:>9.2f}"
-            f"{entry['greedy']['batch1_p50_ms']:>11.1f}"
-            f"{entry['greedy']['batch8_tokens_per_second']:>13.0f}"
-            f"{entry['beam']['batch8_tokens_per_second']:>13.0f}"
+        size = max(model["bytes"] for model in entry["models"].values())
+        flex = sum(len(model["flex_ops"]) for model in entry["models"].values())
+        greedy, beam = entry["greedy"], entry["beam"]
+        lines.append(
+            f"| LiteRT {weights} | {size / 1e6:.1f} | {100 * size / variables:.1f} "
+            f"| {100 * greedy['token_identical']:.1f} % | {100 * beam['token_identical']:.1f} % "
+            f"| {greedy['bleu']:.2f} ({greedy['bleu_difference']:+.2f}) "
+            f"| {beam['bleu']:.2f} ({beam['bleu_difference']:+.2f}) "
+            f"| {greedy['batch1_p50_ms']:.1f} | {beam['batch1_p50_ms']:.1f} "
+            f"| {greedy['batch8_tokens_per_second']:.0f} | {beam['batch8_tokens_per_second']:.0f} "
+            f"| {flex} |"
         )
-
-
-if __name__ == "__main__":
-    main()
+    lines += [
+        "",
+        f"{result['test_sentences']} test sentences of `{Path(result['run_dir']).name}`; beam "
+        f"width {result['beam_width']}, length penalty {result['length_penalty']}; LiteRT "
+        f"interpreter with {result['litert_threads']} threads. Size: the larger of the two "
+        "`.tflite` files. Identical: the share of sentences whose tokens equal the SavedModel's; "
+        "BLEU: sacreBLEU, all references (difference to the SavedModel's). "
+        f"`{result['command']}`, code {info.get('commit')}, {info.get('date')}, "
+        f"{info.get('cpu')}.",
+        "",
+    ]
+    return "\n".join(lines)
