@@ -151,3 +151,25 @@ def test_savedmodel_refuses_float16(run_dir, tmp_path, capsys):
     code = main(["export", str(run_dir), "--export-dir", str(tmp_path), "--weights", "float16"])
     assert code == 2
     assert "--format litert" in capsys.readouterr().err
+
+
+def test_translator_runs_without_tensorflow(litert_export, float32_translator):
+    """`LiteRTTranslator` in a process where `import tensorflow` (and tf-text) fails."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "for name in ('tensorflow', 'tensorflow_text', 'keras'):\n"
+        "    sys.modules[name] = None\n"
+        "from keras_attention_client import LiteRTTranslator\n"
+        f"results = LiteRTTranslator({str(litert_export)!r}).translate({SENTENCES!r}, 'beam')\n"
+        "print('\\n'.join(r['translation'] for r in results))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
+    want = float32_translator.translate_all(SENTENCES, beam_width=3, length_penalty=0.6)
+    assert done.stdout.splitlines() == [r["translation"] for r in want]
