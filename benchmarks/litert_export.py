@@ -279,3 +279,7 @@ def markdown_table(result: dict, info: dict) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
