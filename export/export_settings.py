@@ -43,9 +43,7 @@ class ExportSettings:
 
     def __post_init__(self):
         length = self.max_output_length
-        if length is not None and (
-            isinstance(length, bool) or not isinstance(length, int) or length < 1
-        ):
+        if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 1):
             raise ValueError(
                 "`max_output_length` must be a positive int or None. "
                 f"Received: max_output_length={length!r}"
