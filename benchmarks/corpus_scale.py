@@ -18,7 +18,9 @@ second process resumes it; each prints:
 
 A last process compares the streamed pipeline's steady-state tokens/s with the
 in-memory pipeline (`make_dataset` over a list of pairs, `repeat=True`) on the
-bundled corpus: one model, the two pipelines taking turns (`--rounds` rounds).
+bundled corpus: one model, the two pipelines taking turns (`--rounds` rounds); and
+the seconds a resumed run spends reaching its position in the stream, per 1,000
+steps trained (`Dataset.skip` over 2,000 batches).
 
     python benchmarks/corpus_scale.py [--sizes 250000 1000000 4000000 16000000]
         [--forms tsv aligned] [--steps 60] [--rounds 3] [--work DIR]
@@ -44,6 +46,7 @@ import harness  # noqa: E402
 
 SIZES = (250_000, 1_000_000, 4_000_000, 16_000_000)
 SHARDS = 8
+SKIP_STEPS = 2000  # the resume-position cost is measured over this many batches
 MODEL = dict(embedding_dim=64, encoder_units=64, decoder_units=128, batch_size=64)
 _SYLLABLES = ("ka", "lo", "mi", "ra", "zu", "vek", "tor", "bel", "sha", "quin", "dro", "fen")
 
@@ -217,6 +220,12 @@ def child_pipelines(steps: int, rounds: int) -> dict:
         target_vectorizer,
         DatasetOptions(batch_size=64, max_length=config.max_length, max_length_ratio=9.0),
     )
+    # A resumed run positions the stream with `skip`: the cost of reaching step N.
+    skip_seconds = {}
+    for skipped in (0, SKIP_STEPS):
+        started = time.monotonic()
+        next(iter(streamed.skip(skipped)))
+        skip_seconds[skipped] = time.monotonic() - started
     model = build_model(config, 12000, 16000, total_steps=10**6)
     model.build()
     pipelines = {"in_memory": in_memory, "streamed": streamed}
@@ -230,11 +239,16 @@ def child_pipelines(steps: int, rounds: int) -> dict:
         for name, data in pipelines.items():
             seconds[name].append(sum(harness.fit_step_seconds(model, data, steps)[5:]))
     return {
-        name: {
-            "tokens_per_second": round(sum(tokens[name]) * rounds / sum(seconds[name]), 1),
-            "round_seconds": [round(x, 2) for x in seconds[name]],
-        }
-        for name in pipelines
+        **{
+            name: {
+                "tokens_per_second": round(sum(tokens[name]) * rounds / sum(seconds[name]), 1),
+                "round_seconds": [round(x, 2) for x in seconds[name]],
+            }
+            for name in pipelines
+        },
+        "skip_seconds_per_1000_steps": round(
+            (skip_seconds[SKIP_STEPS] - skip_seconds[0]) * 1000 / SKIP_STEPS, 2
+        ),
     }
 
 
@@ -301,6 +315,7 @@ def main(argv=None) -> None:
         row["first_step_ratio"] = round(row["first_step_seconds"] / first["first_step_seconds"], 2)
         row["peak_rss_ratio"] = round(row["peak_rss_mib"] / first["peak_rss_mib"], 2)
     pipelines = _run_child("pipelines", str(args.steps), str(args.rounds))
+    skip_cost = pipelines.pop("skip_seconds_per_1000_steps")
     ratio = pipelines["streamed"]["tokens_per_second"] / pipelines["in_memory"]["tokens_per_second"]
     print(
         f"{'pairs':>12} {'form':>8} {'first step s':>13} {'x':>5} {'peak RSS MiB':>13} {'x':>5} "
@@ -315,7 +330,8 @@ def main(argv=None) -> None:
     print(
         f"bundled corpus, steady-state target tokens/s: streamed "
         f"{pipelines['streamed']['tokens_per_second']:.0f}, in memory "
-        f"{pipelines['in_memory']['tokens_per_second']:.0f} ({ratio:.2f}x)"
+        f"{pipelines['in_memory']['tokens_per_second']:.0f} ({ratio:.2f}x); a resume reaches "
+        f"its position at {skip_cost:.1f} s per 1,000 steps trained"
     )
     harness.write_json(
         args.out,
@@ -325,6 +341,7 @@ def main(argv=None) -> None:
             "steps": args.steps,
             "rows": rows,
             "pipelines": {**pipelines, "streamed_over_in_memory": round(ratio, 3)},
+            "resume_skip_seconds_per_1000_steps": skip_cost,
         },
         info,
     )

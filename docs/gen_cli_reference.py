@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -36,9 +35,6 @@ TensorFlow) translates with a model served by TensorFlow Serving or by
 `keras-attention serve`. Each prints the same help with `--help`; this page is
 that help in tables, one row per option.
 """
-
-STATED_DEFAULT = re.compile(r" \(default: ([^()]*)\)\.?$")
-"""A help text's closing "(default: X)" (X without parentheses)."""
 
 _MARKDOWN_SPECIAL = str.maketrans(
     {c: "\\" + c for c in "\\`*_[]|"} | {"<": "&lt;", ">": "&gt;", "\n": " "}
@@ -78,9 +74,21 @@ def is_switch(action: argparse.Action) -> bool:
 
 
 def stated_default(action: argparse.Action) -> str:
-    """The X of a help text that ends "(default: X)", or "" (`--help` states it there)."""
-    match = STATED_DEFAULT.search(action.help or "")
-    return match.group(1) if match else ""
+    """The X of a help text that ends "(default: X)", or "" (`--help` states it there).
+
+    X may hold parentheses of its own: "(default: on for cosine, g from sqrt(d))".
+    """
+    text = (action.help or "").rstrip()
+    text = text.removesuffix(".")
+    if not text.endswith(")"):
+        return ""
+    depth = 0
+    for index in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[index], 0)
+        if depth == 0:
+            inner = text[index + 1 : -1]
+            return inner[len("default: ") :] if inner.startswith("default: ") else ""
+    return ""
 
 
 def format_default(action: argparse.Action) -> str:
@@ -91,7 +99,9 @@ def format_default(action: argparse.Action) -> str:
         return "required"
     default = action.default
     if isinstance(action, argparse.BooleanOptionalAction):
-        return {True: "on", False: "off", None: "none"}.get(default, str(default))
+        if default is None:
+            return stated_default(action) or "none"
+        return {True: "on", False: "off"}.get(default, str(default))
     if is_switch(action):
         return "off" if isinstance(action, argparse._StoreConstAction) else ""
     if default is argparse.SUPPRESS:

@@ -91,11 +91,13 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: savedmodel)",
     )
     parser.add_argument(
-        "--version",
+        "--model-version",
+        dest="model_version",
         type=_positive_int,
         default=None,
-        help="version number (default: the highest existing version + 1, or 1); "
-        "an existing version is never overwritten",
+        metavar="N",
+        help="version number; an existing version is never overwritten "
+        "(default: the highest existing version + 1, or 1)",
     )
     signatures = COMMAND_SETTINGS.signatures
     parser.add_argument(
@@ -225,7 +227,7 @@ def run_export(args: argparse.Namespace) -> int:
         return EXPORT_ERROR
     try:
         exported = export_translator(
-            args.run_dir, args.export_dir, args.version, export_settings(args)
+            args.run_dir, args.export_dir, args.model_version, export_settings(args)
         )
     except (FileExistsError, FileNotFoundError, ValueError) as error:
         print(f"keras-attention export: error: {error}", file=sys.stderr)

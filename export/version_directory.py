@@ -106,7 +106,7 @@ class VersionDirectory:
         if version in self.versions():
             raise FileExistsError(
                 f"Version {version} already exists in {str(self.base)!r}; versions are never "
-                f"overwritten. Use another --version or omit it to get {self.next_version()}."
+                f"overwritten. Use another --model-version or omit it to get {self.next_version()}."
             )
 
     @contextlib.contextmanager

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from helpers.subprocesses import modules_loaded_by
+from helpers.training_runs import train_argv
 
 from keras_attention.cli import build_parser, main
 
@@ -160,22 +161,6 @@ def test_bad_input_gives_a_clear_error(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def train_argv(config) -> list[str]:
-    """`keras-attention train` flags that give exactly `config`."""
-    import dataclasses
-
-    argv = ["train"]
-    for field in dataclasses.fields(config):
-        flag, value = "--" + field.name.replace("_", "-"), getattr(config, field.name)
-        if isinstance(value, bool):
-            argv.append(flag if value else "--no-" + flag[2:])
-        elif value is not None:
-            argv += [flag, str(value)]
-        elif field.type != "bool | None":  # an optional boolean's default is its absence
-            argv += [flag, "none"]
-    return argv
-
-
 def test_train_twice_has_nothing_to_do_and_other_options_are_refused(
     trained_digits_run, tmp_path, capsys
 ):
@@ -253,8 +238,8 @@ def test_beam_width_help_says_it_is_the_exports_input(capsys):
         with pytest.raises(SystemExit):
             command()
         help_text = " ".join(capsys.readouterr().out.split())
-        assert "--beam-width N calls the search signature with beam_width N" in help_text
-        assert "alone calls beam_search" in help_text and "max_beam_width" in help_text
+        assert "--beam is the same flag" in help_text and "max_beam_width" in help_text
+        assert "beam_width" in help_text and "alone calls beam_search" not in help_text
 
 
 OPTIONS_ANYWHERE = [
@@ -281,9 +266,9 @@ OPTIONS_ANYWHERE = [
         ("run_dirs", "out", "sentence"),
     ),
     (
-        ["export", "--export-dir", "B", "--version", "2", "RUN"],
-        ["export", "RUN", "--export-dir", "B", "--version", "2"],
-        ("run_dir", "export_dir", "version"),
+        ["export", "--export-dir", "B", "--model-version", "2", "RUN"],
+        ["export", "RUN", "--export-dir", "B", "--model-version", "2"],
+        ("run_dir", "export_dir", "model_version"),
     ),
     (
         ["check-export", "--native", "P"],

@@ -412,7 +412,7 @@ def test_decoding_options_against_an_export_without_them_name_its_version(server
     "flags, signature, inputs",
     [
         ([], "serving_default", {}),
-        (["--beam", "3"], "beam_search", {}),
+        (["--beam", "3"], "search", {"beam_width": 3}),
         (["--signature", "beam_search"], "beam_search", {}),
         (["--beam-width", "3"], "search", {"beam_width": 3}),
         (["--beam-width", "1"], "search", {"beam_width": 1}),

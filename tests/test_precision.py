@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import pytest
+from helpers.training_runs import printed_lines, train_argv
 
 from keras_attention import precision
 from keras_attention.precision import (
@@ -161,21 +162,6 @@ def test_old_config_files_with_an_explicit_precision_keep_working(tmp_path):
     assert loaded.model_arguments()["dtype"] == "mixed_bfloat16"
 
 
-def train_argv(config: TrainConfig) -> list[str]:
-    """`keras-attention train` flags that give `config`."""
-    argv = ["train"]
-    for field in dataclasses.fields(config):
-        name, value = field.name, getattr(config, field.name)
-        flag = "--" + name.replace("_", "-")
-        if value is None and field.default is None:
-            continue
-        if isinstance(value, bool):
-            argv.append(flag if value else "--no-" + name.replace("_", "-"))
-        else:
-            argv += [flag, "none" if value is None else str(value)]
-    return argv
-
-
 def test_train_prints_the_resolved_precision_when_it_trains(
     trained_digits_run, digits_corpus, make_train_config, tmp_path, capsys
 ):
@@ -198,6 +184,6 @@ def test_train_prints_the_resolved_precision_when_it_trains(
     # A completed run has nothing to train, so it prints no precision.
     config = make_train_config(digits_corpus, trained_digits_run, precision="auto")
     assert main(train_argv(config)) == 0
-    lines = capsys.readouterr().out.splitlines()
+    lines = printed_lines(capsys.readouterr().out)
     assert not any(line.startswith("Precision:") for line in lines), lines
     assert "already completed" in lines[0]

@@ -12,6 +12,7 @@ subcommands, so `keras-attention --help` is instant.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 
@@ -26,6 +27,31 @@ def _needs_tensorflow(args: argparse.Namespace) -> bool:
     if args.command == "status":
         return False
     return not (args.command == "translate" and args.server)
+
+
+class _ProgressOnStdout(logging.Handler):
+    """Prints a progress record's message on the current `sys.stdout`."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(record.getMessage(), file=sys.stdout, flush=True)
+
+
+@contextlib.contextmanager
+def _progress_on_stdout(enabled: bool):
+    """Prints the preparation's progress lines (`keras_attention.progress`) while in effect."""
+    if not enabled:
+        yield
+        return
+    logger = logging.getLogger("keras_attention.progress")
+    handler, saved = _ProgressOnStdout(), (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.level, logger.propagate = saved
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if _needs_tensorflow(args):
             tensorflow_logging.import_tensorflow(verbose)
-        return args.handler(args)
+        with _progress_on_stdout(args.command == "train" and not verbose):
+            return args.handler(args)
     except (ValueError, FileNotFoundError, distribution.DistributedTrainingError) as error:
         print(f"keras-attention {args.command}: error: {error}", file=sys.stderr)
         return 2

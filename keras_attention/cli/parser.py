@@ -131,10 +131,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the installed version and exit; warns if another distribution "
         "also installs the keras_attention package",
     )
-    # Every command takes -v/--verbose too (SUPPRESS: unset, it keeps the top-level value).
+    # Every command takes -v/--verbose (SUPPRESS: unset, it keeps the top-level value) and
+    # --version too.
     verbose = argparse.ArgumentParser(add_help=False)
     verbose.add_argument(
         "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
+    )
+    verbose.add_argument(
+        "--version", action=VersionAction, help="print the installed version and exit"
     )
     commands = _Commands(
         # Each command's options may come before, between and after its positionals.
@@ -197,9 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     # --server they are the export's decoding inputs.
     client_cli.add_translate_arguments(
         translate,
-        beam_help="beam width (default: 1 = greedy); with --server, --beam-width N calls the "
-        "search signature with beam_width N (at most the export's max_beam_width) and --beam N "
-        "(N > 1) alone calls beam_search, whose width is fixed at export",
+        beam_help="beam width (--beam is the same flag); with --server, the search "
+        "signature's beam_width input (at most the export's max_beam_width) (default: 1 = greedy)",
     )
     translate.add_argument(
         "--show-attention",

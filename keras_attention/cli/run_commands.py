@@ -34,11 +34,12 @@ def run_train(args: argparse.Namespace) -> int:
     except TrainingInterrupted as interrupted:
         if sys.stdout.isatty():
             print(file=sys.stdout)  # end Keras' progress bar line
-        when = (
-            f"after epoch {interrupted.epochs_done}"
-            if interrupted.epochs_done
-            else "before the first epoch ended"
-        )
+        if interrupted.steps_done:
+            when = f"at step {interrupted.steps_done} of epoch {interrupted.epochs_done + 1}"
+        elif interrupted.epochs_done:
+            when = f"after epoch {interrupted.epochs_done}"
+        else:
+            when = "before the first epoch ended"
         print(
             f"keras-attention train: interrupted {when}; run the same command to resume",
             file=sys.stderr,

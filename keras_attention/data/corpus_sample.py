@@ -20,9 +20,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import time
 from collections.abc import Sequence
 
+from keras_attention.data import progress
 from keras_attention.data.corpus import CorpusError
 from keras_attention.data.corpus_scan import CorpusScan
 from keras_attention.data.corpus_stream import TEST, TRAIN, VALIDATION, HeldOut, corpus_pairs
@@ -32,7 +32,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_SAMPLE_PAIRS = 300_000
 """Pairs read into memory before training (`TrainConfig.sample_pairs`)."""
-_PROGRESS_SECONDS = 5.0
 
 
 @dataclasses.dataclass
@@ -162,11 +161,12 @@ def sample_corpora(
         ]
     sample = CorpusSample(train=[], validation=[], test=[], scans=list(scans), strides=strides)
     by_split = {TRAIN: sample.train, VALIDATION: sample.validation, TEST: sample.test}
-    started = last = time.monotonic()
+    every = progress.Every()
     for scan, stride, share in zip(scans, strides, _shares(sample_pairs, scans), strict=True):
         lines = scan.lines // stride
         sample_stride = stride * max(1, math.ceil(lines / share))
         sample.sample_strides.append(sample_stride)
+        expected = min(share, math.ceil(scan.lines / sample_stride))
         taken, skipped, trained_before = 0, 0, len(sample.train)
         for sources, targets, splits, malformed in corpus_pairs(
             scan, held_out, reverse, sample_stride
@@ -179,14 +179,13 @@ def sample_corpora(
                 taken += 1
             if taken >= share:
                 break
-            if time.monotonic() - last >= _PROGRESS_SECONDS:
-                last = time.monotonic()
-                logger.info(
-                    "sampling %s: %d of %d pairs (%.0f s)",
+            if every():
+                progress.logger.info(
+                    "Sampling %s: %d of %d pairs (%.0f s)",
                     scan.corpus.name,
                     taken,
-                    share,
-                    last - started,
+                    expected,
+                    every.elapsed,
                 )
         _check_well_formed(scan, taken, skipped)
         sample.sampled += taken

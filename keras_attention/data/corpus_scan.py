@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import logging
 import os
-import time
 import zlib
 from collections.abc import Sequence
 
+from keras_attention.data import progress
 from keras_attention.data.corpus import CorpusError
 from keras_attention.data.corpus_files import CorpusFiles
 
-logger = logging.getLogger(__name__)
-
 _GZIP_MAGIC = b"\x1f\x8b"
 _BLOCK = 1 << 22  # bytes read at a time
-_PROGRESS_SECONDS = 5.0
 
 
 def is_gzip(path: str) -> bool:
@@ -116,18 +112,16 @@ class _Progress:
     def __init__(self, total: int):
         self.total = total
         self.done = 0
-        self.started = self.last = time.monotonic()
+        self.every = progress.Every()
 
     def update(self, read: int) -> None:
         self.done += read
-        now = time.monotonic()
-        if now - self.last >= _PROGRESS_SECONDS:
-            self.last = now
-            logger.info(
-                "checking the corpus files: %.0f of %.0f MB read (%.0f s)",
+        if self.every():
+            progress.logger.info(
+                "Checking the corpus files: %.0f of %.0f MB read (%.0f s)",
                 self.done / 1e6,
                 self.total / 1e6,
-                now - self.started,
+                self.every.elapsed,
             )
 
 

@@ -71,8 +71,9 @@ def sample_splits(config: TrainConfig) -> CorpusSample:
 
     Raises:
         CorpusError: a corpus cannot be used (named in the message).
-        ValueError: the sample holds no training pair (raised before anything
-            is written).
+        ValueError: the sample holds no training pair, no validation pair, or
+            no test pair while `test_fraction` is above 0 (raised before
+            anything is written).
     """
     scans = scan_corpora(corpus_list(config.data))
     sample = sample_corpora(
@@ -89,9 +90,17 @@ def sample_splits(config: TrainConfig) -> CorpusSample:
         parts = [[p for p in part if p[0] not in excluded] for part in sample.train_by_corpus()]
         sample.train = [pair for part in parts for pair in part]
         sample.train_counts = [len(part) for part in parts]
+    names = ", ".join(repr(scan.corpus.name) for scan in scans)
     if not sample.train:
-        names = ", ".join(repr(scan.corpus.name) for scan in scans)
         raise ValueError(f"The sample of {names} holds no training pair: {sample.describe()}")
+    for split in ("validation", "test"):
+        fraction = getattr(config, f"{split}_fraction")
+        if not getattr(sample, split) and (split == "validation" or fraction > 0):
+            raise ValueError(
+                f"The sample of {names} holds no {split} pair: the hash of its sources put "
+                f"none in the --{split}-fraction share ({fraction}). Use a larger corpus, a "
+                f"larger --{split}-fraction, or --{split}-data FILE."
+            )
     return sample
 
 

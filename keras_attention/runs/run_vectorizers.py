@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 
+from keras_attention.data import progress
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.train_config import TrainConfig
 from keras_attention.text import (
@@ -71,6 +72,11 @@ def write_vocabularies(run: RunDirectory, config: TrainConfig, splits) -> None:
         )
     if all(path.is_file() for path in files):
         return
+    progress.logger.info(
+        "Learning the %s from %d sampled training pairs",
+        "subword models" if config.tokenizer == "subwords" else "vocabularies",
+        len(splits.train),
+    )
     source, target = _learn(config, splits)
     save = save_subword_model if config.tokenizer == "subwords" else save_vocabulary
     save(source, files[0])

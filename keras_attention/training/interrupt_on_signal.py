@@ -18,11 +18,14 @@ class TrainingInterrupted(Exception):
         exit_code: the shell's code for death by that signal, 128 + signum
             (130 for SIGINT, 143 for SIGTERM).
         epochs_done: completed epochs of the run (set by the trainer).
+        steps_done: training steps of the next epoch saved in the run's backup
+            (set by the trainer; 0 when the run stopped at an epoch's end).
     """
 
-    def __init__(self, signum: int, epochs_done: int | None = None):
+    def __init__(self, signum: int, epochs_done: int | None = None, steps_done: int = 0):
         self.signum = int(signum)
         self.epochs_done = epochs_done
+        self.steps_done = steps_done
         super().__init__(f"interrupted by {signal.Signals(self.signum).name}")
 
     @property

@@ -166,6 +166,7 @@ def train(
     except TrainingInterrupted as error:
         if run is not None:
             error.epochs_done = run_state.epochs_done(run)
+            error.steps_done = backed_up_position(run.backup)[1]
             run_state.write_state(
                 run,
                 run_state.INTERRUPTED,

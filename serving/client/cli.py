@@ -30,7 +30,7 @@ from keras_attention_client.defaults import (
 )
 from keras_attention_client.request_options import RequestOptions
 from keras_attention_client.retry_policy import RetryPolicy
-from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE
+from keras_attention_client.wire.contract import DEFAULT_SIGNATURE
 
 DISTRIBUTION = "keras-attention-client"
 """The distribution that installs this package and the `keras-attention-client` command."""
@@ -51,7 +51,7 @@ class _VersionAction(argparse.Action):
             version = metadata.version(DISTRIBUTION)
         except metadata.PackageNotFoundError:
             version = "(not installed)"
-        print(f"{parser.prog} {version}")
+        print(f"{DISTRIBUTION} {version}")
         parser.exit(0)
 
 
@@ -151,8 +151,8 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         dest="signature_name",
         default=None,
         help="signature of a request without decoding options: serving_default (greedy) or "
-        "beam_search (default: serving_default, or beam_search with --beam N > 1); decoding "
-        "options call search, --sample calls sample",
+        "beam_search (the width fixed at export); decoding options call search, --sample "
+        "calls sample (default: serving_default)",
     )
     version = group.add_mutually_exclusive_group()
     version.add_argument(
@@ -210,16 +210,16 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
 def client_from_args(args: argparse.Namespace):
     """The `TranslationClient` or `RestTranslationClient` the parsed flags describe.
 
-    `args` holds `add_translate_arguments`' flags. `--beam N` (N > 1) selects
-    the `beam_search` signature unless `--signature-name` is given (decoding
-    options then send the request to `search`, see
+    `args` holds `add_translate_arguments`' flags. The client calls
+    `--signature-name` (default `serving_default`); decoding options such as
+    `--beam-width` send the request to `search` instead (see
     `remote_decoding_options`). Without `--model-name`, the server is asked
     for its only model (`default_model_name`: a `ValueError` naming them if
     it serves several).
     """
     if not args.server:
         raise ValueError("--server HOST:PORT (or http://HOST:PORT) is required")
-    signature = args.signature_name or (BEAM_SEARCH if args.beam > 1 else DEFAULT_SIGNATURE)
+    signature = args.signature_name or DEFAULT_SIGNATURE
     request = RequestOptions(
         model_name=args.model_name or DEFAULT_MODEL_NAME,
         signature_name=signature,
@@ -365,6 +365,9 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("texts", metavar="TEXT", nargs="*", help="sentences to translate")
     translate.add_argument(
         "-v", "--verbose", action="store_true", help="log the retries while waiting for a server"
+    )
+    translate.add_argument(
+        "--version", action=_VersionAction, help="print the installed version and exit"
     )
     add_translate_arguments(translate)
     return parser

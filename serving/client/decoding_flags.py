@@ -11,21 +11,20 @@ Standard library and the wire contract only, so `--help` stays instant.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 from keras_attention_client.wire.decoding_options import DecodingOptions, conflicts
 
 REMOTE_BEAM_HELP = (
-    "beam width: --beam-width N calls the search signature with beam_width N (at most the "
-    "export's max_beam_width; 1 = greedy); --beam N (N > 1) alone calls beam_search, whose "
-    "width is fixed at export (default: 1, serving_default)"
+    "beam width (--beam is the same flag): calls the search signature with beam_width N "
+    "(at most the export's max_beam_width; 1 = greedy) (default: 1, a greedy request to "
+    "serving_default)"
 )
 """`--beam-width`'s help over the wire: the `search` signature's `beam_width` input."""
 
 
 class _BeamWidthAction(argparse.Action):
-    """Stores `--beam-width N` / `--beam N` in `args.beam` and the spelling used in
-    `args.beam_option` (over the wire `--beam` alone keeps calling `beam_search`)."""
+    """Stores `--beam-width N` / `--beam N` in `args.beam`, and the spelling used in
+    `args.beam_option` (None: not given, so the command's default applies)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, values)
@@ -176,17 +175,13 @@ def decoding_options(args: argparse.Namespace) -> DecodingOptions:
 
 
 def remote_decoding_options(args: argparse.Namespace) -> DecodingOptions:
-    """`decoding_options` as sent over the wire: `--beam N` alone is no decoding input.
+    """`decoding_options` as sent over the wire.
 
-    With none of `--beam-width`, `--n-best`, `--length-penalty`,
-    `--max-output-length` given, the request stays a `text`-only one to
-    `serving_default` (or `beam_search` for `--beam N`, see
-    `client_from_args`) that every export and a batching server take; any of
-    them sends the `search` signature's inputs (`--beam N` then gives
-    `beam_width` N).
+    With none of `--beam-width` (or its alias `--beam`), `--n-best`,
+    `--length-penalty`, `--max-output-length` given, the request stays a
+    `text`-only one to `serving_default` (or the `--signature` given) that
+    every export and a batching server take; any of them sends the `search`
+    signature's inputs, so `--beam N` means the same width locally and over
+    the wire.
     """
-    options = decoding_options(args)
-    others = dataclasses.replace(options, beam_width=None)
-    if args.beam_option == "--beam" and (args.beam == 1 or not others.searches):
-        return others
-    return options
+    return decoding_options(args)

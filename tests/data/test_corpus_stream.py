@@ -171,3 +171,19 @@ def test_a_corpus_of_mostly_malformed_lines_is_refused(tmp_path):
     path.write_text("a\tb\n" + "no tab here\n" * 3)
     with pytest.raises(CorpusError, match="3 of 4 sampled lines are malformed"):
         sample_corpora(scan_corpora(corpus_list(str(path))), HeldOut(0, 0))
+
+
+def test_checking_and_sampling_report_their_progress(tmp_path, monkeypatch, caplog):
+    from keras_attention.data import progress
+
+    monkeypatch.setattr(progress, "PROGRESS_SECONDS", 0.0)  # a line at every step
+    path = tmp_path / "c.tsv"
+    path.write_text("".join(f"s {i}\tt {i}\n" for i in range(5000)), encoding="utf-8")
+    with caplog.at_level("INFO", logger="keras_attention.progress"):
+        sample_corpora(scan_corpora(corpus_list(str(path))), HeldOut(), sample_pairs=5000)
+    lines = [r.getMessage() for r in caplog.records if r.name == "keras_attention.progress"]
+    assert any(line.startswith("Checking the corpus files: ") for line in lines), lines
+    sampling = [line for line in lines if line.startswith("Sampling ")]
+    assert [line.split(": ")[1].split(" (")[0] for line in sampling] == [
+        "1024 of 5000 pairs", "2048 of 5000 pairs", "3072 of 5000 pairs", "4096 of 5000 pairs"
+    ]  # fmt: skip  (a line after each batch of 1,024 lines but the last)

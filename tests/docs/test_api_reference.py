@@ -23,7 +23,9 @@ def test_griffe_reads_the_installed_layout_from_the_tree(tmp_path):
 
 def test_rebuilding_the_tree_replaces_only_links(tmp_path):
     tree = api_tree.build_api_source(REPOSITORY, tmp_path / "api-src")
-    (tree / "keras_attention" / "gone.py").symlink_to(REPOSITORY / "keras_attention" / "installation.py")
+    (tree / "keras_attention" / "gone.py").symlink_to(
+        REPOSITORY / "keras_attention" / "installation.py"
+    )
     api_tree.build_api_source(REPOSITORY, tree)
     assert not (tree / "keras_attention" / "gone.py").exists()
     assert (REPOSITORY / "keras_attention" / "installation.py").is_file()  # the target is untouched

@@ -49,7 +49,7 @@ def test_export_command_with_flags(run_dir, exported, tmp_path, capsys):
 def test_existing_version_is_refused_before_any_work(run_dir, exported, capsys):
     base = exported.path.parent
     before = sorted(p.name for p in base.iterdir())
-    argv = ["export", str(run_dir), "--export-dir", str(base), "--version", "1"]
+    argv = ["export", str(run_dir), "--export-dir", str(base), "--model-version", "1"]
     assert main(argv) == 2
     assert "Version 1 already exists" in capsys.readouterr().err
     assert sorted(p.name for p in base.iterdir()) == before
@@ -65,7 +65,7 @@ def test_missing_run_directory(tmp_path, capsys):
     "flags, message",
     [
         (["--beam-width", "1"], "must be an integer >= 2"),
-        (["--version", "0"], "must be an integer >= 1"),
+        (["--model-version", "0"], "must be an integer >= 1"),
         (["--length-penalty", "-0.5"], "must be a number >= 0"),
         (["--max-output-length", "0"], "must be an integer >= 1"),
     ],
@@ -81,7 +81,7 @@ def test_export_arguments_defaults():
     parser = argparse.ArgumentParser()
     add_export_arguments(parser)
     args = parser.parse_args(["run", "--export-dir", "models"])
-    assert (args.run_dir, args.export_dir, args.version) == ("run", "models", None)
+    assert (args.run_dir, args.export_dir, args.model_version) == ("run", "models", None)
     assert (args.beam_width, args.length_penalty, args.max_output_length) == (4, 0.6, None)
     assert (args.jit_compile, args.score_signature, args.check) == (False, True, True)
     assert (args.precision, args.weights, args.shortlist) == ("auto", "auto", "auto")

@@ -78,3 +78,34 @@ def punctuated_digits_pairs(count: int, language: str, seed: int = 0):
             target = f"{'¿' if mark == '?' else '¡'}{spelled}{mark}"
         pairs.append((" ".join(map(str, digits)) + f" {mark}", target))
     return pairs
+
+
+PROGRESS_PREFIXES = ("Checking the corpus files: ", "Sampling ", "Learning the ")
+"""How `keras-attention train`'s progress lines start (`keras_attention.progress`)."""
+
+
+def printed_lines(text: str) -> list[str]:
+    """The lines of a command's stdout, without the train command's progress lines.
+
+    The checking and sampling lines are timed (one every few seconds), so a
+    slow machine prints some where a fast one prints none.
+    """
+    return [line for line in text.splitlines() if not line.startswith(PROGRESS_PREFIXES)]
+
+
+def train_argv(config) -> list[str]:
+    """`keras-attention train` flags that give exactly `config` (a `TrainConfig`)."""
+    import dataclasses
+
+    argv = ["train"]
+    for field in dataclasses.fields(config):
+        flag, value = "--" + field.name.replace("_", "-"), getattr(config, field.name)
+        if isinstance(value, bool):
+            argv.append(flag if value else "--no-" + flag[2:])
+        elif isinstance(value, list):
+            argv += [flag, *map(str, value)]
+        elif value is not None:
+            argv += [flag, str(value)]
+        elif field.default is not None:  # `none` overrides a default
+            argv += [flag, "none"]
+    return argv

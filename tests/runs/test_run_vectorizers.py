@@ -145,7 +145,7 @@ def test_translations_keep_the_target_languages_punctuation(
         tmp_path / "run",
         tokenizer=tokenizer,
         epochs=1,
-        steps_per_epoch=120 if tokenizer == "words" else 200,
+        steps_per_epoch=120 if tokenizer == "words" else 300,
         source_vocabulary_size=300,
         target_vocabulary_size=400,  # whole words become pieces
     )

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import types
 
 import keras
 import pytest
+from helpers.training_runs import printed_lines
 
 from keras_attention.runs import tokenizer_choice
 from keras_attention.runs.tokenizer_choice import (
@@ -314,14 +316,21 @@ def test_a_new_run_prints_and_saves_the_resolved_choice(digits_corpus, tmp_path,
 
     out = tmp_path / "run"
     assert main(tiny_argv(digits_corpus, out, "--epochs", "1")) == 0
-    lines = capsys.readouterr().out.splitlines()
+    printed = capsys.readouterr().out
+    lines = printed_lines(printed)
     assert lines[0] == "Precision: float32"
     # The digits corpus: 10 digits and 10 French words, + 4 reserved tokens.
     assert lines[1].startswith("Tokenizer: words 14/14 (auto: ")
-    assert lines[1].endswith(
-        "the word vocabularies hold 100.00% / 100.00% of the training tokens >= 98% and "
-        "0.000 source words seen once per training pair < 0.15; 10 / 10 distinct word tokens)"
+    match = re.search(
+        r"the word vocabularies hold 100.00% / 100.00% of the training tokens >= 98% and "
+        r"0.000 source words seen once per training pair < 0.15; 10 / 10 distinct word tokens; "
+        r"from (\d+) sampled training pairs\)$",
+        lines[1],
     )
+    assert match, lines[1]
+    sampled = json.loads((out / "data.json").read_text())["sample_split_pairs"]["train"]
+    assert int(match.group(1)) == sampled
+    assert f"Learning the vocabularies from {sampled} sampled training pairs" in printed
     assert saved_choice(out) == ("words", 14, 14)
     vocabulary = (out / "source_vocabulary.txt").read_text().split()
     assert vocabulary[:3] == ["[UNK]", "[START]", "[END]"]  # padding is not written
@@ -360,7 +369,7 @@ def test_a_resumed_run_keeps_its_choice(digits_corpus, tmp_path, capsys, monkeyp
 
     monkeypatch.setattr(tokenizer_choice, "corpus_statistics", no_statistics)
     assert main(argv) == 0
-    lines = capsys.readouterr().out.splitlines()
+    lines = printed_lines(capsys.readouterr().out)
     assert lines[1] == (
         f"Tokenizer: words 14/14 (auto: the run's saved choice ({out / 'config.json'}))"
     )

@@ -162,29 +162,21 @@ def test_remote_translate_reports_server_errors(server):
     assert "no model named 'nope'" in message and "--model-name" in message
 
 
-def test_beam_alone_calls_beam_search_and_a_decoding_option_calls_search(server):
+def test_beam_calls_search_as_beam_width_does_and_the_signature_flag_calls_beam_search(server):
     parser = argparse.ArgumentParser()
     client_cli.add_translate_arguments(parser)
-    args = parser.parse_args(
-        [
-            "--server",
-            server.address,
-            "--model-name",
-            "translator",
-            "--beam",
-            "4",
-            "--batch-size",
-            "1",
-        ]
-    )
-    # --beam 4 alone calls beam_search, text only, as before exports took decoding inputs.
+    common = ["--server", server.address, "--model-name", "translator", "--batch-size", "1"]
+    # --signature beam_search: text only, the width fixed at export.
+    args = parser.parse_args([*common, "--signature", "beam_search"])
     (translation,) = client_cli.remote_translations(args, ["a b"])
     assert translation.score == -1.375  # beam_search: 0.125 below the greedy score
-    # A decoding option calls search, which the stand-in export (text only, like exports
-    # made before decoding inputs) lacks: a clear error naming its version.
-    args.n_best = 2
-    with pytest.raises(ServingError, match="'translator' version 1 has no 'search' signature"):
-        client_cli.remote_translations(args, ["a b"])
+    # --beam 4 is --beam-width 4: the search signature with beam_width 4, which the stand-in
+    # export (text only, like exports made before decoding inputs) lacks: a clear error
+    # naming its version.
+    for flag in ("--beam", "--beam-width"):
+        args = parser.parse_args([*common, flag, "4"])
+        with pytest.raises(ServingError, match="'translator' version 1 has no 'search' signature"):
+            client_cli.remote_translations(args, ["a b"])
     err = io.StringIO()
     no_server = parser.parse_args(["--model-name", "translator"])
     assert client_cli.run_remote_translate(no_server, ["a"], stderr=err) == 2

@@ -73,7 +73,7 @@ def test_restoring_brings_back_every_state_a_step_reads(trained):
     stopping = keras.callbacks.EarlyStopping(monitor="loss", patience=5)
     stopping.on_train_begin()
     callback = SharedBackupAndRestore(
-        backup, expected_epoch=2, callbacks={"early_stopping": stopping}, delete_checkpoint=False
+        backup, expected_position=(2, 0), callbacks={"early_stopping": stopping}, delete_checkpoint=False
     )
     callback.set_model(model)
     callback.on_train_begin()
@@ -87,10 +87,10 @@ def test_restoring_brings_back_every_state_a_step_reads(trained):
 
 def test_restoring_another_epoch_than_the_data_was_positioned_at_is_refused(trained):
     backup, _, _ = trained
-    callback = SharedBackupAndRestore(backup, expected_epoch=0, delete_checkpoint=False)
+    callback = SharedBackupAndRestore(backup, expected_position=(0, 0), delete_checkpoint=False)
     callback.set_model(tiny_model())
-    with pytest.raises(ValueError, match="resumes at epoch 2, but the training data was "
-                       "positioned at epoch 0"):  # fmt: skip
+    with pytest.raises(ValueError, match=r"resumes at \(epoch, step\) \(2, 0\), but the "
+                       r"training data was positioned at \(0, 0\)"):  # fmt: skip
         callback.on_train_begin()
 
 
@@ -129,7 +129,7 @@ def test_weights_written_without_their_metadata_are_passed_over_then_removed(tmp
 def test_other_workers_restore_from_the_shared_backup_and_write_elsewhere(trained, tmp_path):
     backup, _, _ = trained
     before = {p.name: p.read_bytes() for p in backup.iterdir()}
-    callback = SharedBackupAndRestore(backup, is_chief=False, expected_epoch=2)
+    callback = SharedBackupAndRestore(backup, is_chief=False, expected_position=(2, 0))
     model = tiny_model()
     callback.set_model(model)
     callback.on_train_begin()

@@ -77,7 +77,11 @@ class DecodingOptions:
     seed: int | None = None
 
     DEFAULTS: ClassVar[Mapping[str, Any]] = MappingProxyType(
-        {"beam_width": 1, "length_penalty": DEFAULT_LENGTH_PENALTY, "temperature": DEFAULT_TEMPERATURE}
+        {
+            "beam_width": 1,
+            "length_penalty": DEFAULT_LENGTH_PENALTY,
+            "temperature": DEFAULT_TEMPERATURE,
+        }
     )
     """The value of an option not given, where it has one (the others stay `None`)."""
 

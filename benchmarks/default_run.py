@@ -1,0 +1,111 @@
+"""Records a trained and evaluated default run in benchmarks/results/default_run.json.
+
+    keras-attention train && keras-attention evaluate runs/fra-eng
+    python benchmarks/default_run.py --run-dir runs/fra-eng
+
+reads the run directory's `config.json` and `metrics.json` (the `training` and
+`evaluation` sections that `train` and `evaluate` wrote) and writes them, with
+the machine's provenance (`harness.machine_info()`: date, commit, CPU model and
+flags) and the run's precision, as the record `runs.<kind>` of the results file:
+`native_bf16` or `no_native_bf16`, from the CPU's flags unless `--kind` says.
+Run it from the checkout that trained the run, right after `evaluate`. The
+README's and the docs' default-run figures are rendered from this file
+(`python docs/gen_readme_figures.py`, and the docs build).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+import harness
+
+RESULTS = Path(__file__).resolve().parent / "results" / "default_run.json"
+RUN_COMMAND = "keras-attention train && keras-attention evaluate runs/fra-eng"
+CONFIG_FIELDS = (
+    "precision",
+    "tokenizer",
+    "source_vocabulary_size",
+    "target_vocabulary_size",
+    "epochs",
+    "steps_per_epoch",
+    "batch_size",
+    "time_budget_minutes",
+)
+NATIVE_BF16_FLAGS = {"AVX512_BF16", "AMX_BF16"}
+
+
+def validation_losses(history: Path) -> list[float]:
+    """The `val_loss` column of the run's `history.csv` (one row per epoch), rounded."""
+    if not history.is_file():
+        return []
+    with history.open(encoding="utf-8", newline="") as file:
+        return [
+            round(float(row["val_loss"]), 4) for row in csv.DictReader(file) if row.get("val_loss")
+        ]
+
+
+def record(run_dir: Path, machine: dict) -> dict:
+    """The `runs.<kind>` record of a trained and evaluated run directory."""
+    config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    training, evaluation = metrics.get("training"), metrics.get("evaluation")
+    if not training or not evaluation:
+        raise ValueError(
+            f"{run_dir}/metrics.json needs `training` and `evaluation` sections: run "
+            f"`keras-attention train` and `keras-attention evaluate`. Received: {sorted(metrics)}"
+        )
+    steps = training["epochs_run"] * config["steps_per_epoch"]
+    summary = {
+        "seconds": training["seconds"],
+        "epochs_run": training["epochs_run"],
+        "steps": steps,
+        "seconds_per_step": round(training["seconds"] / steps, 4),
+        "parameters": training["parameters"],
+        "best_val_loss": training.get("best_val_loss"),
+        "stopped_by": training.get("stopped_by"),
+        "val_loss_by_epoch": validation_losses(run_dir / "history.csv"),
+    }
+    return {
+        "config": {name: config.get(name) for name in CONFIG_FIELDS},
+        "training": summary,
+        "evaluation": {
+            key: value
+            for key, value in evaluation.items()
+            if key in ("sentences", "greedy", "beam", "epochs", "training_state")
+        },
+        "machine": {**machine, "precision": config.get("precision")},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--run-dir", type=Path, default=Path("runs/fra-eng"))
+    parser.add_argument(
+        "--kind",
+        choices=("native_bf16", "no_native_bf16"),
+        help="the record to write (default: from the CPU's flags)",
+    )
+    parser.add_argument("--command", default=RUN_COMMAND, help="the command that made the run")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    machine = harness.print_machine_header()
+    machine["command"] = args.command
+    kind = args.kind or (
+        "native_bf16" if NATIVE_BF16_FLAGS & set(machine["cpu_flags"]) else "no_native_bf16"
+    )
+    results = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
+    results.setdefault("runs", {})[kind] = record(args.run_dir, machine)
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"{args.out}: runs.{kind} from {args.run_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
