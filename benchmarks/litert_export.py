@@ -28,7 +28,7 @@ Measured, in this one process:
   interpreter runs with `--threads` CPU threads; TensorFlow with its defaults.
 
 Writes `benchmarks/results/litert_export.json` (with the machine record) and
-prints a table; docs/on-device.md renders that file.
+prints a table; docs/on-device.md renders its figures.
 
     python benchmarks/litert_export.py --run-dir runs/fra-eng
 """
@@ -233,14 +233,13 @@ def main(argv=None):
         )
 
     harness.write_json(args.output, result, info)
-    table = markdown_table(result, info)
-    Path(args.output).with_suffix(".md").write_text(table, encoding="utf-8")
-    print(f"Wrote {args.output} and its table (.md)")
-    print(table)
+    print(f"Wrote {args.output}")
+    print(markdown_table(result, info))
 
 
 def markdown_table(result: dict, info: dict) -> str:
-    """The results as the Markdown table docs/on-device.md includes."""
+    """The results as a Markdown table (docs/on-device.md renders the same figures from the
+    JSON file)."""
     saved = result["saved_model"]
     variables = saved["variables_bytes"]
     lines = [
