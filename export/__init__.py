@@ -24,6 +24,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "export_settings": ["ExportSettings"],
         "exported_version": ["ExportedVersion"],
         "saved_model_session": ["SavedModelSession"],
+        "litert_checker": ["LiteRTChecker"],
+        "litert_exporter": ["LiteRTExporter", "export_litert"],
         "signature_options": ["SignatureOptions"],
         "translation_signatures": ["TranslationSignatures"],
         "translator_exporter": ["TranslatorExporter", "export_translator"],

@@ -17,6 +17,10 @@ from keras_attention.export.export_settings import COMMAND_SETTINGS, ExportSetti
 from keras_attention.export.signature_options import DEFAULT_MAX_BEAM_WIDTH
 from keras_attention.export.weight_choices import WEIGHTS
 from keras_attention.precision import AUTO, POLICIES
+from keras_attention_client.litert_contract import WEIGHTS as LITERT_WEIGHTS
+
+FORMATS = ("savedmodel", "litert")
+"""`--format`: a SavedModel for TF Serving, or LiteRT (`.tflite`) models for devices."""
 
 EXPORT_ERROR = 2
 CHECK_FAILED = 1
@@ -72,7 +76,19 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         metavar="BASE",
         help="the model's base directory (TF Serving's --model_base_path); "
-        "the export is written to BASE/<version>/",
+        "the export is written to BASE/<version>/ (with --format litert: the new or empty "
+        "directory the .tflite models and text files are written to)",
+    )
+    parser.add_argument(
+        "--format",
+        dest="export_format",
+        choices=FORMATS,
+        default=FORMATS[0],
+        help="savedmodel: a versioned SavedModel for TF Serving; litert: one LiteRT (.tflite) "
+        "model per decoding mode (greedy, beam with --beam-width), token ids in and out, the "
+        "decoding loop inside, builtin ops only, computing in float32, with the text files "
+        "LiteRTTranslator reads (--precision, --shortlist and the signature flags do not apply) "
+        "(default: savedmodel)",
     )
     parser.add_argument(
         "--model-version",
@@ -145,13 +161,15 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--weights",
-        choices=(AUTO, *WEIGHTS),
+        choices=(AUTO, *dict.fromkeys([*WEIGHTS, *LITERT_WEIGHTS])),
         default=COMMAND_SETTINGS.weights,
         help="how the variables are stored: float32 as trained; bfloat16 (half the size; read "
         "as they are when the signatures compute in bfloat16, cast to float32 otherwise); "
         "int8: per-channel weight-only quantization of the weight matrices, float32 scales, "
         "dequantized in the graph (about a quarter of the size); auto: bfloat16 when the "
-        "signatures compute in bfloat16 (--precision), else float32 "
+        "signatures compute in bfloat16 (--precision), else float32; with --format litert: "
+        "float32, float16 (stored in float16, computed in float32) or int8 (LiteRT's "
+        "dynamic-range quantization), auto = float32 "
         f"(default: {COMMAND_SETTINGS.weights})",
     )
     parser.add_argument(
@@ -205,6 +223,15 @@ def run_export(args: argparse.Namespace) -> int:
     from keras_attention.export.native_check import NativeCheckError, native_libraries
     from keras_attention.export.translator_exporter import export_translator
 
+    if args.export_format == "litert":
+        return run_litert_export(args)
+    if args.weights not in (AUTO, *WEIGHTS):
+        print(
+            f"keras-attention export: error: --weights {args.weights} is for --format litert; "
+            f"a SavedModel takes one of {(AUTO, *WEIGHTS)}",
+            file=sys.stderr,
+        )
+        return EXPORT_ERROR
     try:
         exported = export_translator(
             args.run_dir, args.export_dir, args.model_version, export_settings(args)
@@ -256,10 +283,72 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_litert_export(args: argparse.Namespace) -> int:
+    """`export --format litert`: writes the models; checks them unless `--no-check`."""
+    from keras_attention.export.litert_checker import LiteRTChecker
+    from keras_attention.export.litert_exporter import LiteRTExporter
+
+    weights = "float32" if args.weights == AUTO else args.weights
+    if weights not in LITERT_WEIGHTS:
+        print(
+            f"keras-attention export: error: --format litert stores weights as one of "
+            f"{LITERT_WEIGHTS}. Received: --weights {args.weights}",
+            file=sys.stderr,
+        )
+        return EXPORT_ERROR
+    if args.shortlist not in (None, AUTO):
+        print(
+            "keras-attention export: error: --format litert decodes over the whole vocabulary "
+            f"(no --shortlist). Received: --shortlist {args.shortlist}",
+            file=sys.stderr,
+        )
+        return EXPORT_ERROR
+    try:
+        exporter = LiteRTExporter.from_run(
+            args.run_dir,
+            max_output_length=args.max_output_length,
+            beam_width=args.beam_width,
+            length_penalty=args.length_penalty,
+            weights=weights,
+        )
+        manifest = exporter.export(args.export_dir)
+    except (FileExistsError, FileNotFoundError, ValueError) as error:
+        print(f"keras-attention export: error: {error}", file=sys.stderr)
+        return EXPORT_ERROR
+    print(f"Exported LiteRT models to {args.export_dir} (weights {weights})")
+    for model in manifest["models"].values():
+        print(
+            f"  {model['file']}: {model['bytes'] / 1e6:.1f} MB, "
+            f"{len(model['ops']['builtin'])} builtin op kinds, {len(model['ops']['custom'])} custom"
+        )
+    if args.check:
+        report = LiteRTChecker().check(args.export_dir)
+        if not report.ok:
+            print(report.format(), file=sys.stderr)
+            print("keras-attention export: error: the export fails check-export", file=sys.stderr)
+            return EXPORT_ERROR
+        compared = "; ".join(
+            f"{mode} {c['identical']}/{c['sentences']} token-identical"
+            for mode, c in report.comparisons.items()
+        )
+        print(f"check-export: OK (builtin ops only; {compared or 'not compared'})")
+    return 0
+
+
 def add_check_export_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `keras-attention check-export BASE/<version>`."""
     parser.add_argument(
-        "path", metavar="EXPORT_DIR", help="an exported version directory (BASE/<version>)"
+        "path",
+        metavar="EXPORT_DIR",
+        help="an exported version directory (BASE/<version>), or a LiteRT export directory",
+    )
+    parser.add_argument(
+        "--saved-model",
+        metavar="VERSION_DIR",
+        default=None,
+        help="for a LiteRT export: the SavedModel version directory whose serving_default and "
+        "beam_search signatures its warmup translations are compared with, on TF Serving's "
+        "Session path (default: the run's model in float32, when its directory is there)",
     )
     parser.add_argument(
         "--allowed-ops",
@@ -285,9 +374,24 @@ def add_check_export_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_check_export(args: argparse.Namespace) -> int:
     """Prints the check report. Returns 0 when the export passes, 1 when it fails."""
+    from pathlib import Path
+
     from keras_attention.export.allowed_ops import AllowedOps
     from keras_attention.export.export_checker import ExportChecker
+    from keras_attention_client.litert_contract import MANIFEST_FILE
 
+    if (Path(args.path) / MANIFEST_FILE).is_file():
+        from keras_attention.export.litert_checker import LiteRTChecker
+
+        report = LiteRTChecker(saved_model=args.saved_model).check(args.path)
+        print(report.format())
+        if not report.ok:
+            print(
+                f"keras-attention check-export: {args.path} fails: " + "; ".join(report.errors),
+                file=sys.stderr,
+            )
+            return CHECK_FAILED
+        return 0
     try:
         allowed = AllowedOps.from_file(args.allowed_ops) if args.allowed_ops else None
     except (OSError, ValueError) as error:

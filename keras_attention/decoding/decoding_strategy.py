@@ -72,6 +72,13 @@ def in_xla_context() -> bool:
     return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
 
 
+def _append_step(recorded: tf.Tensor, step: tf.Tensor, step_attention: tf.Tensor) -> tf.Tensor:
+    """`recorded` `(step, rows, Tv)` with `step_attention` `(rows, Tv)` appended
+    (`recorded` starts as a `(0, 0, 0)` tensor, reshaped to the rows' shape)."""
+    recorded = tf.reshape(recorded, tf.concat([[step], tf.shape(step_attention)], axis=0))
+    return tf.concat([recorded, step_attention[tf.newaxis]], axis=0)
+
+
 def prepare_start_ids(start_ids: Any) -> tf.Tensor:
     """Converts `start_ids` to an int32 vector, or raises `ValueError`."""
     start_ids = tf.convert_to_tensor(start_ids)
@@ -160,6 +167,13 @@ class DecodingStrategy:
     while a batch of 64 drops its finished rows 8 or more at a time
     (measurements: docs/research/model-notes.md#decoding)."""
 
+    tensor_arrays: bool = True
+    """Whether the loop records each step's attention in a `TensorArray` (the
+    default). False: in a tensor that grows by one step per iteration, so the
+    loop's variables are all plain tensors, which LiteRT's converter turns
+    into builtin ops for any batch size (it lowers a `TensorArray` only when
+    the batch is fixed). Not with `drop_finished`."""
+
     def __init__(self, max_length: int = 50, end_id: int = 3, pad_id: int = 0):
         self.max_length = check_int("max_length", max_length, minimum=1)
         self.end_id = check_int("end_id", end_id, minimum=0)
@@ -213,7 +227,8 @@ class DecodingStrategy:
         start_ids = prepare_start_ids(start_ids)
         initial_state = tf.nest.map_structure(tf.convert_to_tensor, initial_state)
         token_ids, state, search = self.initialize(initial_state, start_ids)
-        if self.drop_finished and not in_xla_context():  # XLA needs static shapes
+        if self.drop_finished and self.tensor_arrays and not in_xla_context():
+            # XLA needs static shapes; LiteRT, plain tensors in the loop.
             return drop_finished_loop(self, next_fn, token_ids, state, search)
 
         def body(step, token_ids, state, search, attention):
@@ -221,7 +236,11 @@ class DecodingStrategy:
             token_ids, new_state, search, step_attention = self.step(
                 step, log_probs, new_state, step_attention, search
             )
-            return step + 1, token_ids, new_state, search, attention.write(step, step_attention)
+            if self.tensor_arrays:
+                attention = attention.write(step, step_attention)
+            else:
+                attention = _append_step(attention, step, step_attention)
+            return step + 1, token_ids, new_state, search, attention
 
         def cond(step, token_ids, state, search, attention):
             # Always one step, so an empty batch still has a step to stack.
@@ -234,7 +253,9 @@ class DecodingStrategy:
             token_ids,
             state,
             search,
-            tf.TensorArray(tf.float32, size=self.max_length),
+            tf.TensorArray(tf.float32, size=self.max_length)
+            if self.tensor_arrays
+            else tf.zeros([0, 0, 0], tf.float32),
         )
         shape_invariants = (
             tf.TensorShape([]),
@@ -250,7 +271,11 @@ class DecodingStrategy:
             shape_invariants=shape_invariants,
             maximum_iterations=self.max_steps,
         )
-        return self.finalize(steps, search, attention.stack())
+        if self.tensor_arrays:
+            attention = attention.stack()
+        else:
+            attention = tf.pad(attention, [[0, self.max_length - steps], [0, 0], [0, 0]])
+        return self.finalize(steps, search, attention)
 
     def initialize(
         self, initial_state: Any, start_ids: tf.Tensor

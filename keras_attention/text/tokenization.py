@@ -76,6 +76,15 @@ _TOKEN = "|".join(
 _CLITIC_NEGATION = (rf"(\p{{L}})((?i:n't))([^{_ALNUM}]|$)", r"\1 \2\3")
 _CLITIC = (rf"(\p{{L}})('(?i:s|re|ve|ll|d|m))([^{_ALNUM}]|$)", r"\1 \2\3")
 
+# `normalize`'s rules after NFKC, and `tokenize`'s after `normalize` (before the split on spaces).
+_NORMALIZE_RULES = [
+    (_APOSTROPHES, "'"),
+    (_INVISIBLE, ""),
+    (r"[\p{Z}\p{Cc}]+", " "),
+    (r"^ | $", ""),
+]
+_TOKENIZE_RULES = [_CLITIC_NEGATION, _CLITIC, (_TOKEN, r" \0 ")]
+
 
 def normalize(texts):
     """Normalizes sentences inside the graph, before tokenization.
@@ -112,10 +121,9 @@ def normalize(texts):
         texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
     )
     texts = tf_text.normalize_utf8(texts, "NFKC")
-    texts = tf.strings.regex_replace(texts, _APOSTROPHES, "'")
-    texts = tf.strings.regex_replace(texts, _INVISIBLE, "")
-    texts = tf.strings.regex_replace(texts, r"[\p{Z}\p{Cc}]+", " ")
-    return tf.strings.regex_replace(texts, r"^ | $", "")
+    for pattern, rewrite in _NORMALIZE_RULES:
+        texts = tf.strings.regex_replace(texts, pattern, rewrite)
+    return texts
 
 
 def tokenize(texts):
@@ -146,9 +154,8 @@ def tokenize(texts):
      [b'I', b'do', b"n't", b'know', b'.']]
     """
     texts = normalize(texts)
-    texts = tf.strings.regex_replace(texts, *_CLITIC_NEGATION)
-    texts = tf.strings.regex_replace(texts, *_CLITIC)
-    texts = tf.strings.regex_replace(texts, _TOKEN, r" \0 ")
+    for pattern, rewrite in _TOKENIZE_RULES:
+        texts = tf.strings.regex_replace(texts, pattern, rewrite)
     return tf.strings.split(texts)
 
 
@@ -179,6 +186,37 @@ def _spacing_rules(spacing: SpacingRules) -> list[tuple[str, str]]:
     if not spacing.space_inside_guillemets:
         # Pairs, either way round: «sí» (Spanish, Swiss) and »ja« (German).
         rules += [(r"(^| )« (.*?) »", r"\1«\2»"), (r"(^| )» (.*?) «", r"\1»\2«")]
+    return rules
+
+
+def detokenize_rules(spacing: SpacingRules) -> list[tuple[str, str]]:
+    """The `(pattern, rewrite)` rules `detokenize` applies, in order, to the tokens
+    joined by single spaces (RE2 syntax, as `tf.strings.regex_replace` reads them)."""
+    return [(" {2,}", " "), (r"^ | $", ""), *_DETOKENIZE_COMMON, *_spacing_rules(spacing)]
+
+
+def text_rules(spacing: SpacingRules | None = None) -> dict:
+    """Every regular expression of this module's normalization, tokenization and
+    (with `spacing`) detokenization, as `(pattern, rewrite)` pairs in the order the
+    graph applies them (RE2 syntax; `\\0` in a rewrite is the whole match).
+
+    A LiteRT export writes them beside the model so that a program without
+    TensorFlow tokenizes exactly as the SavedModel's graph does
+    (`keras_attention_client.litert_text.TextRules`):
+
+    1. `normalize`: invalid UTF-8 replaced by U+FFFD, NFKC, then the
+       `"normalize"` rules.
+    2. `tokenize`: the `"tokenize"` rules, then a split on spaces.
+    3. `detokenize`: the tokens joined by single spaces, then the
+       `"detokenize"` rules.
+    """
+    rules = {
+        "normalization_form": "NFKC",
+        "normalize": [list(rule) for rule in _NORMALIZE_RULES],
+        "tokenize": [list(rule) for rule in _TOKENIZE_RULES],
+    }
+    if spacing is not None:
+        rules["detokenize"] = [list(rule) for rule in detokenize_rules(spacing)]
     return rules
 
 
@@ -227,13 +265,10 @@ def detokenize(tokens, french_spacing=False, spacing=None):
     if not isinstance(tokens, tf.RaggedTensor):
         tokens = tf.convert_to_tensor(tokens, dtype=tf.string)
     texts = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
-    texts = tf.strings.regex_replace(texts, " {2,}", " ")
-    texts = tf.strings.regex_replace(texts, r"^ | $", "")
     if spacing is None:
         spacing = SpacingRules.french() if french_spacing else SpacingRules.plain()
     elif isinstance(spacing, dict):
         spacing = SpacingRules.from_config(spacing)
-    rules = _DETOKENIZE_COMMON + _spacing_rules(spacing)
-    for pattern, rewrite in rules:
+    for pattern, rewrite in detokenize_rules(spacing):
         texts = tf.strings.regex_replace(texts, pattern, rewrite)
     return texts

@@ -12,6 +12,10 @@ distribution: grpcio, protobuf and NumPy only), or as part of the full package.
   translation contract, tensor conversion, errors and the wire messages
   (TF Serving's subset, same bytes on the wire, and our `ModelListing`).
 - `keras-attention-client translate --server HOST:PORT TEXT...` (`cli`).
+- `LiteRTTranslator`: translates strings on the device side with a LiteRT export
+  (`keras-attention export RUN --format litert`), with `ai-edge-litert`'s interpreter,
+  `regex` and `sentencepiece` (the `litert` extra), no TensorFlow; `LiteRTText` is its
+  text side.
 
 Names are imported lazily, so `import keras_attention_client` is cheap. (By hand, not with
 `lazy_loader` as the other packages: this distribution depends on grpcio, protobuf and
@@ -31,6 +35,8 @@ _EXPORTS = {
     "ModelVersionStatus": "keras_attention_client.model_version_status",
     "ModelMetadata": "keras_attention_client.model_metadata",
     "ServedModel": "keras_attention_client.served_model",
+    "LiteRTTranslator": "keras_attention_client.litert_translator",
+    "LiteRTText": "keras_attention_client.litert_text",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -86,3 +86,56 @@ def test_a_new_strategy_is_a_few_hooks():
     result = SecondBest(max_length=3)(next_fn, (), tf.constant([0, 0]))
     assert result.tokens.numpy().tolist() == [[2, 2, 2], [2, 2, 2]]
     assert result.lengths.numpy().tolist() == [3, 3]
+
+
+def _random_table_next_fn(seed: int, vocab_size: int, max_length: int, tv: int):
+    """Logits from a random `(max_length, V, V)` table; attention a function of the token
+    fed and the state (which echoes the previous token), so rows that follow the wrong
+    hypothesis show."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(scale=2.0, size=[max_length, vocab_size, vocab_size])
+    logits[..., 3] += np.arange(max_length)[:, None] - 2.0  # END (3) likelier later
+    table = tf.constant(logits, tf.float32)
+
+    def next_fn(step, token_ids, state):
+        attention = tf.nn.softmax(tf.one_hot(token_ids % tv, tv) + tf.one_hot(state % tv, tv))
+        return tf.gather(table[step], token_ids), token_ids, attention
+
+    return next_fn
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        GreedySearch(max_length=6),
+        BeamSearch(beam_width=3, max_length=6),
+        BeamSearch(beam_width=3, max_length=6, n_best=2, length_penalty=1.0),
+    ],
+    ids=["greedy", "beam", "beam-n-best"],
+)
+def test_attention_recorded_without_tensor_arrays_is_the_same(strategy, seed):
+    """`tensor_arrays=False` (a LiteRT export's loop) gives the default loop's results,
+    and its graph has no TensorList op (which LiteRT lowers only for a fixed batch)."""
+    import copy
+
+    import numpy as np
+
+    next_fn = _random_table_next_fn(seed, vocab_size=7, max_length=6, tv=5)
+    plain = copy.copy(strategy)
+    plain.tensor_arrays = False
+    state, start = tf.constant([4, 5, 6, 4], tf.int32), tf.fill([4], 2)
+    want = strategy(next_fn, state, start)
+    function = tf.function(lambda s, x: plain(next_fn, s, x), autograph=False)
+    got = function(state, start)
+    np.testing.assert_array_equal(got.tokens, want.tokens)
+    np.testing.assert_array_equal(got.lengths, want.lengths)
+    np.testing.assert_allclose(got.scores, want.scores, rtol=1e-6)
+    np.testing.assert_allclose(got.attention, want.attention, rtol=1e-6, atol=1e-7)
+    graph = function.get_concrete_function(state, start).graph
+    ops = {op.type for op in graph.get_operations()}
+    for function_def in graph.as_graph_def().library.function:
+        ops |= {node.op for node in function_def.node_def}
+    assert not {op for op in ops if op.startswith("TensorList")}

@@ -1,0 +1,284 @@
+"""A run's LiteRT export against its SavedModel: sizes, speed, agreement, ops.
+
+One trained run (`--run-dir`) is exported
+
+- as a SavedModel computing in float32 over the whole vocabulary
+  (`--precision float32 --weights float32 --shortlist none`, beam width 4,
+  the CLI's length penalty), run as `tensorflow_model_server` runs it: tag
+  `serve` in a `tf.compat.v1.Session`, the SignatureDef's tensor names
+  (`SavedModelSession`): `serving_default` (greedy) and `beam_search`;
+- as LiteRT models (`LiteRTExporter`, the code of `keras-attention export
+  --format litert`) once per `--weights` (float32, float16, int8), run in
+  LiteRT's interpreter (`ai_edge_litert`) through `LiteRTTranslator` (the
+  text side in plain Python), greedy and beam (the same beam width and
+  length penalty).
+
+Measured, in this one process:
+
+- size: each `.tflite` file, against the bytes of the SavedModel's
+  `variables/` directory; the op kinds of each model (Flex ops: 0 expected);
+- agreement: every distinct source of the run's test split (or the first
+  `--max-sentences`) translated by both, batch `--agreement-batch`: the share
+  of sentences whose LiteRT tokens equal the SavedModel's, and sacreBLEU of
+  both (all references), greedy and beam;
+- speed: batch 1 (`--latency-sentences` sentences one at a time: median and
+  99th-percentile milliseconds) and batch 8 (the first `--throughput-sentences`
+  sentences: target tokens per second, best of `--repeats` passes), LiteRT
+  (each weights) against the SavedModel on the Session path. The LiteRT
+  interpreter runs with `--threads` CPU threads; TensorFlow with its defaults.
+
+Writes `benchmarks/results/litert_export.json` (with the machine record) and
+prints a table; docs/on-device.md renders its figures.
+
+    python benchmarks/litert_export.py --run-dir runs/fra-eng
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import harness
+
+harness.quiet_tensorflow()
+
+import numpy as np  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "litert_export.json"
+WEIGHTS = ("float32", "float16", "int8")
+MODES = {"greedy": "serving_default", "beam": "beam_search"}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run-dir", required=True, help="a trained run")
+    parser.add_argument("--work-dir", default=None, help="where the exports go (default: temp)")
+    parser.add_argument("--weights", default=",".join(WEIGHTS), help="comma-separated")
+    parser.add_argument("--max-sentences", type=int, default=None)
+    parser.add_argument("--agreement-batch", type=int, default=32)
+    parser.add_argument("--latency-sentences", type=int, default=32)
+    parser.add_argument("--throughput-sentences", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--beam-width", type=int, default=4)
+    parser.add_argument("--output", default=str(RESULTS))
+    return parser.parse_args(argv)
+
+
+def saved_model_translate(session, signature, sources, batch_size):
+    """`(tokens lists, translations)` of a SavedModel signature, `batch_size` at a time."""
+    tokens, translations = [], []
+    for start in range(0, len(sources), batch_size):
+        batch = np.array([s.encode("utf-8") for s in sources[start : start + batch_size]])
+        out = session.run(signature, {"text": batch})
+        for row in range(len(batch)):
+            length = int(out["length"][row])
+            tokens.append([t.decode("utf-8") for t in out["tokens"][row][:length]])
+            translations.append(out["translation"][row].decode("utf-8"))
+    return tokens, translations
+
+
+def latency_ms(translate, sentences):
+    """Milliseconds of each one-sentence call (after one warmup call)."""
+    translate(sentences[:1])
+    times = []
+    for sentence in sentences:
+        start = time.perf_counter()
+        translate([sentence])
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def throughput(translate, sentences, batch_size, repeats, count_tokens):
+    """Target tokens per second at `batch_size`, best of `repeats` passes."""
+    best, tokens = None, 0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        tokens = 0
+        for i in range(0, len(sentences), batch_size):
+            tokens += count_tokens(translate(sentences[i : i + batch_size]))
+        seconds = time.perf_counter() - start
+        best = seconds if best is None else min(best, seconds)
+    return tokens / best
+
+
+def speed(translate, sentences_1, sentences_8, repeats, count_tokens):
+    times = latency_ms(translate, sentences_1)
+    return {
+        "batch1_p50_ms": statistics.median(times),
+        "batch1_p99_ms": float(np.percentile(times, 99)),
+        "batch8_tokens_per_second": throughput(translate, sentences_8, 8, repeats, count_tokens),
+    }
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    info = harness.print_machine_header()
+    from keras_attention.evaluation.bleu import score_translations
+    from keras_attention.export.export_settings import ExportSettings
+    from keras_attention.export.litert_exporter import LiteRTExporter
+    from keras_attention.export.saved_model_session import SavedModelSession
+    from keras_attention.export.translator_exporter import export_translator
+    from keras_attention_client.litert_translator import LiteRTTranslator
+
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="litert_bench_"))
+    sources, references = harness.test_sources(args.run_dir, args.max_sentences)
+    print(f"{len(sources)} test sources of {args.run_dir}")
+
+    base = work / "savedmodel"
+    shutil.rmtree(base, ignore_errors=True)
+    settings = ExportSettings(precision="float32", weights="float32", shortlist=None)
+    exported = export_translator(args.run_dir, base, settings=settings, beam_width=args.beam_width)
+    variables = harness.variables_bytes(exported.path)
+    length_penalty = exported.manifest.decoding["beam_search"]["length_penalty"]
+    print(f"SavedModel float32: variables {variables / 1e6:.1f} MB")
+
+    result = {
+        "command": "python benchmarks/"
+        + Path(__file__).name
+        + " "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "run_dir": str(Path(args.run_dir).resolve()),
+        "test_sentences": len(sources),
+        "beam_width": args.beam_width,
+        "length_penalty": length_penalty,
+        "litert_threads": args.threads,
+        "saved_model": {"precision": "float32", "weights": "float32", "variables_bytes": variables},
+        "litert": {},
+    }
+
+    def count_saved(outputs):
+        return sum(len(t) for t in outputs[0])
+
+    def count_litert(results):
+        return sum(r["length"] for r in results)
+
+    reference = {}
+    with SavedModelSession(exported.path) as session:
+        for mode, signature in MODES.items():
+            tokens, translations = saved_model_translate(
+                session, signature, sources, args.agreement_batch
+            )
+            bleu = score_translations(translations, references)
+            reference[mode] = tokens
+            result["saved_model"][mode] = {"bleu": bleu.bleu, "bleu_signature": bleu.bleu_signature}
+            result["saved_model"][mode].update(
+                speed(
+                    lambda batch, signature=signature: saved_model_translate(
+                        session, signature, batch, len(batch)
+                    ),
+                    sources[: args.latency_sentences],
+                    sources[: args.throughput_sentences],
+                    args.repeats,
+                    count_saved,
+                )
+            )
+            print(f"SavedModel {mode}: {result['saved_model'][mode]}")
+
+    for weights in args.weights.split(","):
+        directory = work / f"litert-{weights}"
+        shutil.rmtree(directory, ignore_errors=True)
+        start = time.perf_counter()
+        manifest = LiteRTExporter.from_run(
+            args.run_dir,
+            weights=weights,
+            beam_width=args.beam_width,
+            length_penalty=length_penalty,
+        ).export(directory)
+        entry = {
+            "export_seconds": time.perf_counter() - start,
+            "models": {
+                mode: {
+                    "bytes": model["bytes"],
+                    "share_of_saved_model_variables": model["bytes"] / variables,
+                    "builtin_ops": model["ops"]["builtin"],
+                    "custom_ops": model["ops"]["custom"],
+                    "flex_ops": model["ops"]["flex"],
+                }
+                for mode, model in manifest["models"].items()
+            },
+        }
+        translator = LiteRTTranslator(directory, num_threads=args.threads)
+        for mode in MODES:
+            got = translator.translate(sources, mode, batch_size=args.agreement_batch)
+            identical = sum(r["tokens"] == t for r, t in zip(got, reference[mode], strict=True))
+            bleu = score_translations([r["translation"] for r in got], references)
+            entry[mode] = {
+                "token_identical": identical / len(sources),
+                "identical_sentences": identical,
+                "bleu": bleu.bleu,
+                "bleu_difference": bleu.bleu - result["saved_model"][mode]["bleu"],
+            }
+            entry[mode].update(
+                speed(
+                    lambda batch, mode=mode, translator=translator: translator.translate(
+                        batch, mode, batch_size=8
+                    ),
+                    sources[: args.latency_sentences],
+                    sources[: args.throughput_sentences],
+                    args.repeats,
+                    count_litert,
+                )
+            )
+            print(f"LiteRT {weights} {mode}: {entry[mode]}")
+        result["litert"][weights] = entry
+        print(
+            f"LiteRT {weights}: "
+            + ", ".join(f"{m} {e['bytes'] / 1e6:.1f} MB" for m, e in entry["models"].items())
+        )
+
+    harness.write_json(args.output, result, info)
+    print(f"Wrote {args.output}")
+    print(markdown_table(result, info))
+
+
+def markdown_table(result: dict, info: dict) -> str:
+    """The results as a Markdown table (docs/on-device.md renders the same figures from the
+    JSON file)."""
+    saved = result["saved_model"]
+    variables = saved["variables_bytes"]
+    lines = [
+        "| model | size MB | % of SavedModel variables | greedy identical | beam identical "
+        "| BLEU greedy | BLEU beam | batch 1 greedy p50 ms | batch 1 beam p50 ms "
+        "| batch 8 greedy tokens/s | batch 8 beam tokens/s | Flex ops |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| SavedModel float32 (Session path) | {variables / 1e6:.1f} | 100 | | "
+        f"| {saved['greedy']['bleu']:.2f} | {saved['beam']['bleu']:.2f} "
+        f"| {saved['greedy']['batch1_p50_ms']:.1f} | {saved['beam']['batch1_p50_ms']:.1f} "
+        f"| {saved['greedy']['batch8_tokens_per_second']:.0f} "
+        f"| {saved['beam']['batch8_tokens_per_second']:.0f} | |",
+    ]
+    for weights, entry in result["litert"].items():
+        size = max(model["bytes"] for model in entry["models"].values())
+        flex = sum(len(model["flex_ops"]) for model in entry["models"].values())
+        greedy, beam = entry["greedy"], entry["beam"]
+        lines.append(
+            f"| LiteRT {weights} | {size / 1e6:.1f} | {100 * size / variables:.1f} "
+            f"| {100 * greedy['token_identical']:.1f} % | {100 * beam['token_identical']:.1f} % "
+            f"| {greedy['bleu']:.2f} ({greedy['bleu_difference']:+.2f}) "
+            f"| {beam['bleu']:.2f} ({beam['bleu_difference']:+.2f}) "
+            f"| {greedy['batch1_p50_ms']:.1f} | {beam['batch1_p50_ms']:.1f} "
+            f"| {greedy['batch8_tokens_per_second']:.0f} | {beam['batch8_tokens_per_second']:.0f} "
+            f"| {flex} |"
+        )
+    lines += [
+        "",
+        f"{result['test_sentences']} test sentences of `{Path(result['run_dir']).name}`; beam "
+        f"width {result['beam_width']}, length penalty {result['length_penalty']}; LiteRT "
+        f"interpreter with {result['litert_threads']} threads. Size: the larger of the two "
+        "`.tflite` files. Identical: the share of sentences whose tokens equal the SavedModel's; "
+        "BLEU: sacreBLEU, all references (difference to the SavedModel's). "
+        f"`{result['command']}`, code {info.get('commit')}, {info.get('date')}, "
+        f"{info.get('cpu')}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""`LiteRTChecker`: does a LiteRT export load, run with builtin ops only, and translate as
+the SavedModel does?"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from keras_attention.export.litert_check_report import LiteRTCheckReport
+from keras_attention.export.litert_ops import model_ops
+from keras_attention_client.litert_contract import MANIFEST_FILE, MODEL_FILES
+from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE, TEXT_INPUT
+
+SIGNATURES = {"greedy": DEFAULT_SIGNATURE, "beam": BEAM_SEARCH}
+"""The SavedModel signature each LiteRT mode is compared with."""
+
+
+class LiteRTChecker:
+    """Checks a LiteRT export (`keras-attention export RUN --format litert`).
+
+    1. `litert_manifest.json` parses, and every model it lists exists.
+    2. Each model's op kinds, read from the flatbuffer (`model_ops`), are
+       all builtin: a custom or Flex op fails the check.
+    3. The models load in LiteRT's interpreter (`ai_edge_litert`) and
+       translate the manifest's warmup sentences through
+       `keras_attention_client.LiteRTTranslator` (the text side without
+       TensorFlow), all in one batch.
+    4. The translations are compared with a reference: a SavedModel version
+       directory (`saved_model`) run on TF Serving's Session path
+       (`serving_default` for greedy, `beam_search` for beam: its beam width
+       and length penalty must be the LiteRT export's), or else the run's own
+       `Translator` in float32 (the graph the SavedModel's signatures hold),
+       when the manifest's run directory is there. Tokens must be identical
+       for every sentence unless the weights are quantized (`float16`,
+       `int8`), where a difference is a warning.
+
+    Args:
+        saved_model: a SavedModel version directory to compare with, or `None`.
+        compare: whether to compare at all. Defaults to `True`.
+    """
+
+    def __init__(self, saved_model: str | os.PathLike | None = None, compare: bool = True):
+        self.saved_model = None if saved_model is None else str(saved_model)
+        self.compare = compare
+
+    def check(self, path: str | os.PathLike) -> LiteRTCheckReport:
+        """Checks the export directory `path`; returns the report."""
+        path = Path(path)
+        report = LiteRTCheckReport(path=str(path))
+        try:
+            with open(path / MANIFEST_FILE, encoding="utf-8") as f:
+                report.manifest = json.load(f)
+        except (OSError, ValueError) as error:
+            report.errors.append(f"cannot read {MANIFEST_FILE}: {error}")
+            return report
+        modes = [mode for mode in MODEL_FILES if mode in report.manifest.get("models", {})]
+        for mode in modes:
+            file = path / MODEL_FILES[mode]
+            if not file.is_file():
+                report.errors.append(f"{file.name} is missing")
+                continue
+            ops = model_ops(file.read_bytes())
+            report.models[mode] = {
+                "bytes": file.stat().st_size,
+                "builtin_ops": ops["builtin"],
+                "custom_ops": ops["custom"],
+            }
+            if ops["custom"]:
+                report.errors.append(
+                    f"{file.name} uses ops outside LiteRT's builtin set: {', '.join(ops['custom'])}"
+                )
+        if report.errors:
+            return report
+        sources = [source for source, _ in report.manifest.get("warmup_pairs", [])]
+        try:
+            from keras_attention_client.litert_translator import LiteRTTranslator
+
+            translator = LiteRTTranslator(path)
+            results = {}
+            for mode in modes:
+                start = time.perf_counter()
+                results[mode] = translator.translate(sources, mode, batch_size=len(sources) or 1)
+                results[mode + ".seconds"] = time.perf_counter() - start
+        except Exception as error:  # the interpreter's and the text side's failures alike
+            report.errors.append(f"the LiteRT interpreter could not translate: {error}")
+            return report
+        if self.compare and sources:
+            reference = self._reference(report, modes, sources)
+            if reference is not None:
+                quantized = report.manifest.get("weights") != "float32"
+                for mode, expected in reference.items():
+                    got = results[mode]
+                    identical = sum(
+                        a["tokens"] == b["tokens"] for a, b in zip(expected, got, strict=True)
+                    )
+                    report.comparisons[mode] = {
+                        "sentences": len(sources),
+                        "identical": identical,
+                        "max_score_difference": max(
+                            abs(a["score"] - b["score"]) for a, b in zip(expected, got, strict=True)
+                        ),
+                        "seconds": results[mode + ".seconds"],
+                    }
+                    if identical < len(sources):
+                        message = (
+                            f"{mode}: {len(sources) - identical} of {len(sources)} warmup "
+                            f"translations differ from {report.reference}"
+                        )
+                        (report.warnings if quantized else report.errors).append(message)
+        return report
+
+    def _reference(self, report, modes, sources) -> dict | None:
+        """mode -> the reference's results for `sources` (`Translator.translate_all`'s form)."""
+        manifest = report.manifest
+        beam = manifest["decoding"]["beam"]
+        if self.saved_model is not None:
+            report.reference = f"the SavedModel {self.saved_model} (Session path)"
+            return _saved_model_results(self.saved_model, modes, sources, beam, report)
+        run_dir = manifest.get("run_dir")
+        if not run_dir or not Path(run_dir).is_dir():
+            report.warnings.append(
+                "no reference to compare with: give --saved-model, or keep the run directory "
+                "the manifest names"
+            )
+            return None
+        from keras_attention.export.export_precision import with_precision
+        from keras_attention.inference.trained_run import load_translator
+
+        report.reference = f"the run's Translator in float32 ({run_dir})"
+        translator = with_precision(
+            load_translator(run_dir, max_output_length=manifest["max_output_length"]), "float32"
+        )
+        options = {
+            "greedy": {},
+            "beam": {"beam_width": beam["beam_width"], "length_penalty": beam["length_penalty"]},
+        }
+        return {
+            mode: translator.translate_all(sources, batch_size=len(sources), **options[mode])
+            for mode in modes
+        }
+
+
+def _saved_model_results(
+    saved_model: str, modes: Sequence[str], sources: list[str], beam: dict, report
+) -> dict:
+    """mode -> results of the SavedModel's matching signature for `sources`."""
+    from keras_attention.export.export_manifest import ExportManifest
+    from keras_attention.export.saved_model_session import SavedModelSession
+
+    manifest = ExportManifest.load(saved_model)
+    saved_beam = manifest.decoding.get(BEAM_SEARCH, {})
+    if "beam" in modes and (
+        saved_beam.get("beam_width") != beam["beam_width"]
+        or abs(float(saved_beam.get("length_penalty", -1)) - beam["length_penalty"]) > 1e-9
+    ):
+        report.warnings.append(
+            f"the SavedModel's beam_search ({saved_beam}) is not the LiteRT beam model's "
+            f"(beam_width {beam['beam_width']}, length_penalty {beam['length_penalty']}): "
+            "beam not compared"
+        )
+        modes = [mode for mode in modes if mode != "beam"]
+    results = {}
+    with SavedModelSession(saved_model) as session:
+        for mode in modes:
+            outputs = session.run(
+                SIGNATURES[mode], {TEXT_INPUT: np.array([s.encode("utf-8") for s in sources])}
+            )
+            results[mode] = [
+                {
+                    "tokens": [
+                        token.decode("utf-8")
+                        for token in outputs["tokens"][row][: int(outputs["length"][row])]
+                    ],
+                    "score": float(outputs["score"][row]),
+                }
+                for row in range(len(sources))
+            ]
+    return results

@@ -1,0 +1,322 @@
+"""`LiteRTExporter`: a trained translator as LiteRT (`.tflite`) models for phones and browsers."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import keras_attention
+from keras_attention.export.export_manifest import file_sha256, jsonable
+from keras_attention.export.litert_encoder import encode_with_buffers
+from keras_attention.export.litert_ops import model_ops
+from keras_attention.export.litert_settings import LiteRTSettings
+from keras_attention.export.litert_text_files import write_text_files
+from keras_attention.export.warmup_pairs import DEFAULT_WARMUP_PAIRS, run_warmup_pairs
+from keras_attention.export.weight_storage import quantize_per_channel
+from keras_attention.inference.translator import Translator
+from keras_attention_client.litert_contract import (
+    INPUT,
+    MANIFEST_FILE,
+    MODEL_FILES,
+    TEXT_FILE,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class LiteRTExporter:
+    """Writes a `Translator` as LiteRT models: token ids in, token ids out, the loop inside.
+
+    One `.tflite` model per decoding mode (`keras_attention_client.litert_contract`):
+    `greedy` (`GreedySearch`) and `beam` (`BeamSearch` with a fixed beam
+    width and length penalty, returning its `n_best` hypotheses best first).
+    Each takes int32 source ids `(batch_size, attention_width)` and runs the
+    encoder and the whole decoding `tf.while_loop` inside, with LiteRT's
+    builtin ops only (no Flex / `SELECT_TF_OPS`), for any batch size:
+
+    1. The model's variables are frozen into constants (a
+       `keras.StatelessScope` maps each to its value), so nothing is read
+       from a resource variable inside the loops.
+    2. The encoder runs as `encode_with_buffers` (the same cells, a loop over
+       plain tensors) and the strategy records its attention with
+       `tensor_arrays=False`: LiteRT's converter lowers a `TensorArray` only
+       when its element shape is static, which a batch of any size is not.
+    3. The source is padded to `attention_width` columns, so the attention
+       rows have a static width.
+    4. `tf.lite.TFLiteConverter` converts the function with
+       `supported_ops=[TFLITE_BUILTINS]`; the settings' `weights` pick the
+       stored weights: `float32`; `float16` (dequantized to float32 when the
+       model loads); `int8`: LiteRT's dynamic-range quantization (int8
+       weights with a scale per output channel, float activations quantized
+       per row on the fly by the int8 kernels). For `int8` the decoder's
+       embedding lookups read int8 rows and their scales
+       (`quantize_per_channel`) in the graph, and the tied output projection
+       reads the values those rows stand for, which the quantizer turns into
+       the same int8 values and scales: the file holds the target embedding
+       matrix once (the quantizer alone would store one copy per use).
+
+    Text stays outside the models: `text.json` holds the vocabularies'
+    files, the normalization/tokenization/detokenization rules the
+    SavedModel's graph runs (`keras_attention.text.tokenization.text_rules`)
+    and the reserved ids, so that `keras_attention_client.LiteRTTranslator`
+    translates strings with NumPy, `regex` and (for SentencePiece) the
+    `sentencepiece` package only.
+
+    Args:
+        translator: a `Translator` (computing in float32: see `from_run`).
+        settings: a `LiteRTSettings` (beam width, length penalty, n-best,
+            `attention_width`, weights, modes). Defaults to `LiteRTSettings()`.
+        warmup_pairs: `(source, reference)` pairs that `LiteRTChecker`
+            translates (recorded in the manifest). Defaults to
+            `DEFAULT_WARMUP_PAIRS`.
+        run_dir: the training run (recorded in the manifest).
+        train_config: that run's `TrainConfig` as a dict (recorded).
+        **changes: `LiteRTSettings` fields by name (e.g. `weights="int8"`).
+
+    Example:
+
+    ```python
+    exporter = LiteRTExporter.from_run("runs/fra-eng", weights="int8")
+    manifest = exporter.export("/models/translator-litert")
+    ```
+    """
+
+    def __init__(
+        self,
+        translator: Translator,
+        settings: LiteRTSettings | None = None,
+        *,
+        warmup_pairs: Sequence[tuple[str, str]] | None = None,
+        run_dir: str | os.PathLike | None = None,
+        train_config: dict | None = None,
+        **changes,
+    ):
+        settings = LiteRTSettings.of(settings, **changes)
+        width = settings.attention_width or translator.source_vectorizer.max_length
+        if width is None:
+            raise ValueError(
+                "`attention_width` is needed: the source vectorizer has no `max_length` to "
+                "default to"
+            )
+        if not hasattr(translator.model, "encoder"):
+            raise ValueError(
+                f"A LiteRT export needs a Seq2Seq model. Received: {type(translator.model).__name__}"
+            )
+        self.translator = translator
+        self.settings = dataclasses.replace(settings, attention_width=width)
+        self.attention_width = width
+        self.weights = settings.weights
+        pairs = list(warmup_pairs) if warmup_pairs is not None else list(DEFAULT_WARMUP_PAIRS)
+        self.warmup_pairs = [(str(source), str(target)) for source, target in pairs]
+        self.run_dir = str(Path(run_dir).resolve()) if run_dir is not None else None
+        self.train_config = dict(train_config or {})
+
+    @classmethod
+    def from_run(
+        cls,
+        run_dir: str | os.PathLike,
+        *,
+        max_output_length: int | None = None,
+        **settings,
+    ) -> LiteRTExporter:
+        """An exporter for the model of a trained run directory, computing in float32.
+
+        Args:
+            run_dir: a run directory written by `keras_attention.training.train`.
+            max_output_length: most tokens of a translation (default: the run's).
+            **settings: the constructor's keyword arguments (`settings`,
+                `LiteRTSettings` fields such as `beam_width` or `weights`,
+                `warmup_pairs`: by default the first sentences of the run's
+                test split).
+        """
+        from keras_attention.export.export_precision import with_precision
+        from keras_attention.inference.trained_run import load_translator
+        from keras_attention.runs.run_directory import RunDirectory
+        from keras_attention.runs.train_config import TrainConfig
+
+        translator = load_translator(run_dir, max_output_length=max_output_length)
+        # LiteRT's CPU kernels compute in float32 (bfloat16 has none).
+        translator = with_precision(translator, "float32")
+        run = RunDirectory(run_dir)
+        if settings.get("warmup_pairs") is None:
+            settings["warmup_pairs"] = run_warmup_pairs(run)
+        config = TrainConfig.load(run.path)
+        return cls(translator, run_dir=run_dir, train_config=dataclasses.asdict(config), **settings)
+
+    # ------------------------------------------------------------- the graph
+
+    def strategy(self, mode: str):
+        """The decoding strategy of `mode`, recording attention without `TensorArray`s."""
+        if mode == "greedy":
+            strategy = self.translator.strategy(beam_width=1)
+        else:
+            settings = self.settings
+            strategy = self.translator.strategy(
+                beam_width=settings.beam_width,
+                length_penalty=settings.length_penalty,
+                n_best=settings.beam_n_best,
+            )
+        strategy = copy.copy(strategy)
+        strategy.drop_finished = False  # the batch keeps its shape
+        strategy.tensor_arrays = False
+        return strategy
+
+    def decode_function(self, mode: str) -> tf.types.experimental.ConcreteFunction:
+        """The concrete function `source_ids -> {tokens, scores, lengths, attention}` of `mode`."""
+        translator = self.translator
+        model = translator.model
+        if not model.built:
+            model.build()
+        strategy = self.strategy(mode)
+        start_id = translator.target_vectorizer.start_id
+        values = {id(variable): variable.numpy() for variable in model.variables}
+        embeddings = model.decoder.embedding.embeddings
+        int8_rows = None
+        if self.weights == "int8":
+            quantized, scale = quantize_per_channel(values[id(embeddings)], axis=0)
+            int8_rows = (quantized.numpy(), scale.numpy())
+            # The values the int8 rows stand for: a tied output projection reads them, and
+            # LiteRT's quantizer, given them, finds the same int8 values and scales again.
+            values[id(embeddings)] = (quantized.numpy() * scale.numpy()).astype(np.float32)
+
+        def decode(source_ids):
+            # Every variable as a constant: the converter then folds them into the model.
+            mapping = [(v, tf.constant(values[id(v)])) for v in model.variables]
+            gather = None
+            if int8_rows is not None:
+                rows, scales = (tf.constant(part) for part in int8_rows)
+
+                def gather(variable, ids, axis):
+                    # The decoder's lookups read int8 rows and their scales: the file holds
+                    # the matrix once, in the int8 form the output projection shares.
+                    if variable is embeddings and axis == 0:
+                        return (
+                            tf.cast(tf.gather(rows, ids), tf.float32)
+                            * tf.gather(scales[:, 0], ids)[..., tf.newaxis]
+                        )
+                    return tf.gather(tf.convert_to_tensor(variable), ids, axis=axis)
+
+            step_translator = translator.with_shortlist(None, gather_weights=gather)
+            with keras.StatelessScope(state_mapping=mapping):
+                annotations, summary = encode_with_buffers(model.encoder, source_ids)
+                state = model.decoder.initial_state(
+                    annotations, tf.not_equal(source_ids, 0), summary
+                )
+                start_ids = tf.fill([tf.shape(source_ids)[0]], tf.constant(start_id, tf.int32))
+                result = strategy(step_translator.step_function(state), state, start_ids)
+            return {
+                "tokens": tf.identity(result.tokens, name="tokens"),
+                "scores": tf.identity(result.scores, name="scores"),
+                "lengths": tf.identity(result.lengths, name="lengths"),
+                "attention": tf.identity(result.attention, name="attention"),
+            }
+
+        function = tf.function(
+            decode,
+            input_signature=[tf.TensorSpec([None, self.attention_width], tf.int32, name=INPUT)],
+            autograph=False,
+        )
+        return function.get_concrete_function()
+
+    def convert(self, mode: str) -> bytes:
+        """The `.tflite` flatbuffer of `mode`, builtin ops only, with this exporter's weights."""
+        function = self.decode_function(mode)
+        converter = tf.lite.TFLiteConverter.from_concrete_functions(
+            [function], self.translator.model
+        )
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        if self.weights == "float16":
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+            converter.target_spec.supported_types = [tf.float16]
+        elif self.weights == "int8":
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        return converter.convert()
+
+    # ------------------------------------------------------------- the files
+
+    def export(self, directory: str | os.PathLike) -> dict:
+        """Writes the models, the text files and the manifest into `directory`.
+
+        `directory` must be empty or not exist.
+
+        Returns:
+            The manifest written (`litert_manifest.json`), a dict.
+        """
+        directory = Path(directory)
+        if directory.exists() and any(directory.iterdir()):
+            raise FileExistsError(f"{str(directory)!r} is not empty")
+        directory.mkdir(parents=True, exist_ok=True)
+        models = {}
+        for mode in self.settings.modes:
+            data = self.convert(mode)
+            path = directory / MODEL_FILES[mode]
+            path.write_bytes(data)
+            ops = model_ops(data)
+            logger.info("%s: %d bytes, %d op kinds", path.name, len(data), len(ops["builtin"]))
+            models[mode] = {
+                "file": path.name,
+                "bytes": len(data),
+                "sha256": file_sha256(path),
+                "ops": ops,
+            }
+        text = write_text_files(
+            directory,
+            self.translator.source_vectorizer,
+            self.translator.target_vectorizer,
+            self.attention_width,
+        )
+        manifest = self._manifest(models, text)
+        with open(directory / MANIFEST_FILE, "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+        return manifest
+
+    def _manifest(self, models: dict, text: dict) -> dict:
+        translator = self.translator
+        return {
+            "format": "litert",
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "library_versions": {
+                "keras_attention": keras_attention.__version__,
+                "tensorflow": tf.__version__,
+                "keras": keras.__version__,
+            },
+            "run_dir": self.run_dir,
+            "train_config": self.train_config,
+            "model_config": jsonable(translator.model.get_config()),
+            "weights": self.weights,
+            "input": {"name": INPUT, "dtype": "int32", "shape": [-1, self.attention_width]},
+            "attention_width": self.attention_width,
+            "max_output_length": translator.max_output_length,
+            "decoding": {
+                "greedy": {"strategy": "GreedySearch"},
+                "beam": {
+                    "strategy": "BeamSearch",
+                    "beam_width": self.settings.beam_width,
+                    "length_penalty": self.settings.length_penalty,
+                    "n_best": self.settings.beam_n_best,
+                },
+            },
+            "models": models,
+            "text_file": TEXT_FILE,
+            "warmup_pairs": [list(pair) for pair in self.warmup_pairs],
+        }
+
+
+def export_litert(run_dir: str | os.PathLike, directory: str | os.PathLike, **settings) -> dict:
+    """Exports the model of `run_dir` as LiteRT models into `directory` (see `LiteRTExporter`).
+
+    Returns:
+        The manifest written.
+    """
+    return LiteRTExporter.from_run(run_dir, **settings).export(directory)
