@@ -31,7 +31,7 @@ def test_an_export_matches_the_contract_and_the_client_parses_it(serving_session
     for name, outputs in [
         (contract.DEFAULT_SIGNATURE, contract.TRANSLATION_OUTPUTS),
         (contract.BEAM_SEARCH, contract.TRANSLATION_OUTPUTS),
-        (contract.SEARCH, contract.TRANSLATION_OUTPUTS),
+        (contract.SEARCH, {**contract.TRANSLATION_OUTPUTS, **contract.STEERING_OUTPUTS}),
         (contract.SAMPLE, contract.TRANSLATION_OUTPUTS),
         (contract.SCORE_TRANSLATION, contract.SCORE_OUTPUTS),
     ]:
@@ -52,11 +52,11 @@ def test_an_export_matches_the_contract_and_the_client_parses_it(serving_session
     texts = np.array([b"you like the cat .", b""], dtype=object)
     for name, inputs, outputs in [
         (contract.BEAM_SEARCH, {}, contract.TRANSLATION_OUTPUTS),
-        (contract.SEARCH, {}, contract.TRANSLATION_OUTPUTS),
+        (contract.SEARCH, {}, {**contract.TRANSLATION_OUTPUTS, **contract.STEERING_OUTPUTS}),
         (
             contract.SEARCH,
             {"beam_width": np.int32(2), "n_best": np.int32(2)},
-            contract.N_BEST_OUTPUTS,
+            {**contract.N_BEST_OUTPUTS, **contract.STEERING_OUTPUTS},
         ),
         (contract.SAMPLE, {"seed": np.int32(1)}, contract.TRANSLATION_OUTPUTS),
     ]:
