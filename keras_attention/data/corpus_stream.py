@@ -78,10 +78,10 @@ def held_out_split(sources, held_out: HeldOut):
 def _lines(scan: CorpusScan, stride: int, order_seed: int | None) -> tf.data.Dataset:
     """The corpus's lines: `(line,)` for TSV, `(source, target)` for aligned shards.
 
-    One pass. With `order_seed`, the shards are visited in a seeded order
-    that changes each time the pass is repeated (`Dataset.repeat`),
-    interleaving up to 8 of them line by line; without, in file order.
-    `stride` keeps every `stride`-th line of each shard.
+    With `order_seed`, an endless stream: each pass visits the shards in
+    another seeded order, interleaving up to 8 of them line by line. Without,
+    one pass in file order. `stride` keeps every `stride`-th line of each
+    shard.
     """
     compression = {f.path: "GZIP" if f.gzip else "" for f in scan.files}
     shards = scan.corpus.shards
@@ -98,7 +98,7 @@ def _lines(scan: CorpusScan, stride: int, order_seed: int | None) -> tf.data.Dat
     paths = tf.data.Dataset.from_tensor_slices(columns)
     if order_seed is None:
         return paths.flat_map(read)
-    paths = paths.shuffle(len(shards), seed=order_seed, reshuffle_each_iteration=True)
+    paths = paths.shuffle(len(shards), seed=order_seed, reshuffle_each_iteration=True).repeat()
     return paths.interleave(read, cycle_length=min(len(shards), 8), block_length=1)
 
 
@@ -117,8 +117,8 @@ def corpus_pairs(
         reverse: swap the sides (translate the corpus's second column or
             target files into the first).
         stride: keep every `stride`-th line of each shard.
-        order_seed: `None` for the shards in file order; an int for a seeded
-            shard order that changes each time the dataset is repeated.
+        order_seed: `None` for one pass in file order; an int for an endless
+            stream of passes with seeded shard orders.
 
     Returns:
         A dataset of string tensors `(n,)`, `(n,)`, int32 `(n,)` and the
@@ -162,12 +162,11 @@ def training_pairs(
 ) -> tf.data.Dataset:
     """An endless, seeded stream of `(source, target)` training pairs mixed from `scans`.
 
-    Each corpus is read pass after pass (`corpus_pairs` with a seeded shard
-    order per pass), its training pairs kept (`held_out_split` is `TRAIN` and
-    the source is not in `excluded_sources`) and shuffled within the pass in
-    a buffer of its share of `shuffle_buffer` pairs (its weight's share, at
-    least 1,000): a corpus smaller than its buffer is drawn as a new
-    permutation of its pairs every pass. The corpora are mixed by weight
+    Each corpus is read as an endless stream (`corpus_pairs` with a seeded
+    shard order per pass), its training pairs kept (`held_out_split` is
+    `TRAIN` and the source is not in `excluded_sources`) and shuffled in a
+    buffer of its share of `shuffle_buffer` pairs (its weight's share, at
+    least 1,000). The corpora are mixed by weight
     (`tf.data.Dataset.sample_from_datasets`, seeded). The same arguments give
     the same stream in any process: `skip(n)` resumes it exactly.
 
@@ -205,10 +204,7 @@ def training_pairs(
             corpus_pairs(scan, held_out, reverse, stride, order_seed=seed + index)
             .map(trainable)
             .unbatch()
-            # Shuffled within each pass, then repeated: a corpus that fits in
-            # its buffer is drawn as a new permutation every pass.
             .shuffle(buffer, seed=seed + index, reshuffle_each_iteration=True)
-            .repeat()
         )
         streams.append(stream)
     if len(streams) == 1:
