@@ -163,31 +163,38 @@ def train(
             summary = _fit(
                 shared, splits, config, interrupt, verbose, done_before, distribution, callbacks
             )
-    except TrainingInterrupted as error:
+    except BaseException as error:
+        interrupted = error if isinstance(error, TrainingInterrupted) else None
+        if interrupted is None and interrupt.signum is not None:
+            # The signal's exception raised inside a TensorFlow op (learning
+            # the vocabularies, say) can come out as another error.
+            interrupted = TrainingInterrupted(interrupt.signum)
+        if interrupted is None:
+            if run is not None:
+                run_state.write_state(
+                    run,
+                    run_state.FAILED,
+                    epochs_done=run_state.epochs_done(run),
+                    epochs_planned=config.epochs,
+                    error=f"{type(error).__name__}: {error}",
+                )
+            raise
         if run is not None:
-            error.epochs_done = run_state.epochs_done(run)
-            error.steps_done = backed_up_position(run.backup)[1]
+            interrupted.epochs_done = run_state.epochs_done(run)
+            interrupted.steps_done = backed_up_position(run.backup)[1]
             run_state.write_state(
                 run,
                 run_state.INTERRUPTED,
-                epochs_done=error.epochs_done,
+                epochs_done=interrupted.epochs_done,
                 epochs_planned=config.epochs,
-                signal=signal.Signals(error.signum).name,
+                signal=signal.Signals(interrupted.signum).name,
             )
             run_state.mark_stale_evaluation(run)
         else:
-            error.epochs_done = 0
-        raise
-    except BaseException as error:
-        if run is not None:
-            run_state.write_state(
-                run,
-                run_state.FAILED,
-                epochs_done=run_state.epochs_done(run),
-                epochs_planned=config.epochs,
-                error=f"{type(error).__name__}: {error}",
-            )
-        raise
+            interrupted.epochs_done = 0
+        if interrupted is error:
+            raise
+        raise interrupted from None
     if run is None:  # not the chief
         return summary
     run.update_metrics(training=summary)
