@@ -223,7 +223,9 @@ class WeightStorage:
             return tf.gather(keras.ops.convert_to_tensor(variable), ids, axis=axis)
         # From the values read, not the variables (see the class docstring: copy-on-read).
         reads = self._reads[-1] if self._reads else {}
-        values = [reads[id(v)] if id(v) in reads else tf.convert_to_tensor(v) for v in stored.stored]
+        values = [
+            reads[id(v)] if id(v) in reads else tf.convert_to_tensor(v) for v in stored.stored
+        ]
         # The slices of the stored values and, for int8 sliced along the channel axis,
         # of their scales, converted as `_Stored.value` converts the whole.
         sliced = [tf.gather(values[0], ids, axis=axis)]

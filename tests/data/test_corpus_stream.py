@@ -185,5 +185,8 @@ def test_checking_and_sampling_report_their_progress(tmp_path, monkeypatch, capl
     assert any(line.startswith("Checking the corpus files: ") for line in lines), lines
     sampling = [line for line in lines if line.startswith("Sampling ")]
     assert [line.split(": ")[1].split(" (")[0] for line in sampling] == [
-        "1024 of 5000 pairs", "2048 of 5000 pairs", "3072 of 5000 pairs", "4096 of 5000 pairs"
-    ]  # fmt: skip  (a line after each batch of 1,024 lines but the last)
+        "1024 of 5000 pairs",
+        "2048 of 5000 pairs",
+        "3072 of 5000 pairs",
+        "4096 of 5000 pairs",
+    ]  # a line after each batch of 1,024 lines but the last

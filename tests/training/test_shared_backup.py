@@ -73,7 +73,10 @@ def test_restoring_brings_back_every_state_a_step_reads(trained):
     stopping = keras.callbacks.EarlyStopping(monitor="loss", patience=5)
     stopping.on_train_begin()
     callback = SharedBackupAndRestore(
-        backup, expected_position=(2, 0), callbacks={"early_stopping": stopping}, delete_checkpoint=False
+        backup,
+        expected_position=(2, 0),
+        callbacks={"early_stopping": stopping},
+        delete_checkpoint=False,
     )
     callback.set_model(model)
     callback.on_train_begin()
