@@ -58,7 +58,7 @@ def train_export_run(root: Path, **overrides) -> Path:
         max_length=12,
         max_output_length=10,
         epochs=1,
-        steps_per_epoch=45,
+        steps_per_epoch=60,
         learning_rate=0.03,
         batch_size=16,
         validation_fraction=0.1,
