@@ -6,6 +6,15 @@ import dataclasses
 from typing import Any
 
 
+def outcome_lines(warnings: list[str], errors: list[str]) -> list[str]:
+    """A check report's last lines: each warning, each error, then the result."""
+    return [
+        *(f"WARNING: {warning}" for warning in warnings),
+        *(f"ERROR: {error}" for error in errors),
+        "Result: OK" if not errors else f"Result: FAILED ({len(errors)} errors)",
+    ]
+
+
 @dataclasses.dataclass
 class CheckReport:
     """The findings of `ExportChecker.check`.
@@ -97,9 +106,4 @@ class CheckReport:
                 f"(largest float difference {self.native['max_float_difference']:.1e}; "
                 f"{self.native['seconds']:.1f} s)"
             )
-        for warning in self.warnings:
-            lines.append(f"WARNING: {warning}")
-        for error in self.errors:
-            lines.append(f"ERROR: {error}")
-        lines.append("Result: OK" if self.ok else f"Result: FAILED ({len(self.errors)} errors)")
-        return "\n".join(lines)
+        return "\n".join(lines + outcome_lines(self.warnings, self.errors))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from keras_attention.export.check_report import outcome_lines
+
 
 @dataclasses.dataclass
 class LiteRTCheckReport:
@@ -65,9 +67,4 @@ class LiteRTCheckReport:
                     f"largest score difference {result['max_score_difference']:.1e} "
                     f"({result['seconds']:.2f} s)"
                 )
-        for warning in self.warnings:
-            lines.append(f"WARNING: {warning}")
-        for error in self.errors:
-            lines.append(f"ERROR: {error}")
-        lines.append("Result: OK" if self.ok else f"Result: FAILED ({len(self.errors)} errors)")
-        return "\n".join(lines)
+        return "\n".join(lines + outcome_lines(self.warnings, self.errors))
