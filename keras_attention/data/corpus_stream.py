@@ -95,10 +95,18 @@ def _lines(scan: CorpusScan, stride: int, order_seed: int | None) -> tf.data.Dat
         lines = readers[0] if len(readers) == 1 else tf.data.Dataset.zip(readers)
         return lines.shard(stride, 0) if stride > 1 else lines
 
-    paths = tf.data.Dataset.from_tensor_slices(columns)
     if order_seed is None:
-        return paths.flat_map(read)
-    paths = paths.shuffle(len(shards), seed=order_seed, reshuffle_each_iteration=True).repeat()
+        return tf.data.Dataset.from_tensor_slices(columns).flat_map(read)
+
+    def one_pass(index):
+        # The order of pass `index` is a stateless function of (seed, index):
+        # every iterator of the stream, in any process, visits the same orders.
+        order = tf.random.experimental.stateless_shuffle(
+            tf.range(len(shards)), seed=tf.stack([tf.constant(order_seed, tf.int64), index])
+        )
+        return tf.data.Dataset.from_tensor_slices(tuple(tf.gather(c, order) for c in columns))
+
+    paths = tf.data.Dataset.counter().flat_map(one_pass)
     return paths.interleave(read, cycle_length=min(len(shards), 8), block_length=1)
 
 
@@ -168,7 +176,8 @@ def training_pairs(
     buffer of its share of `shuffle_buffer` pairs (its weight's share, at
     least 1,000). The corpora are mixed by weight
     (`tf.data.Dataset.sample_from_datasets`, seeded). The same arguments give
-    the same stream in any process: `skip(n)` resumes it exactly.
+    the same stream in any process and from every iterator of the returned
+    dataset: `skip(n)` resumes it exactly.
 
     Args:
         scans: the checked corpora; their `corpus.weight` sets the mix.
@@ -204,10 +213,14 @@ def training_pairs(
             corpus_pairs(scan, held_out, reverse, stride, order_seed=seed + index)
             .map(trainable)
             .unbatch()
-            .shuffle(buffer, seed=seed + index, reshuffle_each_iteration=True)
+            # The stream is endless, so one iterator never reshuffles; without
+            # reshuffling, every iterator yields the same pairs.
+            .shuffle(buffer, seed=seed + index, reshuffle_each_iteration=False)
         )
         streams.append(stream)
     if len(streams) == 1:
         return streams[0]
     weights = [scan.corpus.weight / total_weight for scan in scans]
-    return tf.data.Dataset.sample_from_datasets(streams, weights=weights, seed=seed)
+    return tf.data.Dataset.sample_from_datasets(
+        streams, weights=weights, seed=seed, rerandomize_each_iteration=False
+    )

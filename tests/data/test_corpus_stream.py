@@ -123,6 +123,30 @@ def test_training_stream_is_the_same_in_every_process_and_differs_by_seed(tmp_pa
     assert first(5) != first(6)
 
 
+def test_every_iterator_of_a_stream_yields_the_same_pairs(tmp_path):
+    """Keras' `fit` under a distribution strategy draws a batch from a first iterator to
+    build the model, then starts training on a second: both must see the same pairs,
+    or a strategy run trains on other batches than a one-process run."""
+    for index in range(3):
+        (tmp_path / f"s{index}.tsv").write_text(
+            "".join(f"shard {index} line {i}\tfragment {i}\n" for i in range(300))
+        )
+    (tmp_path / "other.tsv").write_text("".join(f"other {i}\tautre {i}\n" for i in range(500)))
+    scans = scan_corpora(
+        corpus_list([f"path={tmp_path}/s*.tsv,weight=0.6", f"path={tmp_path}/other.tsv,weight=0.4"])
+    )
+    for corpora in (scans[:1], scans):
+        stream = training_pairs(corpora, HeldOut(), [1] * len(corpora), shuffle_buffer=1000, seed=2)
+        first = list(itertools.islice(stream.as_numpy_iterator(), 5))
+        again = list(itertools.islice(stream.as_numpy_iterator(), 3000))  # several passes
+        assert again[:5] == first
+        fresh = training_pairs(corpora, HeldOut(), [1] * len(corpora), shuffle_buffer=1000, seed=2)
+        assert list(itertools.islice(fresh.as_numpy_iterator(), 3000)) == again
+        # Each pass still visits the shards in another order.
+        shards_in_order = [s.decode().split()[1] for s, _ in again if s.startswith(b"shard")]
+        assert len(set(shards_in_order[:5])) == 3
+
+
 def test_weighted_corpora_mix_in_their_proportions(tmp_path):
     """Two corpora at 30 % / 70 %: within 1 percentage point over 100,000 pairs after filtering."""
     small = tmp_path / "small.tsv"

@@ -76,14 +76,6 @@ def max_difference(a, b):
     return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b, strict=True))
 
 
-STREAM_EQUIVALENCE = pytest.mark.xfail(
-    strict=False,
-    reason="known regression of the streamed data path (issue 39): the batches and initial "
-    "weights are identical, yet a one-process run's first-step loss differs from a "
-    "two-replica run's, and two two-worker runs with dropout differ at epoch 0",
-)
-
-
 def run_processes(tmp_path, name, options, distribute="none", workers=1, cpu_replicas=None):
     """Trains `options` with `workers` processes of helpers.train_process; returns weight files."""
     config = tmp_path / f"{name}.json"
@@ -118,7 +110,6 @@ def single_process_run(digits_corpus, tmp_path_factory):
     return options, weights, tmp / "run"
 
 
-@STREAM_EQUIVALENCE
 def test_two_workers_match_one_process_and_each_other(single_process_run, tmp_path):
     options, reference_weights, reference_run = single_process_run
     reference = load_weights(reference_weights)
@@ -154,7 +145,6 @@ def test_two_workers_match_one_process_and_each_other(single_process_run, tmp_pa
     assert isinstance(translations[0]["translation"], str)
 
 
-@STREAM_EQUIVALENCE
 def test_mirrored_strategy_on_two_cpu_replicas_matches_one_process(single_process_run, tmp_path):
     options, reference_weights, reference_run = single_process_run
     options = {**options, "out": str(tmp_path / "run")}
@@ -214,7 +204,6 @@ def history_rows(run):
         return list(csv.DictReader(f))
 
 
-@STREAM_EQUIVALENCE
 def test_killed_worker_stops_the_other_and_relaunch_resumes(uninterrupted_two_workers, tmp_path):
     """SIGKILL worker 1 after epoch 1; worker 0 fails fast; the same commands resume, and
     the resumed run is the uninterrupted two-worker run: same losses, same weights, bit for
