@@ -237,7 +237,7 @@ def check_trained_run(name: str, run_dir: Path, expected) -> dict:
             "comparison's settings (comparison -> run): " + "; ".join(differences)
         )
     training = RunDirectory(run_dir).read_metrics()["training"]
-    planned = config.epochs * config.steps_per_epoch
+    planned = config.maximum_epochs * config.steps_per_epoch
     done = training["epochs_run"] * config.steps_per_epoch
     if done != planned:
         raise SystemExit(

@@ -27,6 +27,8 @@ def run_train(args: argparse.Namespace) -> int:
     from keras_attention.training.trainer import train
 
     def print_choice(name: str, choice) -> None:
+        if name == "plan" and sys.stdout.isatty():
+            print()  # the plan is made while Keras' progress bar is on the line
         print(f"{name.capitalize()}: {choice.describe()}", flush=True)
 
     try:

@@ -15,7 +15,13 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submod_attrs={
-        "agreement": ["any_worker", "check_workers_agree", "comparable_config", "fingerprint"],
+        "agreement": [
+            "any_worker",
+            "check_workers_agree",
+            "comparable_config",
+            "fingerprint",
+            "mean_over_workers",
+        ],
         "cluster": ["cluster_hosts", "parse_tf_config", "parse_worker_hosts", "resolve_cluster"],
         "datasets": ["pad_to_replicas", "shard_by_data"],
         "errors": ["DistributedTrainingError"],

@@ -112,3 +112,23 @@ def any_worker(distribution: Distribution):
         return bool(count(tf.constant(1 if flag else 0, tf.int32)) > 0)
 
     return agree
+
+
+def mean_over_workers(distribution: Distribution):
+    """A function `value -> float`: the mean of a float over all workers.
+
+    For measurements that all workers must act on alike (a planned step
+    count); called by every worker at the same point.
+    """
+    if not distribution.is_multi_worker:
+        return float
+    import tensorflow as tf
+
+    strategy = distribution.strategy
+
+    @tf.function
+    def mean(value):
+        per_replica = strategy.run(lambda: tf.identity(value))
+        return strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
+
+    return lambda value: float(mean(tf.constant(value, tf.float64)))

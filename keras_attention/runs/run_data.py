@@ -125,7 +125,9 @@ def claim_run(config: TrainConfig) -> RunDirectory:
     done = run_state.claim_run_directory(run, config)
     run.path.mkdir(parents=True, exist_ok=True)
     write_text_atomically(run.config, config.to_json() + "\n")  # `status` may be reading it
-    run_state.write_state(run, run_state.TRAINING, epochs_done=done, epochs_planned=config.epochs)
+    run_state.write_state(
+        run, run_state.TRAINING, epochs_done=done, epochs_planned=config.maximum_epochs
+    )
     return run
 
 

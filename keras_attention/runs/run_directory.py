@@ -28,6 +28,7 @@ class RunDirectory:
           backup/                   resume state while training (removed at the end)
           logs/                     TensorBoard logs
           history.csv               per-epoch training and validation metrics
+          plan.json                 the steps planned to fit the time budget (budget_plan)
           state.json                training / interrupted / completed / failed (run_state)
           metrics.json              training summary, then evaluation results
           plots/                    PNG files written by `keras-attention plot`
@@ -100,6 +101,10 @@ class RunDirectory:
     @property
     def history(self) -> Path:
         return self.path / "history.csv"
+
+    @property
+    def plan(self) -> Path:
+        return self.path / "plan.json"
 
     @property
     def state(self) -> Path:

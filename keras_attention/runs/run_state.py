@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import math
 import os
 import socket
 from typing import Any
@@ -272,6 +273,14 @@ def directory_size(path: str | os.PathLike) -> int:
     return total
 
 
+def planned_epochs(run: RunDirectory, config) -> int:
+    """The epochs a run trains: its budget plan's (plan.json), else the `TrainConfig`'s most."""
+    if run.plan.is_file():
+        plan = read_json(run.plan)
+        return math.ceil(plan["planned_steps"] / plan["steps_per_epoch"])
+    return config.maximum_epochs
+
+
 def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
     """What `keras-attention status` shows, as a dict.
 
@@ -305,7 +314,7 @@ def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
         "path": str(run.path),
         "state": name,
         "epochs_done": epochs_done(run),
-        "epochs_planned": config.epochs,
+        "epochs_planned": planned_epochs(run, config),
         "best_val_loss": _best_val_loss(run),
         "stopped_by": training.get("stopped_by") if name == COMPLETED else None,
         "error": state.get("error") if name == FAILED else None,

@@ -37,6 +37,9 @@ need more entries to cover a corpus; subword pieces spell every word.
 Measurements: docs/results.md and docs/research/model-notes.md."""
 
 MIN_VOCABULARY_SIZE = 5
+
+AUTO_EPOCHS = 8
+"""The most epochs `epochs="auto"` trains: 8 x 500 steps, the default's measured best."""
 """The smallest vocabulary size: the 4 reserved tokens and one more."""
 
 
@@ -93,7 +96,9 @@ FIELD_HELP = {
     "max_length": "tokens per side; longer training pairs are dropped, longer inputs truncated",
     "max_output_length": "most tokens a translation may have",
     "batch_size": "sentence pairs per batch",
-    "epochs": "maximum number of epochs",
+    "epochs": "epochs to train; auto: as many as fit --time-budget-minutes, at most 8, with "
+    "the learning-rate schedule ending on the last step (an int trains exactly that many, "
+    "unless the budget runs out first)",
     "steps_per_epoch": "batches per epoch ('none' = one pass over the training split)",
     "learning_rate": "Adam learning rate (the peak of the cosine schedule)",
     "learning_rate_schedule": "cosine: decay to 2% of --learning-rate over epochs x steps per epoch; constant",
@@ -161,7 +166,9 @@ class TrainConfig:
     max_length: int = 30  # tokens per side; longer training pairs are dropped
     max_output_length: int = 50  # tokens a translation may have at inference
     batch_size: int = 64
-    epochs: int = 8  # 8 x 500 steps fit the 20-minute budget on 2 cores
+    # auto: plan the steps that fit time_budget_minutes, at most AUTO_EPOCHS epochs
+    # (keras_attention.training.budget_plan); an int: exactly that many epochs.
+    epochs: int | str = AUTO
     steps_per_epoch: int | None = 500  # None = one pass over the training split
     learning_rate: float = 2e-3
     learning_rate_schedule: str = "cosine"  # cosine decay over epochs x steps, or constant
@@ -231,9 +238,14 @@ class TrainConfig:
                 "`scale_by_dimension` divides the 'dot' and 'general' scores by sqrt(d). "
                 f"Received: scale_by_dimension=True, score={self.score!r}"
             )
+        if self.epochs != AUTO and (
+            isinstance(self.epochs, bool) or not isinstance(self.epochs, int) or self.epochs < 1
+        ):
+            raise ValueError(
+                f"`epochs` must be 'auto' or a positive int. Received: epochs={self.epochs!r}"
+            )
         for name in (
             "batch_size",
-            "epochs",
             "max_length",
             "max_output_length",
             "sample_pairs",
@@ -263,6 +275,16 @@ class TrainConfig:
             raise ValueError(
                 f"`steps_per_epoch` must be >= 1 or None. Received: steps_per_epoch={self.steps_per_epoch}"
             )
+
+    @property
+    def maximum_epochs(self) -> int:
+        """The most epochs the run trains: `epochs`, or `AUTO_EPOCHS` for `auto`."""
+        return AUTO_EPOCHS if self.epochs == AUTO else self.epochs
+
+    @property
+    def plans_to_budget(self) -> bool:
+        """Whether the run plans its steps to fit its time budget (`epochs="auto"`)."""
+        return self.epochs == AUTO and self.time_budget_minutes is not None
 
     def model_arguments(self) -> dict:
         """The `Seq2Seq` keyword arguments of this run, besides the vocabulary sizes.

@@ -33,6 +33,7 @@ from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.run_vectorizers import load_vectorizers
 from keras_attention.runs.tokenizer_choice import resolve_run_tokenizer
 from keras_attention.runs.train_config import TrainConfig
+from keras_attention.training.budget_plan import BudgetPlan, BudgetPlanner
 from keras_attention.training.fused_adam import FusedAdam
 from keras_attention.training.interrupt_on_signal import InterruptOnSignal, TrainingInterrupted
 from keras_attention.training.learning_rate import learning_rate
@@ -49,22 +50,29 @@ logger = logging.getLogger(__name__)
 
 
 def build_model(
-    config: TrainConfig, source_size: int, target_size: int, total_steps: int | None = None
+    config: TrainConfig,
+    source_size: int,
+    target_size: int,
+    total_steps: int | None = None,
+    schedule=None,
 ) -> Seq2Seq:
     """The `Seq2Seq` described by `config`, compiled for training.
 
     `total_steps` is the length of the learning-rate schedule (default:
-    `config.epochs * config.steps_per_epoch`).
+    `config.maximum_epochs * config.steps_per_epoch`); `schedule`, a learning
+    rate or schedule to use instead of `learning_rate(config, total_steps)`.
     """
     model = Seq2Seq(source_size, target_size, **config.model_arguments())
-    compile_model(model, config, total_steps)
+    compile_model(model, config, total_steps, schedule)
     return model
 
 
-def compile_model(model: Seq2Seq, config: TrainConfig, total_steps: int | None = None) -> None:
+def compile_model(
+    model: Seq2Seq, config: TrainConfig, total_steps: int | None = None, schedule=None
+) -> None:
     model.compile(
         optimizer=FusedAdam(
-            learning_rate=learning_rate(config, total_steps),
+            learning_rate=learning_rate(config, total_steps) if schedule is None else schedule,
             global_clipnorm=config.global_clipnorm,
         ),
         loss=MaskedSparseCategoricalCrossentropy(),
@@ -95,7 +103,9 @@ def train(
         callbacks: extra Keras callbacks, run after the trainer's own.
         on_choice: called as `on_choice("precision", PrecisionChoice)`, then
             `on_choice("tokenizer", TokenizerChoice)` as each `auto` setting
-            is resolved, before anything is trained (the command line prints
+            is resolved, before anything is trained, and
+            `on_choice("plan", BudgetPlan)` once `epochs="auto"` has planned
+            the steps that fit the time budget (the command line prints
             them); not called for a run that already completed.
 
     SIGINT (Ctrl-C) and SIGTERM stop training at the next batch boundary
@@ -161,7 +171,15 @@ def train(
             shared = run or RunDirectory(config.out)  # other workers only read it
             done_before = run_state.epochs_done(shared)
             summary = _fit(
-                shared, splits, config, interrupt, verbose, done_before, distribution, callbacks
+                shared,
+                splits,
+                config,
+                interrupt,
+                verbose,
+                done_before,
+                distribution,
+                callbacks,
+                on_plan=(lambda plan: report("plan", plan)) if report else None,
             )
     except BaseException as error:
         interrupted = error if isinstance(error, TrainingInterrupted) else None
@@ -175,7 +193,7 @@ def train(
                     run,
                     run_state.FAILED,
                     epochs_done=run_state.epochs_done(run),
-                    epochs_planned=config.epochs,
+                    epochs_planned=config.maximum_epochs,
                     error=f"{type(error).__name__}: {error}",
                 )
             raise
@@ -186,7 +204,7 @@ def train(
                 run,
                 run_state.INTERRUPTED,
                 epochs_done=interrupted.epochs_done,
-                epochs_planned=config.epochs,
+                epochs_planned=config.maximum_epochs,
                 signal=signal.Signals(interrupted.signum).name,
             )
             run_state.mark_stale_evaluation(run)
@@ -203,7 +221,7 @@ def train(
         run,
         run_state.COMPLETED,
         epochs_done=summary["epochs_run"],
-        epochs_planned=config.epochs,
+        epochs_planned=config.maximum_epochs,
         stopped_by=summary["stopped_by"],
     )
     return summary
@@ -238,7 +256,15 @@ def check_trainable(splits, source_vectorizer, target_vectorizer, options) -> No
 
 
 def _fit(
-    run, splits, config, interrupt, verbose, done_before, distribution, extra_callbacks
+    run,
+    splits,
+    config,
+    interrupt,
+    verbose,
+    done_before,
+    distribution,
+    extra_callbacks,
+    on_plan=None,
 ) -> dict:
     initial_epoch, resumed_steps = backed_up_position(run.backup)
     dist.check_workers_agree(
@@ -292,11 +318,12 @@ def _fit(
     )
 
     with distribution.strategy.scope():
+        schedule = learning_rate(config, total_steps=config.maximum_epochs * steps_per_epoch)
         model = build_model(
             config,
             source_vectorizer.vocabulary_size,
             target_vectorizer.vocabulary_size,
-            total_steps=config.epochs * steps_per_epoch,
+            schedule=schedule,
         )
         model.build()
         build_metrics(model)  # their states are part of a mid-epoch backup
@@ -309,6 +336,30 @@ def _fit(
         config.time_budget_minutes * 60 if config.time_budget_minutes else 1e12,
         agree=dist.any_worker(distribution) if config.time_budget_minutes else None,
     )
+    planner = None
+    if config.plans_to_budget:
+
+        def save_plan(plan: BudgetPlan) -> None:
+            if distribution.is_chief:
+                plan.save(run.plan)
+            logger.info("plan: %s", plan.describe())
+            if on_plan:
+                on_plan(plan)
+
+        planner = BudgetPlanner(
+            config.time_budget_minutes * 60,
+            maximum_steps=config.maximum_epochs * steps_per_epoch,
+            steps_per_epoch=steps_per_epoch,
+            validation_batches=validation_batches,
+            schedule_steps=getattr(schedule, "planned_steps", None),
+            plan=BudgetPlan.load(run.plan),
+            on_plan=save_plan,
+            agree=dist.mean_over_workers(distribution),
+        )
+
+    def stopped_for_good() -> bool:
+        return budget.exhausted or (planner is not None and planner.reached)
+
     # The chief writes the run directory; other workers a private copy.
     writes = dist.writable_run_directory(distribution, run)
     early_stopping = keras.callbacks.EarlyStopping(
@@ -336,7 +387,7 @@ def _fit(
     callbacks = [
         # First: a run resumed mid-epoch ends that epoch after its remaining steps.
         *(
-            [FinishResumedEpoch(steps_per_epoch - resumed_steps, lambda: budget.exhausted)]
+            [FinishResumedEpoch(steps_per_epoch - resumed_steps, stopped_for_good)]
             if resumed_steps
             else []
         ),
@@ -345,6 +396,7 @@ def _fit(
         keras.callbacks.TensorBoard(str(writes.logs)),
         keras.callbacks.CSVLogger(str(writes.history), append=True),
         budget,
+        *([planner] if planner else []),
         *(extra_callbacks or []),
         backup,
         interrupt,  # last: the epoch's backup and logs are written before it stops fit
@@ -354,7 +406,7 @@ def _fit(
         history = model.fit(
             train_data,
             validation_data=validation_data,
-            epochs=config.epochs,
+            epochs=config.maximum_epochs,
             steps_per_epoch=steps_per_epoch,
             callbacks=callbacks,
             shuffle=False,  # the dataset shuffles itself
@@ -382,4 +434,5 @@ def _fit(
         # Over all epochs, including those before a resume (history.csv).
         "best_val_loss": best_validation_loss(writes),
         "distribution": distribution.describe(),
+        "plan": None if planner is None or planner.plan is None else planner.plan.describe(),
     }

@@ -377,9 +377,6 @@ def test_library_defaults_are_the_measured_recipe():
     )
     layer = LuongAttention()
     assert (layer.score, layer.scale, layer.scale_by_dimension) == ("cosine", False, False)
-    # The budget: 8 x 500 steps, cosine decay, inside the 20 minutes.
-    assert (config.epochs, config.steps_per_epoch, config.learning_rate_schedule) == (
-        8,
-        500,
-        "cosine",
-    )
+    # The budget: at most 8 x 500 steps, planned to fit the 20 minutes, cosine decay.
+    assert (config.epochs, config.maximum_epochs, config.steps_per_epoch) == ("auto", 8, 500)
+    assert (config.learning_rate_schedule, config.time_budget_minutes) == ("cosine", 20.0)

@@ -104,7 +104,7 @@ def test_a_completed_run_is_refused(tmp_path):
             check(run, TrainConfig(epochs=12, cell="lstm"))
         message = str(error.value)
         assert "already holds a completed training run (3 epochs)" in message
-        assert "cell: 'gru' -> 'lstm'; epochs: 8 -> 12 (saved -> given)" in message
+        assert "cell: 'gru' -> 'lstm'; epochs: 'auto' -> 12 (saved -> given)" in message
 
 
 def test_a_run_completed_before_state_files_reads_as_completed(tmp_path):
@@ -142,7 +142,7 @@ def test_status_and_its_text(tmp_path):
                                    "training_state": "interrupted", "model_sha256": "0" * 64})  # fmt: skip
     status = run_state.run_status(run.path)
     assert status["state"] == "interrupted" and status["epochs_done"] == 3
-    assert status["epochs_planned"] == TrainConfig().epochs
+    assert status["epochs_planned"] == TrainConfig().maximum_epochs
     assert status["best_val_loss"] == pytest.approx(1.8)
     assert status["evaluation"]["current"] is False
     assert status["disk_bytes"] == sum(
@@ -150,7 +150,7 @@ def test_status_and_its_text(tmp_path):
     )
     text = run_state.format_status(status)
     assert "state:      interrupted; run the same train command to resume" in text
-    assert f"epochs:     3 of {TrainConfig().epochs}" in text
+    assert f"epochs:     3 of {TrainConfig().maximum_epochs}" in text
     assert "best val_loss: 1.8000" in text
     assert "greedy BLEU 20.00, beam BLEU 21.50 on 7 sentences of epoch 2" in text
     assert "(interrupted run: partial model)" in text and "STALE" in text

@@ -1,0 +1,144 @@
+"""Budgeted training: the plan's arithmetic by hand, and a planned run that ends its schedule
+at the plan and resumes with the same plan."""
+
+import math
+import os
+import signal
+import types
+
+import keras
+import pytest
+
+from keras_attention.runs import run_state
+from keras_attention.runs.run_directory import RunDirectory
+from keras_attention.runs.train_config import TrainConfig
+from keras_attention.training import budget_plan, time_budget
+from keras_attention.training.budget_plan import BudgetPlan, plan_steps
+from keras_attention.training.interrupt_on_signal import TrainingInterrupted
+from keras_attention.training.learning_rate import (
+    COSINE_FLOOR,
+    PlannedCosineDecay,
+    learning_rate,
+)
+from keras_attention.training.trainer import train
+
+
+def test_plan_fills_the_budget_share_with_steps_and_epoch_ends():
+    # By hand: 0.5 s/step; each epoch end 4 validation batches at half a step (1 s) + 3 s
+    # = 4 s; 97 % of 100 s = 97 s. From step 50 (epochs of 40): n steps in all cost
+    # (n - 50) * 0.5 + (ceil(n / 40) - 1) * 4. n = 204: 77 + 20 = 97 fits; 205: 97.5 does not.
+    assert plan_steps(100, 0.5, 50, 1000, 40, 4) == 204
+    assert plan_steps(100, 0.5, 50, 150, 40, 4) == 150, "never past the maximum"
+    assert plan_steps(1, 0.5, 50, 1000, 40, 4) == 51, "at least one more step"
+    # Before the first epoch end, the first validation's tracing (15 s) is set aside too:
+    # (n - 10) * 0.5 + ceil(n / 40) * 4 <= 97 - 15 = 82: n = 130 costs 60 + 16 = 76;
+    # n = 141 costs 65.5 + 16 = 81.5; n = 142: 66 + 16 = 82 fits; n = 143: 82.5 does not.
+    assert plan_steps(100, 0.5, 10, 1000, 40, 4) == 142
+
+
+def test_the_planned_schedule_ends_where_the_plan_says():
+    schedule = PlannedCosineDecay(2e-3, decay_steps=100, alpha=COSINE_FLOOR)
+    assert float(schedule(50)) == pytest.approx(2e-3 * (COSINE_FLOOR + (1 - COSINE_FLOOR) / 2))
+    schedule.planned_steps.assign(50)
+    assert float(schedule(50)) == pytest.approx(2e-3 * COSINE_FLOOR)
+    assert float(schedule(25)) == pytest.approx(2e-3 * (COSINE_FLOOR + (1 - COSINE_FLOOR) / 2))
+    config = schedule.get_config()
+    assert config["decay_steps"] == 50
+    restored = keras.optimizers.schedules.deserialize(
+        keras.optimizers.schedules.serialize(schedule)
+    )
+    assert float(restored(25)) == pytest.approx(float(schedule(25)))
+
+
+def test_auto_epochs_plan_only_with_a_budget():
+    assert TrainConfig().plans_to_budget and TrainConfig().maximum_epochs == 8
+    assert not TrainConfig(epochs=8).plans_to_budget, "an explicit epoch count is kept"
+    assert not TrainConfig(time_budget_minutes=None).plans_to_budget
+    schedule = learning_rate(TrainConfig(steps_per_epoch=500))
+    assert int(schedule.planned_steps.numpy()) == 4000
+    with pytest.raises(ValueError, match="epochs"):
+        TrainConfig(epochs=0)
+
+
+STEPS = 5  # per epoch
+SECONDS_PER_STEP = 1.0  # on the fake clock
+
+
+class FakeSteps(keras.callbacks.Callback):
+    """Advances the planner's fake clock by one step's time after each step, records the
+    step count and learning rate, and sends SIGINT after `stop_at` steps."""
+
+    def __init__(self, clock, stop_at=None):
+        super().__init__()
+        self.clock, self.stop_at, self.steps = clock, stop_at, []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.clock[0] += SECONDS_PER_STEP
+        optimizer = self.model.optimizer
+        self.steps.append((int(optimizer.iterations.numpy()), float(optimizer.learning_rate)))
+        if self.stop_at == self.steps[-1][0]:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(budget_plan, "clock", lambda: now[0])
+    # The time budget's own stop reads the same clock (not the test machine's speed).
+    monkeypatch.setattr(time_budget, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    monkeypatch.setattr(budget_plan, "WARMUP_STEPS", 2)
+    monkeypatch.setattr(budget_plan, "MEASURED_STEPS", 3)
+    return now
+
+
+def planned_config(make_train_config, corpus, out):
+    # 8 epochs of 5 steps at most; 0.5 minutes at 1 s/step holds fewer.
+    return make_train_config(
+        corpus, out, epochs="auto", steps_per_epoch=STEPS, time_budget_minutes=0.5
+    )
+
+
+@pytest.mark.slow
+def test_a_planned_run_ends_its_schedule_at_the_plan_and_resumes_with_it(
+    digits_corpus, make_train_config, tmp_path, fake_clock
+):
+    config = planned_config(make_train_config, digits_corpus, tmp_path / "whole")
+    plans = []
+    probe = FakeSteps(fake_clock)
+    summary = train(config, verbose=0, callbacks=[probe], on_choice=lambda *c: plans.append(c))
+    run = RunDirectory(config.out)
+    plan = BudgetPlan.load(run.plan)
+    assert [name for name, _ in plans] == ["precision", "tokenizer", "plan"]
+    assert plans[-1][1] == plan
+    # Measured over steps 3-5 of the fake clock; planned at step 5, below the maximum.
+    assert (plan.seconds_per_step, plan.planned_at_step) == (SECONDS_PER_STEP, 5)
+    assert plan.maximum_steps == 8 * STEPS and 5 < plan.planned_steps < plan.maximum_steps
+    validation_pairs = len(run.validation_split.read_text(encoding="utf-8").splitlines())
+    validation_batches = math.ceil(validation_pairs / config.batch_size)
+    # 30 s of budget, 4 s gone when the measurement ends (the clock moves after each step).
+    assert plan.planned_steps == plan_steps(
+        30 - 4, SECONDS_PER_STEP, 5, plan.maximum_steps, STEPS, validation_batches
+    )
+    # Training stops after the planned step, where the cosine schedule reaches its floor.
+    assert probe.steps[-1] == (
+        plan.planned_steps,
+        pytest.approx(config.learning_rate * COSINE_FLOOR),
+    )
+    assert summary["epochs_run"] == math.ceil(plan.planned_steps / STEPS)
+    assert summary["stopped_by"] is None and summary["plan"] == plan.describe()
+    status = run_state.run_status(run.path)
+    assert status["epochs_planned"] == status["epochs_done"] == plan.planned_epochs
+
+    # Stopped after the plan, mid-epoch; resumed: the same plan, the same steps and rates.
+    fake_clock[0] = 0.0
+    resumed = RunDirectory(tmp_path / "resumed")
+    config = planned_config(make_train_config, digits_corpus, resumed.path)
+    stop_at = plan.planned_steps - 2
+    first = FakeSteps(fake_clock, stop_at=stop_at)
+    with pytest.raises(TrainingInterrupted):
+        train(config, verbose=0, callbacks=[first])
+    assert BudgetPlan.load(resumed.plan) == plan
+    second = FakeSteps(fake_clock)
+    train(config, verbose=0, callbacks=[second])
+    assert first.steps + second.steps == probe.steps
+    assert resumed.history.read_text() == run.history.read_text()
