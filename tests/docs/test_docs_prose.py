@@ -30,13 +30,6 @@ ALLOWED = {
     ("docs/data.md", "2019-04-07"): "the release of the corpus file the package bundles",
 }
 
-# The research log is the project's dated record of experiments (STYLE.md, habit 19):
-# its entries still carry their commit and date in prose, to move into results files.
-PENDING = {
-    "docs/research/index.md": "research log entries carry commits and dates in prose",
-    "docs/research/model-notes.md": "research notes carry commits and dates in prose",
-}
-
 PAGES = [REPOSITORY / "README.md"] + sorted((REPOSITORY / "docs").rglob("*.md"))
 
 
@@ -62,15 +55,7 @@ def problems(name: str, text: str, kinds=tuple(KINDS)) -> list[str]:
     return found
 
 
-def _param(page):
-    name = str(page.relative_to(REPOSITORY))
-    marks = []
-    if name in PENDING:
-        marks = [pytest.mark.xfail(strict=True, reason=f"pending: {PENDING[name]}")]
-    return pytest.param(page, id=name, marks=marks)
-
-
-@pytest.mark.parametrize("page", [_param(page) for page in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(REPOSITORY)))
 def test_prose_has_no_commit_hash_or_date(page):
     name = str(page.relative_to(REPOSITORY))
     found = problems(name, page.read_text(encoding="utf-8"), ("commit hash", "date"))
