@@ -15,6 +15,8 @@ from helpers.docs_site import REPOSITORY, load_docs_module
 figures = load_docs_module("docs/hooks/figures.py")
 
 COMMIT = re.compile(r"(?<![\w/.#-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w/-])")
+# A short hash of digits only reads like a number; quoted as code, seven digits are a hash.
+DIGITS_COMMIT = re.compile(r"`[0-9]{7}\^?`")
 DATE = re.compile(r"\b(?:19|20)\d\d-[01]\d-[0-3]\d\b")
 MACHINE_STATE = re.compile(
     r"nothing else (?:was )?running|load average|other work\b|background (?:job|training)"
@@ -43,7 +45,12 @@ def prose(text: str) -> str:
     return URL.sub("", text)
 
 
-KINDS = {"commit hash": COMMIT, "date": DATE, "machine state": MACHINE_STATE}
+KINDS = {
+    "commit hash": COMMIT,
+    "digits-only hash": DIGITS_COMMIT,
+    "date": DATE,
+    "machine state": MACHINE_STATE,
+}
 
 
 def problems(name: str, text: str, kinds=tuple(KINDS)) -> list[str]:
@@ -59,7 +66,9 @@ def problems(name: str, text: str, kinds=tuple(KINDS)) -> list[str]:
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(REPOSITORY)))
 def test_prose_has_no_commit_hash_or_date(page):
     name = str(page.relative_to(REPOSITORY))
-    found = problems(name, page.read_text(encoding="utf-8"), ("commit hash", "date"))
+    found = problems(
+        name, page.read_text(encoding="utf-8"), ("commit hash", "digits-only hash", "date")
+    )
     assert not found, "\n".join(
         [f"{len(found)} in {name} (provenance goes in a results file's `machine` record):"]
         + found[:40]
@@ -78,6 +87,8 @@ def test_prose_has_no_remark_on_the_machines_state(page):
     "line, kinds",
     [
         ("Made with the code of commit `985160d`.", ["commit hash"]),
+        ("the defaults of commit `9447243` (8 epochs)", ["digits-only hash"]),
+        ("`--max-request-bytes` | `67108864` |, 1,000,000 pairs", []),
         ("trained on 2026-12-02, 510 s", ["date"]),
         ("timed with nothing else running", ["machine state"]),
         ("the load average was 3", ["machine state"]),
@@ -94,7 +105,7 @@ def test_the_patterns_find_what_they_should(line, kinds):
     found = problems("page.md", line)
     assert [
         kind
-        for kind in ("commit hash", "date", "machine state")
+        for kind in ("commit hash", "digits-only hash", "date", "machine state")
         if any(f": {kind} " in p for p in found)
     ] == kinds
 
