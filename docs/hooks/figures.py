@@ -8,12 +8,13 @@ writes the value read from the results file that a benchmark or evaluation wrote
     {{ provenance() }}   ->  the page's "How these figures were made" table
     \\{{ figure(...) }}    ->  {{ figure(...) }}, as written (to show the syntax)
 
-`figure(file, key, fmt="", scale=1, over=None, missing=None)`:
+`figure(file, key, fmt="", scale=1, over=None, minus=None, missing=None)`:
 
 - `file`: a results file, `benchmarks/results/<file>.json`;
 - `key`: a path into it: names separated by dots, an integer for a list item, and
   `[field=value]` for the item of a list whose `field` is `value`;
 - `over`: another key path in the same file: the figure is the ratio of the two;
+- `minus`: another key path in the same file: the figure is the difference of the two;
 - `missing`: the text for a key the file does not hold (e.g. `"-"` for a cell not measured);
 - `fmt`: a Python format spec (`".2f"`, `",.0f"`, `".0%"`); `scale` multiplies first.
 
@@ -144,8 +145,10 @@ def figure(
     over: str | None = None,
     missing: str | None = None,
     results: Path = RESULTS,
+    minus: str | None = None,
 ) -> str:
-    """The figure at `key` in `results/<file>.json` (divided by the one at `over`), formatted;
+    """The figure at `key` in `results/<file>.json` (divided by the one at `over`, or less
+    the one at `minus`), formatted;
     `missing` (if given) stands for a key the file does not hold (a cell not measured)."""
     try:
         value, _ = lookup(file, key, results)
@@ -159,6 +162,12 @@ def figure(
             value = value / divisor
         except (TypeError, ZeroDivisionError) as error:
             raise FigureError(f"{file}.json: {key} / {over}: {error}") from None
+    if minus is not None:
+        subtrahend, _ = lookup(file, minus, results)
+        try:
+            value = value - subtrahend
+        except TypeError as error:
+            raise FigureError(f"{file}.json: {key} - {minus}: {error}") from None
     return format_value(value, fmt, scale)
 
 
@@ -184,11 +193,21 @@ def _record_prefix(file: str, key: str, results: Path) -> str:
 def _cpu(machine: dict) -> str:
     flags = machine.get("cpu_flags") or []
     bf16 = machine.get("native_bfloat16")
-    if bf16 is None:
+    if bf16 is None and flags:
         bf16 = "AVX512_BF16" in flags or "AMX_BF16" in flags
-    cpu = f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores"
+    cores = machine.get("cores")
+    cpu = f"{machine.get('cpu', '?')}" + (f", {cores} cores" if isinstance(cores, int) else "")
     flag_text = ", ".join(flags) if flags else "flags not recorded"
-    return f"{cpu} ({flag_text}; {'native' if bf16 else 'no native'} bfloat16)"
+    bf16_text = {True: "native bfloat16", False: "no native bfloat16"}.get(
+        bf16, "bfloat16 support not recorded"
+    )
+    return f"{cpu} ({flag_text}; {bf16_text})"
+
+
+def _date(machine: dict) -> str:
+    """An ISO date-time as its date; anything else (several dates, "unknown") as written."""
+    date = str(machine.get("date", "?"))
+    return date[:10] if re.match(r"\d{4}-\d\d-\d\dT", date) else date
 
 
 def provenance_table(records: Iterable[tuple[str, str]], results: Path = RESULTS) -> str:
@@ -208,7 +227,7 @@ def provenance_table(records: Iterable[tuple[str, str]], results: Path = RESULTS
         provenance = (
             f"`{command}`",
             f"`{machine.get('commit', '?')}`",
-            str(machine.get("date", "?"))[:10],
+            _date(machine),
             _cpu(machine),
             precision or "not recorded",
         )

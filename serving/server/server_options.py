@@ -25,13 +25,13 @@ class ServerOptions:
     grpc_socket_path: str = _flag("", "Also serve gRPC on this UNIX socket.")
     rest_api_port: int = _flag(0, "REST API port (0: no REST API).")
     host: str = _flag("127.0.0.1", "Interface to bind (0.0.0.0 for all, e.g. in a container).")
-    model_name: str = _flag("default", "Name of the model (ignored with --model_config_file).")
+    model_name: str = _flag("default", "Name of the model (ignored with --model-config-file).")
     model_base_path: str = _flag("", "Directory of integer version subdirectories.")
     model_config_file: str = _flag(
         "", "ModelServerConfig text proto: several models, version policies, labels."
     )
     model_config_file_poll_wait_seconds: float = _flag(
-        0.0, "Re-read --model_config_file this often and apply changes (0: once)."
+        0.0, "Re-read --model-config-file this often and apply changes (0: once)."
     )
     file_system_poll_wait_seconds: float = _flag(
         1.0, "Look for new model versions this often (0: only at start-up)."
@@ -56,7 +56,7 @@ class ServerOptions:
         False, "Merge concurrent Predict requests into batched Session runs."
     )
     batching_parameters_file: str = _flag(
-        "", "BatchingParameters text proto for --enable_batching (max_batch_size, ...)."
+        "", "BatchingParameters text proto for --enable-batching (max_batch_size, ...)."
     )
     tensorflow_session_parallelism: int = _flag(0, "Threads of both TF pools (0: auto).")
     tensorflow_intra_op_parallelism: int = _flag(0, "TF intra-op threads (0: auto).")
@@ -65,7 +65,7 @@ class ServerOptions:
     ui: bool = _flag(
         False,
         "Also serve the translation page at / on the REST port (not a TF Serving flag; "
-        "needs --rest_api_port).",
+        "needs --rest-api-port).",
     )
 
     def __post_init__(self):

@@ -1,5 +1,6 @@
 """README and docs prose speak of the project, its runs and findings: no commit hashes,
-no dates, no remarks on the state of the machine while someone worked.
+no dates, no remarks on the state of the machine while someone worked, and no measured
+figure typed by hand.
 
 A figure's provenance (command, code version, date, machine) is written once, by
 docs/hooks/figures.py, in a page's "How these figures were made" table, from the
@@ -14,6 +15,8 @@ from helpers.docs_site import REPOSITORY, load_docs_module
 figures = load_docs_module("docs/hooks/figures.py")
 
 COMMIT = re.compile(r"(?<![\w/.#-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w/-])")
+# A short hash of digits only reads like a number; quoted as code, seven digits are a hash.
+DIGITS_COMMIT = re.compile(r"`[0-9]{7}\^?`")
 DATE = re.compile(r"\b(?:19|20)\d\d-[01]\d-[0-3]\d\b")
 MACHINE_STATE = re.compile(
     r"nothing else (?:was )?running|load average|other work\b|background (?:job|training)"
@@ -30,15 +33,6 @@ ALLOWED = {
     ("docs/data.md", "2019-04-07"): "the release of the corpus file the package bundles",
 }
 
-# The research log is the project's dated record of experiments (STYLE.md, habit 19):
-# its entries still carry their commit and date in prose, to move into results files.
-PENDING = {
-    "docs/research/index.md": "research log entries carry commits and dates in prose",
-    "docs/research/model-notes.md": "research notes carry commits and dates in prose",
-    "docs/benchmarks.md": "its figures are typed with their commit, date and machine in prose; "
-    "each section needs a results file written by its script, rendered with figure()",
-}
-
 PAGES = [REPOSITORY / "README.md"] + sorted((REPOSITORY / "docs").rglob("*.md"))
 
 
@@ -51,7 +45,12 @@ def prose(text: str) -> str:
     return URL.sub("", text)
 
 
-KINDS = {"commit hash": COMMIT, "date": DATE, "machine state": MACHINE_STATE}
+KINDS = {
+    "commit hash": COMMIT,
+    "digits-only hash": DIGITS_COMMIT,
+    "date": DATE,
+    "machine state": MACHINE_STATE,
+}
 
 
 def problems(name: str, text: str, kinds=tuple(KINDS)) -> list[str]:
@@ -64,18 +63,12 @@ def problems(name: str, text: str, kinds=tuple(KINDS)) -> list[str]:
     return found
 
 
-def _param(page):
-    name = str(page.relative_to(REPOSITORY))
-    marks = []
-    if name in PENDING:
-        marks = [pytest.mark.xfail(strict=True, reason=f"pending: {PENDING[name]}")]
-    return pytest.param(page, id=name, marks=marks)
-
-
-@pytest.mark.parametrize("page", [_param(page) for page in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(REPOSITORY)))
 def test_prose_has_no_commit_hash_or_date(page):
     name = str(page.relative_to(REPOSITORY))
-    found = problems(name, page.read_text(encoding="utf-8"), ("commit hash", "date"))
+    found = problems(
+        name, page.read_text(encoding="utf-8"), ("commit hash", "digits-only hash", "date")
+    )
     assert not found, "\n".join(
         [f"{len(found)} in {name} (provenance goes in a results file's `machine` record):"]
         + found[:40]
@@ -94,6 +87,8 @@ def test_prose_has_no_remark_on_the_machines_state(page):
     "line, kinds",
     [
         ("Made with the code of commit `985160d`.", ["commit hash"]),
+        ("the defaults of commit `9447243` (8 epochs)", ["digits-only hash"]),
+        ("`--max-request-bytes` | `67108864` |, 1,000,000 pairs", []),
         ("trained on 2026-12-02, 510 s", ["date"]),
         ("timed with nothing else running", ["machine state"]),
         ("the load average was 3", ["machine state"]),
@@ -110,6 +105,132 @@ def test_the_patterns_find_what_they_should(line, kinds):
     found = problems("page.md", line)
     assert [
         kind
-        for kind in ("commit hash", "date", "machine state")
+        for kind in ("commit hash", "digits-only hash", "date", "machine state")
         if any(f": {kind} " in p for p in found)
     ] == kinds
+
+
+# ------------------------------------------------------------------ figures typed by hand
+
+# A measured figure in prose: a number with a unit of measurement (a ratio `1.76x`, a
+# share, a time, a size, a rate), or a bare number with two or more decimals (a BLEU
+# score, a loss, a weight). Pages render measured figures with `{{ figure(...) }}` (the
+# README between `<!-- figure(...) -->` markers); what is left in prose must be a setting,
+# a threshold, a definition or a version, named below with the reason. Bare integers and
+# one-decimal numbers without a unit (counts, `4,000 steps`, `BLEU 4.2`) are not caught:
+# too many are settings to tell them apart by their form.
+_NUMBER = r"(?<![\w.`/#^$=])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+MEASURED = re.compile(
+    _NUMBER + r"(?:x(?![A-Za-z\d])|\s?%|\s?(?:ms|s|MB|MiB|GB|GiB|kB|GFLOP/s|tokens/s"
+    r"|target tokens/s|req/s|sentences/s|s/step)(?![\w/]))"
+    r"|(?<![\w.`/#^$=-])\d+\.\d{2,}(?![\d.]*\w)"
+)
+VERSION = re.compile(
+    r"\b(?:TensorFlow|Keras|Python|tensorflow-text|TensorBoard|tensorflow-serving-api|glibc"
+    r"|Serving|TF|CC-BY|CPython|macOS|version)\s+(?:>=\s*)?\d+\.\d+(?:\.\d+)?"
+    r"(?:(?:,\s*|–|-)\d+\.\d+)*"
+)
+CODE_FENCES = {"bash", "sh", "shell", "console", "python", "py", "yaml", "yml", "json", "toml"}
+CODE_FENCES |= {"dockerfile", "ini", "proto", "js", "javascript", "html", "css"}
+
+_PYTHON_VERSIONS = dict.fromkeys(("3.10", "3.11", "3.12", "3.13", "3.14"), "a Python version")
+_WORDS_COVERAGE = "`auto`'s rule: the word vocabularies' least coverage (WORDS_MIN_COVERAGE)"
+_ONCE_PER_PAIR = "`auto`'s rule: words seen once per pair (SUBWORDS_MIN_SOURCE_ONCE_PER_PAIR)"
+NOT_MEASURED = {
+    "README.md": _PYTHON_VERSIONS,
+    "docs/install.md": _PYTHON_VERSIONS,
+    "docs/cli.md": {"98%": _WORDS_COVERAGE, "0.15": _ONCE_PER_PAIR, "2%": "the schedule's end"},
+    "docs/training.md": {
+        "2 %": "the cosine schedule decays to 2 % of the learning rate (a setting)",
+        "1.2x": "the precision probe's threshold (a setting)",
+        "98 %": _WORDS_COVERAGE,
+        "98%": _WORDS_COVERAGE,
+        "0.15": _ONCE_PER_PAIR,
+    },
+    "docs/quickstart.md": {"2 %": "`auto`'s rule: the share of unknown words (a threshold)"},
+    "docs/data.md": {"2 %": "the test split's share and `auto`'s threshold (settings)"},
+    "docs/results.md": {"2 %": "the test split's share (`split_corpus`'s default)"},
+    "docs/serving.md": {
+        "400s": "HTTP status codes",
+        "64 MiB": "`--max_request_bytes`'s default",
+        "30 s": "the server's timeouts (settings)",
+    },
+    "docs/distributed.md": {"300 s": "the workers' wait, in an error message (a setting)"},
+    "docs/export.md": {
+        "1.6 MB": "the shortlist table's size computed from its shape (8,000 x 50 int32)",
+        "0.02": "a bound on the BLEU change the export table shows",
+    },
+    "docs/layers.md": {"0.45": "a bound computed from the formula beside it"},
+    "docs/research/index.md": {"0.05": "an initializer's range (a setting)"},
+    "docs/research/model-notes.md": {"1.00": "the definition of a uniform distribution's score"},
+}
+
+# Pages whose figures another change is moving into results files.
+FIGURES_PENDING = {
+    "docs/steerable-decoding.md": "the glossary-constraint work renders this page's figures "
+    "from steerable_decoding.json; the prefix and glossary paragraphs are still typed",
+}
+
+
+def typed_figures(name: str, text: str) -> list[str]:
+    """Measured figures in `text`'s prose outside figure calls, less the named settings."""
+    text = figures.MARKER.sub(lambda m: "F" + re.sub(r"[^\n]", "", m[0]), text)
+    text = figures.CALL.sub(lambda m: "F" + re.sub(r"[^\n]", "", m[0]), text)
+    text = re.sub(r"<!--.*?-->", lambda m: re.sub(r"[^\n]", "", m[0]), text, flags=re.DOTALL)
+    allowed = NOT_MEASURED.get(name, {})
+    found, fence = [], None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fence = None if fence is not None else (stripped[3:].strip().lower() or "text")
+            continue
+        if fence in CODE_FENCES:
+            continue
+        # Inline code is a command or a name, unless it quotes printed figures.
+        line = URL.sub("", line)
+        line = re.sub(r"`-[^`]*`|`[^`\d]*`|`[\w.]*\d[\w.]*`", "``", line)
+        for match in MEASURED.finditer(VERSION.sub("V", line)):
+            if match[0] not in allowed:
+                found.append(f"{name}:{number}: {match[0]!r}: {stripped[:120]}")
+    return found
+
+
+def _figures_param(page):
+    name = str(page.relative_to(REPOSITORY))
+    marks = []
+    if name in FIGURES_PENDING:
+        marks = [pytest.mark.xfail(strict=True, reason=f"pending: {FIGURES_PENDING[name]}")]
+    return pytest.param(page, id=name, marks=marks)
+
+
+@pytest.mark.parametrize("page", [_figures_param(page) for page in PAGES])
+def test_no_measured_figure_is_typed_in_prose(page):
+    name = str(page.relative_to(REPOSITORY))
+    found = typed_figures(name, page.read_text(encoding="utf-8"))
+    assert not found, "\n".join(
+        [
+            f"{len(found)} typed in {name}: render them from a results file with figure(), "
+            "or name a setting in NOT_MEASURED:"
+        ]
+        + found[:40]
+    )
+
+
+@pytest.mark.parametrize(
+    "line, found",
+    [
+        (
+            "decodes 1.76x as fast, 9.6 ms (p50), 5,934 target tokens/s",
+            ["1.76x", "9.6 ms", "5,934 target tokens/s"],
+        ),
+        ("beam BLEU 47.41 against 46.20; loss 1.067", ["47.41", "46.20", "1.067"]),
+        ("the variables take 25.0 MB, 30.5 % of the peak", ["25.0 MB", "30.5 %"]),
+        ('{{ figure("a", "b", ".2f") }}x and <!-- figure("a", "b") -->1.5<!-- /figure -->x', []),
+        ("TensorFlow 2.21 and Keras 3.15, `--steps 600`, batch 64, 4,000 steps, bf16, p50", []),
+        ("```bash\nkeras-attention train --epochs 3   # 1.50x\n```", []),
+        ("```text\ndefault export: 2.45x float32\n```", ["2.45x"]),
+        ("printed `default: 2.01x tutorial (bf16)`", ["2.01x"]),
+    ],
+)
+def test_the_figure_pattern_finds_what_it_should(line, found):
+    assert [item.split(": ")[1].strip("'") for item in typed_figures("page.md", line)] == found

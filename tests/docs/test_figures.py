@@ -75,10 +75,12 @@ def test_every_figure_call_on_a_page_resolves(page):
     assert rendered.count("{{ figure(") + rendered.count("{{ provenance(") == shown
 
 
-def test_missing_stands_for_a_cell_not_measured_and_ratios_divide(tmp_path):
+def test_missing_stands_for_a_cell_not_measured_ratios_divide_differences_subtract(tmp_path):
     (tmp_path / "bench.json").write_text(json.dumps({"a": {"x": 3.0}, "b": {"x": 2.0}}))
     assert figures.figure("bench", "a.y", missing="-", results=tmp_path) == "-"
     assert figures.figure("bench", "a.x", ".2f", over="b.x", results=tmp_path) == "1.50"
+    assert figures.figure("bench", "a.x", "+.1f", minus="b.x", results=tmp_path) == "+1.0"
+    assert figures.figure("bench", "b.x", ".1f", minus="a.x", results=tmp_path) == "-1.0"
     with pytest.raises(figures.FigureError):
         figures.figure("bench", "a.y", results=tmp_path)
     with pytest.raises(figures.FigureError):  # `missing` never hides a missing file
