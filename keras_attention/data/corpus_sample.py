@@ -49,6 +49,9 @@ class CorpusSample(CorpusSplits):
         sample_strides: the sampling stride of each corpus.
         sampled: pairs read for the sample (all splits).
         train_counts: how many of `train` each corpus gave.
+        recorded: read back from a run directory (`runs.run_data.recorded_sample`)
+            for a resumed run: `train` is then empty (its counts are kept), since
+            what it gave (vocabularies, tokenizer choice) is saved in the run.
     """
 
     scans: list[CorpusScan] = dataclasses.field(default_factory=list)
@@ -56,6 +59,7 @@ class CorpusSample(CorpusSplits):
     sample_strides: list[int] = dataclasses.field(default_factory=list)
     sampled: int = 0
     train_counts: list[int] = dataclasses.field(default_factory=list)
+    recorded: bool = False
 
     def train_by_corpus(self) -> list[list[tuple[str, str]]]:
         """`train` cut into each corpus's sampled training pairs (they are in corpus order)."""
@@ -69,7 +73,7 @@ class CorpusSample(CorpusSplits):
         """About how many training pairs one pass over the corpora reads (for an epoch's size)."""
         if not self.sampled:
             return 0
-        return round(self.lines * len(self.train) / self.sampled)
+        return round(self.lines * sum(self.train_counts) / self.sampled)
 
     @property
     def lines(self) -> int:
@@ -84,7 +88,7 @@ class CorpusSample(CorpusSplits):
         return (
             f"{self.sampled:,} sampled pairs "
             f"({'the whole corpus' if whole else f'of {self.lines:,} lines'}): "
-            f"train/validation/test = {len(self.train):,}/{len(self.validation):,}/"
+            f"train/validation/test = {sum(self.train_counts):,}/{len(self.validation):,}/"
             f"{len(self.test):,}"
         )
 
@@ -95,8 +99,9 @@ class CorpusSample(CorpusSplits):
             "strides": self.strides,
             "sample_strides": self.sample_strides,
             "sampled": self.sampled,
+            "train_counts": self.train_counts,
             "sample_split_pairs": {
-                "train": len(self.train),
+                "train": sum(self.train_counts),
                 "validation": len(self.validation),
                 "test": len(self.test),
             },

@@ -29,12 +29,27 @@ def is_gzip(path: str) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class FileScan:
-    """One checked file: its path, line count, size and whether it is gzip-compressed."""
+    """One checked file: its path, line count, size and whether it is gzip-compressed.
+
+    `bytes` counts the file's text (uncompressed); `disk_bytes` and
+    `modified_ns` (its size and modification time on disk when scanned) tell
+    whether it changed since (`unchanged`).
+    """
 
     path: str
     lines: int
     bytes: int
     gzip: bool
+    disk_bytes: int = -1
+    modified_ns: int = -1
+
+    def unchanged(self) -> bool:
+        """Whether the file on disk still has the size and modification time it was scanned with."""
+        try:
+            status = os.stat(self.path)
+        except OSError:
+            return False
+        return (status.st_size, status.st_mtime_ns) == (self.disk_bytes, self.modified_ns)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +86,7 @@ def scan_file(path: str, progress: _Progress | None = None) -> FileScan:
     compressed = False
     size = 0
     try:
+        status = os.stat(path)
         compressed = is_gzip(path)
         opener = gzip.open if compressed else open
         carry = b""
@@ -91,7 +107,14 @@ def scan_file(path: str, progress: _Progress | None = None) -> FileScan:
             lines += 1
     except (OSError, EOFError, zlib.error) as error:
         raise CorpusError(f"Corpus file {path!r} cannot be read: {error}") from None
-    return FileScan(path=path, lines=lines, bytes=size, gzip=compressed)
+    return FileScan(
+        path=path,
+        lines=lines,
+        bytes=size,
+        gzip=compressed,
+        disk_bytes=status.st_size,
+        modified_ns=status.st_mtime_ns,
+    )
 
 
 def _check_utf8(data: bytes, path: str, lines_before: int) -> None:

@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import csv
 
+from keras_attention.data import progress
 from keras_attention.data.corpus import CorpusError
 from keras_attention.data.corpus_files import corpus_list
 from keras_attention.data.corpus_sample import CorpusSample, sample_corpora
-from keras_attention.data.corpus_scan import scan_corpora
+from keras_attention.data.corpus_scan import CorpusScan, FileScan, scan_corpora
 from keras_attention.data.corpus_stream import HeldOut, corpus_pairs
 from keras_attention.runs import run_state
 from keras_attention.runs.backup_files import (
     complete_lines,
+    read_json,
     write_bytes_atomically,
     write_json_atomically,
     write_text_atomically,
 )
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.run_vectorizers import write_vocabularies
-from keras_attention.runs.train_config import TrainConfig
+from keras_attention.runs.train_config import AUTO, TrainConfig
 
 DATA_SUMMARY = "data.json"
 """The run's record of its corpora (files, line counts, weights) and sample."""
@@ -102,6 +104,67 @@ def sample_splits(config: TrainConfig) -> CorpusSample:
                 f"larger --{split}-fraction, or --{split}-data FILE."
             )
     return sample
+
+
+def run_splits(config: TrainConfig, read_sample=None) -> CorpusSample:
+    """The run's sample: recorded by the run being resumed (`recorded_sample`), else read.
+
+    A resumed run whose corpus files are unchanged starts without reading
+    them, at any corpus size; otherwise `read_sample()` (default:
+    `sample_splits(config)`) checks and samples them.
+    """
+    recorded = recorded_sample(config)
+    if recorded is not None:
+        progress.logger.info(
+            "Resuming with the run's recorded sample (%s); the corpus files are unchanged",
+            recorded.describe(),
+        )
+        return recorded
+    return read_sample() if read_sample else sample_splits(config)
+
+
+def recorded_sample(config: TrainConfig) -> CorpusSample | None:
+    """The sample `config.out` recorded when it started, if it can be resumed with it.
+
+    It can when the run wrote its data summary (data.json, after its
+    validation and test splits) and its vocabularies, and every corpus file
+    `config.data` names is the one it scanned (same files, sizes and
+    modification times). The sample then holds the recorded corpora, strides,
+    counts and held-out splits, and no training pair (`recorded`).
+    """
+    run = RunDirectory(config.out)
+    record = read_json(run.path / DATA_SUMMARY)
+    if record is None or "train_counts" not in record or config.tokenizer == AUTO:
+        return None
+    if not all(path.is_file() for path in run.tokenizer_files(config.tokenizer)):
+        return None
+    try:
+        corpora = corpus_list(config.data)
+    except CorpusError:
+        return None
+    if len(corpora) != len(record["corpora"]):
+        return None
+    scans = []
+    for corpus, recorded in zip(corpora, record["corpora"], strict=True):
+        files = tuple(FileScan(**values) for values in recorded["files"])
+        if (
+            (corpus.name, corpus.weight) != (recorded["name"], recorded["weight"])
+            or tuple(f.path for f in files) != corpus.files
+            or not all(f.unchanged() for f in files)
+        ):
+            return None
+        scans.append(CorpusScan(corpus=corpus, files=files, lines=recorded["lines"]))
+    return CorpusSample(
+        train=[],
+        validation=run.read_pairs(run.validation_split),
+        test=run.read_pairs(run.test_split),
+        scans=scans,
+        strides=record["strides"],
+        sample_strides=record["sample_strides"],
+        sampled=record["sampled"],
+        train_counts=record["train_counts"],
+        recorded=True,
+    )
 
 
 def excluded_sources(config: TrainConfig, sample: CorpusSample) -> list[str]:

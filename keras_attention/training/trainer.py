@@ -26,6 +26,7 @@ from keras_attention.runs.run_data import (
     excluded_sources,
     held_out,
     keep_history,
+    run_splits,
     sample_splits,
     write_run_files,
 )
@@ -164,7 +165,9 @@ def train(
             # A signal before fit stops at once; the directory then holds no
             # epoch, which never blocks a retry. Until the claim succeeds the
             # directory is not ours, so nothing is recorded in it.
-            splits = read()
+            # The chief resumes from the run's recorded sample (no corpus read);
+            # other workers learn the vocabularies from the sample itself.
+            splits = run_splits(config, read) if distribution.is_chief else read()
             if distribution.is_chief:
                 run = claim_run(config)
                 write_run_files(run, config, splits)
@@ -281,7 +284,8 @@ def _fit(
         batch_size=config.batch_size, shuffle=False, max_length=config.max_length
     )  # one pass, in data order
     train_options = dataclasses.replace(evaluation, max_length_ratio=config.max_length_ratio)
-    check_trainable(splits, source_vectorizer, target_vectorizer, train_options)
+    if not splits.recorded:  # a resumed run's corpora passed when it started
+        check_trainable(splits, source_vectorizer, target_vectorizer, train_options)
     # One endless, deterministic stream of batches read from the corpus files:
     # every worker draws the same global batches, and a resumed run continues
     # where the backup was taken (the same batches as an uninterrupted run).

@@ -1,0 +1,59 @@
+"""A resumed run's sample comes back from its run directory, without reading the corpus."""
+
+import os
+
+import pytest
+
+from keras_attention.runs import run_data
+from keras_attention.runs.run_data import (
+    claim_run,
+    recorded_sample,
+    run_splits,
+    sample_splits,
+    write_run_files,
+)
+
+
+@pytest.fixture
+def started_run(digits_corpus, make_train_config, tmp_path):
+    """A run that wrote its splits, data summary and vocabularies (as `train` does first)."""
+    config = make_train_config(digits_corpus, tmp_path / "run")
+    splits = sample_splits(config)
+    write_run_files(claim_run(config), config, splits)
+    return config, splits
+
+
+def test_a_started_run_resumes_with_its_recorded_sample(started_run, monkeypatch):
+    config, splits = started_run
+    recorded = recorded_sample(config)
+    assert recorded is not None and recorded.recorded and not recorded.train
+    assert (recorded.validation, recorded.test) == (splits.validation, splits.test)
+    assert recorded.summary() == splits.summary(), "the same record: workers agree on it"
+    assert recorded.training_lines() == splits.training_lines() > 0
+    assert recorded.describe() == splits.describe()
+    assert recorded.strides == splits.strides and recorded.scans == splits.scans
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("the corpus was read")
+
+    monkeypatch.setattr(run_data, "scan_corpora", no_reading)
+    assert run_splits(config, no_reading).summary() == splits.summary()
+
+
+def test_a_changed_corpus_or_missing_file_reads_the_corpus_again(
+    started_run, digits_corpus, tmp_path
+):
+    config, _ = started_run
+    status = os.stat(digits_corpus)
+    os.utime(digits_corpus, ns=(status.st_atime_ns, status.st_mtime_ns + 10**9))
+    assert recorded_sample(config) is None, "modified since the run scanned it"
+    os.utime(digits_corpus, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert recorded_sample(config) is not None
+
+    other = tmp_path / "other.tsv"
+    other.write_bytes(digits_corpus.read_bytes())
+    config.data = [str(other)]
+    assert recorded_sample(config) is None, "another corpus"
+    config.data = [str(digits_corpus)]
+    (config_run := tmp_path / "run" / "source_vocabulary.txt").unlink()
+    assert recorded_sample(config) is None, f"{config_run.name} was not written yet"
