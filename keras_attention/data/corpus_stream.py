@@ -75,14 +75,18 @@ def held_out_split(sources, held_out: HeldOut):
     )
 
 
-def _lines(scan: CorpusScan, stride: int, order_seed: int | None) -> tf.data.Dataset:
+def _lines(
+    scan: CorpusScan, stride: int, order_seed: int | None, part: tuple[int, int] = (0, 1)
+) -> tf.data.Dataset:
     """The corpus's lines: `(line,)` for TSV, `(source, target)` for aligned shards.
 
     With `order_seed`, an endless stream: each pass visits the shards in
     another seeded order, interleaving up to 8 of them line by line. Without,
     one pass in file order. `stride` keeps every `stride`-th line of each
-    shard.
+    shard; `part` `(i, n)` then every `n`-th of those from the `i`-th on
+    (worker `i` of `n` reads its own lines).
     """
+    index, count = part
     compression = {f.path: "GZIP" if f.gzip else "" for f in scan.files}
     shards = scan.corpus.shards
     columns = tuple(
@@ -93,7 +97,8 @@ def _lines(scan: CorpusScan, stride: int, order_seed: int | None) -> tf.data.Dat
     def read(*files):
         readers = tuple(tf.data.TextLineDataset(f[0], compression_type=f[1]) for f in files)
         lines = readers[0] if len(readers) == 1 else tf.data.Dataset.zip(readers)
-        return lines.shard(stride, 0) if stride > 1 else lines
+        lines = lines.shard(stride, 0) if stride > 1 else lines
+        return lines.shard(count, index) if count > 1 else lines
 
     if order_seed is None:
         return tf.data.Dataset.from_tensor_slices(columns).flat_map(read)
@@ -116,6 +121,7 @@ def corpus_pairs(
     reverse: bool = False,
     stride: int = 1,
     order_seed: int | None = None,
+    part: tuple[int, int] = (0, 1),
 ) -> tf.data.Dataset:
     """Batches of `(sources, targets, splits, skipped)` from a corpus's files, normalized.
 
@@ -127,13 +133,15 @@ def corpus_pairs(
         stride: keep every `stride`-th line of each shard.
         order_seed: `None` for one pass in file order; an int for an endless
             stream of passes with seeded shard orders.
+        part: `(i, n)`: only every `n`-th line (after `stride`), from the
+            `i`-th: the lines worker `i` of `n` reads.
 
     Returns:
         A dataset of string tensors `(n,)`, `(n,)`, int32 `(n,)` and the
         int32 count of malformed lines left out of the batch (blank lines not
         counted); `n` is up to 1024.
     """
-    lines = _lines(scan, stride, order_seed).batch(_LINES_PER_BATCH)
+    lines = _lines(scan, stride, order_seed, part).batch(_LINES_PER_BATCH)
 
     def parse(*batch):
         if len(batch) == 1:
@@ -167,6 +175,7 @@ def training_pairs(
     seed: int,
     reverse: bool = False,
     excluded_sources: Sequence[str] = (),
+    part: tuple[int, int] = (0, 1),
 ) -> tf.data.Dataset:
     """An endless, seeded stream of `(source, target)` training pairs mixed from `scans`.
 
@@ -188,6 +197,9 @@ def training_pairs(
         reverse: swap the sides.
         excluded_sources: sources of user-given validation or test files,
             never trained on.
+        part: `(i, n)`: the stream of worker `i` of `n`, from its own lines
+            of every shard (`corpus_pairs`), with its share of the shuffle
+            buffer; the workers' streams are disjoint.
 
     Returns:
         A dataset of scalar string pairs.
@@ -208,9 +220,10 @@ def training_pairs(
     total_weight = sum(scan.corpus.weight for scan in scans)
     streams = []
     for index, (scan, stride) in enumerate(zip(scans, strides, strict=True)):
-        buffer = max(1000, round(shuffle_buffer * scan.corpus.weight / total_weight))
+        share = scan.corpus.weight / total_weight / part[1]
+        buffer = max(1000, round(shuffle_buffer * share))
         stream = (
-            corpus_pairs(scan, held_out, reverse, stride, order_seed=seed + index)
+            corpus_pairs(scan, held_out, reverse, stride, order_seed=seed + index, part=part)
             .map(trainable)
             .unbatch()
             # The stream is endless, so one iterator never reshuffles; without

@@ -23,7 +23,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "mean_over_workers",
         ],
         "cluster": ["cluster_hosts", "parse_tf_config", "parse_worker_hosts", "resolve_cluster"],
-        "datasets": ["pad_to_replicas", "shard_by_data"],
+        "datasets": ["pad_to_replicas", "per_worker", "shard_by_data"],
         "errors": ["DistributedTrainingError"],
         "flags": ["add_distribute_arguments", "distribution_from_args"],
         "keras_fixes": ["apply_keras_fixes"],

@@ -1,4 +1,4 @@
-"""A training dataset split evenly across the replicas of a strategy."""
+"""Training datasets across the replicas of a strategy: split evenly, or one per worker."""
 
 from __future__ import annotations
 
@@ -43,3 +43,18 @@ def pad_to_replicas(dataset, replicas: int):
         return (source, target_in), target_out
 
     return dataset.map(pad)
+
+
+def per_worker(distribution, make_batches):
+    """Each worker's own batches: `make_batches((i, n))` on worker `i` of `n`.
+
+    Through `tf.distribute`'s `distribute_datasets_from_function`: nothing is
+    sharded or rebatched after the fact, so each worker reads and tokenizes
+    only its part of the corpus, and its batches (its share of each global
+    batch) go to its replicas.
+    """
+
+    def make(context):
+        return make_batches((context.input_pipeline_id, context.num_input_pipelines))
+
+    return distribution.strategy.distribute_datasets_from_function(make)

@@ -53,6 +53,10 @@ class BudgetPlan:
         maximum_steps: the most the run would train with time to spare.
         steps_per_epoch: steps between validations.
         planned_at_step: the step at which the plan was made.
+        validation_batches: the batches of each validation pass it counted.
+        history: `(step, planned_steps)` from that step on: the plan, then each
+            revision (an epoch that took longer than planned shortens it), so
+            that a resumed run replays the same schedule.
     """
 
     budget_seconds: float
@@ -61,11 +65,33 @@ class BudgetPlan:
     maximum_steps: int
     steps_per_epoch: int
     planned_at_step: int
+    validation_batches: int = 0
+    history: tuple[tuple[int, int], ...] = ()
+
+    def __post_init__(self):
+        history = tuple(tuple(entry) for entry in self.history)  # JSON gives lists
+        object.__setattr__(
+            self, "history", history or ((self.planned_at_step, self.planned_steps),)
+        )
 
     @property
     def planned_epochs(self) -> int:
         """Epochs the plan trains, the last one possibly cut short."""
         return math.ceil(self.planned_steps / self.steps_per_epoch)
+
+    def in_effect(self, step: int) -> int:
+        """The schedule's length after `step` steps: `maximum_steps` before the plan."""
+        planned = self.maximum_steps
+        for since, steps in self.history:
+            if since <= step:
+                planned = steps
+        return planned
+
+    def revised(self, step: int, planned_steps: int) -> BudgetPlan:
+        """This plan shortened to `planned_steps` from `step` on."""
+        return dataclasses.replace(
+            self, planned_steps=planned_steps, history=(*self.history, (step, planned_steps))
+        )
 
     def describe(self) -> str:
         """E.g. `budget 20 min: 2,350 steps at 0.480 s/step`."""
@@ -73,7 +99,13 @@ class BudgetPlan:
             f"budget {self.budget_seconds / 60:g} min: {self.planned_steps:,} steps at "
             f"{self.seconds_per_step:.3f} s/step"
         )
-        if self.planned_steps >= self.maximum_steps:
+        if len(self.history) > 1:
+            since, _ = self.history[-1]
+            text += (
+                f" (revised after step {since:,}: the epochs took longer than measured; "
+                f"first {self.history[0][1]:,})"
+            )
+        elif self.planned_steps >= self.maximum_steps:
             text += " (all the run trains; the budget has time to spare)"
         return text
 
@@ -124,9 +156,16 @@ class BudgetPlanner(keras.callbacks.Callback):
     After `WARMUP_STEPS` of this session it times `MEASURED_STEPS` more
     (averaged over the workers by `agree`), plans with `plan_steps`, sets
     `schedule_steps` (the learning-rate schedule's length) and calls
-    `on_plan(plan)` (the trainer saves and prints it). Training stops after
-    the planned step. With `plan` (a resumed run's saved plan) nothing is
-    measured: the saved plan is used as it is.
+    `on_plan(plan)` (the trainer saves and prints it). At each epoch end
+    from this session's second on, it projects the rest of the plan at the
+    last epoch's pace (validation included) and, where that overruns the
+    budget, shortens the plan to what fits (`BudgetPlan.revised`), never
+    lengthens it. Training stops after the planned step.
+
+    A resumed run passes its saved `plan` and `start_step`: the schedule
+    follows the plan's history exactly (a revision recorded after
+    `start_step` is replayed at its step, not measured again); epoch ends
+    after the last recorded revision may revise it further.
 
     Args:
         budget_seconds: the session's time budget.
@@ -136,8 +175,10 @@ class BudgetPlanner(keras.callbacks.Callback):
         schedule_steps: the schedule's length (a `keras.Variable`), or None
             for a constant learning rate.
         plan: the saved plan of a resumed run, or None.
-        on_plan: called with a new plan.
-        agree: maps this worker's measured step time to the one all workers use.
+        start_step: the step the session starts from (a resumed run's).
+        on_plan: called with each new or revised plan.
+        agree: maps this worker's measured seconds to the ones all workers use
+            (called by every worker at the same steps).
     """
 
     def __init__(
@@ -148,6 +189,7 @@ class BudgetPlanner(keras.callbacks.Callback):
         validation_batches: int,
         schedule_steps=None,
         plan: BudgetPlan | None = None,
+        start_step: int = 0,
         on_plan: Callable[[BudgetPlan], None] = lambda plan: None,
         agree: Callable[[float], float] = lambda seconds: seconds,
     ):
@@ -158,35 +200,64 @@ class BudgetPlanner(keras.callbacks.Callback):
         self.validation_batches = validation_batches
         self.schedule_steps = schedule_steps
         self.plan = plan
+        self.start_step = start_step
         self.on_plan = on_plan
         self.agree = agree
         self.reached = False
-        self._started = self._timed_from = None
+        self._started = self._timed_from = self._epoch_ended = None
         self._batches = 0
 
     def on_train_begin(self, logs=None):
         self._started = clock()
         self._batches = 0
+        self._epoch_ended = None
         if self.plan is not None:
-            self._set_schedule(self.plan.planned_steps)
+            self._set_schedule(self.plan.in_effect(self.start_step))
 
     def on_train_batch_end(self, batch, logs=None):
         self._batches += 1
-        # Read each time: a resumed run's step count is restored after this
-        # callback's on_train_begin.
-        step = int(self.model.optimizer.iterations.numpy())
+        step = self.start_step + self._batches
         if self.plan is None:
             if self._batches == WARMUP_STEPS:
                 self._timed_from = clock()
             elif self._batches == WARMUP_STEPS + MEASURED_STEPS:
                 measured = (clock() - self._timed_from) / MEASURED_STEPS
                 self._make_plan(step, self.agree(measured))
-        if self.plan is not None and step >= self.plan.planned_steps:
+            return
+        planned = self.plan.in_effect(step)
+        if any(since == step for since, _ in self.plan.history):  # a recorded revision
+            self._set_schedule(planned)
+        if step >= planned:
             self.reached = True
             self.model.stop_training = True
 
+    def on_epoch_end(self, epoch, logs=None):
+        now = clock()
+        last_epoch, self._epoch_ended = (
+            None if self._epoch_ended is None else now - self._epoch_ended,
+            now,
+        )
+        step = self.start_step + self._batches
+        if (
+            self.plan is None
+            or self.reached
+            or last_epoch is None  # the session's first epoch traces its steps
+            or step < self.plan.history[-1][0]  # replaying recorded revisions
+        ):
+            return
+        # Agreed, so that every worker takes the same decision.
+        per_step = self.agree(last_epoch) / self.steps_per_epoch
+        remaining = self.agree(self.budget_seconds - (now - self._started)) * BUDGET_SHARE
+        if (self.plan.planned_steps - step) * per_step <= remaining:
+            return
+        fits = step + max(1, int(remaining / per_step))
+        if fits < self.plan.planned_steps:
+            self.plan = self.plan.revised(step, fits)
+            self._set_schedule(fits)
+            self.on_plan(self.plan)
+
     def _make_plan(self, step: int, seconds_per_step: float) -> None:
-        remaining = self.budget_seconds - (clock() - self._started)
+        remaining = self.agree(self.budget_seconds - (clock() - self._started))
         planned = plan_steps(
             remaining,
             seconds_per_step,
@@ -202,6 +273,7 @@ class BudgetPlanner(keras.callbacks.Callback):
             maximum_steps=self.maximum_steps,
             steps_per_epoch=self.steps_per_epoch,
             planned_at_step=step,
+            validation_batches=self.validation_batches,
         )
         self._set_schedule(planned)
         self.on_plan(self.plan)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
 
@@ -43,10 +44,11 @@ class InterruptOnSignal(keras.callbacks.Callback):
     1. The first signal during `fit` only sets a flag. At the next training
        batch end, `on_interrupt()` is called (the trainer's writes a backup
        of the run where it is, mid-epoch: `SharedBackupAndRestore.save_position`),
-       then the callback raises `TrainingInterrupted`. During validation the
-       epoch is let finish: the callback raises at the epoch end, after the
-       epoch's backup (an earlier callback) is written. No half-epoch is ever
-       recorded as done.
+       then the callback raises `TrainingInterrupted`. During validation, or
+       at the epoch's last batch (or one where another callback stopped the
+       epoch), the epoch is let finish: the callback raises at the epoch end,
+       after the epoch's backup (an earlier callback) is written. No
+       half-epoch is ever recorded as done.
     2. A signal outside `fit` (building the datasets or the model), or a
        second signal, raises `TrainingInterrupted` at once.
 
@@ -103,7 +105,15 @@ class InterruptOnSignal(keras.callbacks.Callback):
         self._check()
 
     def on_train_batch_end(self, batch, logs=None):
-        if self.signum is not None and self.on_interrupt is not None:
+        if self.signum is None:
+            return
+        if batch + 1 >= (self.params.get("steps") or math.inf) or self.model.stop_training:
+            # The epoch ends after this batch anyway (its last step, or another
+            # callback stopped it): let it validate and write its backup, and
+            # raise at its end, so the resumed run starts a new epoch as the
+            # uninterrupted one does.
+            return
+        if self.on_interrupt is not None:
             self.on_interrupt()
         self._check()
 

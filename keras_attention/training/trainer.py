@@ -158,6 +158,12 @@ def train(
             "already_completed": True,
         }
     distribution = dist.as_distribution(distribute)
+    if config.batch_size % distribution.num_workers:
+        raise ValueError(
+            f"--batch-size {config.batch_size} does not split evenly over the "
+            f"{distribution.num_workers} workers, which each read their own part of the "
+            f"corpus: use a multiple of {distribution.num_workers}."
+        )
     interrupt = InterruptOnSignal()
     run = None
     try:
@@ -286,28 +292,34 @@ def _fit(
     train_options = dataclasses.replace(evaluation, max_length_ratio=config.max_length_ratio)
     if not splits.recorded:  # a resumed run's corpora passed when it started
         check_trainable(splits, source_vectorizer, target_vectorizer, train_options)
-    # One endless, deterministic stream of batches read from the corpus files:
-    # every worker draws the same global batches, and a resumed run continues
-    # where the backup was taken (the same batches as an uninterrupted run).
-    pairs = training_pairs(
-        splits.scans,
-        held_out(config),
-        splits.strides,
-        config.shuffle_buffer,
-        config.seed,
-        reverse=config.reverse,
-        excluded_sources=excluded_sources(config, splits),
-    )
-    train_data = make_stream(pairs, source_vectorizer, target_vectorizer, train_options)
     steps_per_epoch = config.steps_per_epoch
     if steps_per_epoch is None:  # an epoch = about one pass over the training pairs
         steps_per_epoch = max(1, math.ceil(splits.training_lines() / config.batch_size))
     replicas = distribution.num_replicas
-    train_data = dist.shard_by_data(
-        dist.pad_to_replicas(
-            train_data.skip(initial_epoch * steps_per_epoch + resumed_steps), replicas
+
+    def training_batches(part: tuple[int, int]) -> tf.data.Dataset:
+        # An endless, deterministic stream of batches read from the corpus
+        # files (worker i of n: its own lines, and its share of each global
+        # batch); a resumed run continues where the backup was taken.
+        pairs = training_pairs(
+            splits.scans,
+            held_out(config),
+            splits.strides,
+            config.shuffle_buffer,
+            config.seed,
+            reverse=config.reverse,
+            excluded_sources=excluded_sources(config, splits),
+            part=part,
         )
-    )
+        options = dataclasses.replace(train_options, batch_size=config.batch_size // part[1])
+        batches = make_stream(pairs, source_vectorizer, target_vectorizer, options)
+        batches = batches.skip(initial_epoch * steps_per_epoch + resumed_steps)
+        return dist.pad_to_replicas(batches, replicas // part[1])
+
+    if distribution.is_multi_worker:
+        train_data = dist.per_worker(distribution, training_batches)
+    else:  # one pipeline; tf.distribute splits each batch over the replicas
+        train_data = dist.shard_by_data(training_batches((0, 1)))
     validation_data = make_dataset(
         splits.validation, source_vectorizer, target_vectorizer, evaluation
     )
@@ -357,6 +369,7 @@ def _fit(
             validation_batches=validation_batches,
             schedule_steps=getattr(schedule, "planned_steps", None),
             plan=BudgetPlan.load(run.plan),
+            start_step=initial_epoch * steps_per_epoch + resumed_steps,
             on_plan=save_plan,
             agree=dist.mean_over_workers(distribution),
         )

@@ -147,6 +147,26 @@ def test_every_iterator_of_a_stream_yields_the_same_pairs(tmp_path):
         assert len(set(shards_in_order[:5])) == 3
 
 
+def test_each_worker_reads_its_own_lines(tmp_path):
+    """Worker i of n reads every n-th line from the i-th: the parts are disjoint and whole."""
+    for index in range(3):
+        (tmp_path / f"s{index}.tsv").write_text(
+            "".join(f"shard {index} line {i}\tfragment {i}\n" for i in range(301))
+        )
+    scan = scan_of(f"{tmp_path}/s*.tsv")
+    whole = read_all(scan)
+    parts = [read_all(scan, part=(i, 2)) for i in range(2)]
+    assert sorted(parts[0] + parts[1]) == sorted(whole) and len(whole) == 903
+    assert not set(parts[0]) & set(parts[1])
+    assert parts[0][:2] == [whole[0], whole[2]] and parts[1][:2] == [whole[1], whole[3]]
+    streams = [
+        training_pairs([scan], HeldOut(), [1], shuffle_buffer=1000, seed=0, part=(i, 2))
+        for i in range(2)
+    ]
+    drawn = [set(itertools.islice(stream.as_numpy_iterator(), 400)) for stream in streams]
+    assert not drawn[0] & drawn[1] and len(drawn[0]) > 250
+
+
 def test_weighted_corpora_mix_in_their_proportions(tmp_path):
     """Two corpora at 30 % / 70 %: within 1 percentage point over 100,000 pairs after filtering."""
     small = tmp_path / "small.tsv"

@@ -61,20 +61,22 @@ def test_auto_epochs_plan_only_with_a_budget():
 
 
 STEPS = 5  # per epoch
-SECONDS_PER_STEP = 1.0  # on the fake clock
+SECONDS_PER_STEP = 1.0  # on the fake clock, for the first 10 steps
+SLOWER = 4.0  # after them: the plan made at step 5 no longer fits
 
 
 class FakeSteps(keras.callbacks.Callback):
-    """Advances the planner's fake clock by one step's time after each step, records the
-    step count and learning rate, and sends SIGINT after `stop_at` steps."""
+    """Advances the planner's fake clock by each step's time, records the step count and
+    learning rate, and sends SIGINT after `stop_at` steps."""
 
     def __init__(self, clock, stop_at=None):
         super().__init__()
         self.clock, self.stop_at, self.steps = clock, stop_at, []
 
     def on_train_batch_end(self, batch, logs=None):
-        self.clock[0] += SECONDS_PER_STEP
         optimizer = self.model.optimizer
+        step = int(optimizer.iterations.numpy())
+        self.clock[0] += SECONDS_PER_STEP if step <= 10 else SLOWER
         self.steps.append((int(optimizer.iterations.numpy()), float(optimizer.learning_rate)))
         if self.stop_at == self.steps[-1][0]:
             os.kill(os.getpid(), signal.SIGINT)
@@ -92,9 +94,9 @@ def fake_clock(monkeypatch):
 
 
 def planned_config(make_train_config, corpus, out):
-    # 8 epochs of 5 steps at most; 0.5 minutes at 1 s/step holds fewer.
+    # 8 epochs of 5 steps at most; a minute at 1 s/step holds fewer.
     return make_train_config(
-        corpus, out, epochs="auto", steps_per_epoch=STEPS, time_budget_minutes=0.5
+        corpus, out, epochs="auto", steps_per_epoch=STEPS, time_budget_minutes=1
     )
 
 
@@ -108,17 +110,22 @@ def test_a_planned_run_ends_its_schedule_at_the_plan_and_resumes_with_it(
     summary = train(config, verbose=0, callbacks=[probe], on_choice=lambda *c: plans.append(c))
     run = RunDirectory(config.out)
     plan = BudgetPlan.load(run.plan)
-    assert [name for name, _ in plans] == ["precision", "tokenizer", "plan"]
+    assert [name for name, _ in plans] == ["precision", "tokenizer", "plan", "plan"]
     assert plans[-1][1] == plan
     # Measured over steps 3-5 of the fake clock; planned at step 5, below the maximum.
     assert (plan.seconds_per_step, plan.planned_at_step) == (SECONDS_PER_STEP, 5)
-    assert plan.maximum_steps == 8 * STEPS and 5 < plan.planned_steps < plan.maximum_steps
+    assert plan.maximum_steps == 8 * STEPS
     validation_pairs = len(run.validation_split.read_text(encoding="utf-8").splitlines())
-    validation_batches = math.ceil(validation_pairs / config.batch_size)
-    # 30 s of budget, 4 s gone when the measurement ends (the clock moves after each step).
-    assert plan.planned_steps == plan_steps(
-        30 - 4, SECONDS_PER_STEP, 5, plan.maximum_steps, STEPS, validation_batches
+    # Length buckets: at least the batches of one bucket.
+    assert plan.validation_batches >= math.ceil(validation_pairs / config.batch_size)
+    # 60 s of budget, 4 s gone when the measurement ends (the clock moves after each step).
+    first = plan_steps(
+        60 - 4, SECONDS_PER_STEP, 5, plan.maximum_steps, STEPS, plan.validation_batches
     )
+    assert plan.history[0] == (5, first) and first < plan.maximum_steps
+    # Steps 11-15 took 4 s each: at epoch 3's end (step 15, 30 s gone), 97 % of the 30 s
+    # left hold 7 more steps at 4 s, fewer than the first plan's.
+    assert plan.history[1:] == ((15, 22),) and first > 22 and plan.planned_steps == 22
     # Training stops after the planned step, where the cosine schedule reaches its floor.
     assert probe.steps[-1] == (
         plan.planned_steps,

@@ -110,7 +110,7 @@ def single_process_run(digits_corpus, tmp_path_factory):
     return options, weights, tmp / "run"
 
 
-def test_two_workers_match_one_process_and_each_other(single_process_run, tmp_path):
+def test_two_workers_read_their_own_parts_and_train_one_model(single_process_run, tmp_path):
     options, reference_weights, reference_run = single_process_run
     reference = load_weights(reference_weights)
     options = {**options, "out": str(tmp_path / "run")}
@@ -120,16 +120,21 @@ def test_two_workers_match_one_process_and_each_other(single_process_run, tmp_pa
     assert all(np.array_equal(a, b) for a, b in zip(chief, other, strict=True)), (
         "the workers' final weights differ"
     )
-    # Same global batch, same steps: the same model as one process (up to
-    # float summation order). Double-counted losses or bad sharding would
-    # move the weights by about the learning rate (1e-2) per step.
-    assert max_difference(chief, reference) < 2e-5
+    # Each worker reads its own half of the corpus's lines (tests/data checks the parts),
+    # so the global batches are not one process's: the same number of steps of the same
+    # global batch size train a model as good, not the same model. A double-counted loss
+    # or a worker training on the other's batches would move the weights by about the
+    # learning rate (1e-2) per step more, and the losses below by far more than 5 %.
+    assert max_difference(chief, reference) < 0.5
+    final = RunDirectory(options["out"]).read_metrics()["training"]["final"]
+    expected = RunDirectory(reference_run).read_metrics()["training"]["final"]
+    assert final["loss"] == pytest.approx(expected["loss"], rel=0.05)
+    assert final["val_loss"] == pytest.approx(expected["val_loss"], rel=0.05)
     initial = load_weights(f"{first}.initial.npz")
     assert max_difference(chief, initial) > 3e-2, "training did not move the weights"
 
     run = RunDirectory(options["out"])
     run.require_trained()
-    assert_same_reported_losses(run, RunDirectory(reference_run))
     assert json.loads(run.metrics.read_text())["training"]["distribution"] == {
         "mode": "multi-worker",
         "workers": 2,
