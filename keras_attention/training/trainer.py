@@ -35,6 +35,7 @@ from keras_attention.runs.run_vectorizers import load_vectorizers
 from keras_attention.runs.tokenizer_choice import resolve_run_tokenizer
 from keras_attention.runs.train_config import TrainConfig
 from keras_attention.training.budget_plan import BudgetPlan, BudgetPlanner
+from keras_attention.training.check_trainable import check_trainable
 from keras_attention.training.fused_adam import FusedAdam
 from keras_attention.training.interrupt_on_signal import InterruptOnSignal, TrainingInterrupted
 from keras_attention.training.learning_rate import learning_rate
@@ -234,34 +235,6 @@ def train(
         stopped_by=summary["stopped_by"],
     )
     return summary
-
-
-def check_trainable(splits, source_vectorizer, target_vectorizer, options) -> None:
-    """Raises when a corpus's sampled training pairs are all filtered out.
-
-    The training stream is endless: a corpus none of whose pairs passes the
-    filters (an empty side, the length limits, the length ratio) would make it
-    wait for a pair forever.
-
-    Raises:
-        ValueError: naming the corpus and the limits.
-    """
-    for scan, pairs in zip(splits.scans, splits.train_by_corpus(), strict=True):
-        kept = None
-        if pairs:
-            sample = tf.data.Dataset.from_tensor_slices(
-                ([s for s, _ in pairs[:10_000]], [t for _, t in pairs[:10_000]])
-            )
-            kept = next(
-                iter(make_stream(sample, source_vectorizer, target_vectorizer, options)), None
-            )
-        if kept is None:
-            raise ValueError(
-                f"Corpus {scan.corpus.name!r} has no pair left to train on in its sample: each "
-                "is held out, has a side with no token, or is over the length limits (--max-length "
-                f"{options.max_length}, --max-length-ratio {options.max_length_ratio}). Check the "
-                "corpus columns or the limits."
-            )
 
 
 def _fit(
