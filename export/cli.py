@@ -168,8 +168,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "int8: per-channel weight-only quantization of the weight matrices, float32 scales, "
         "dequantized in the graph (about a quarter of the size); auto: bfloat16 when the "
         "signatures compute in bfloat16 (--precision), else float32; with --format litert: "
-        "float32, float16 (stored in float16, computed in float32) or int8 (LiteRT's "
-        "dynamic-range quantization), auto = float32 "
+        "float32, float16 (stored in float16, computed in float32) or int8 (as for "
+        "SavedModels: stored int8, computed in float32), auto = float32 "
         f"(default: {COMMAND_SETTINGS.weights})",
     )
     parser.add_argument(

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 import keras_attention
@@ -21,8 +20,8 @@ from keras_attention.export.litert_encoder import encode_with_buffers
 from keras_attention.export.litert_ops import model_ops
 from keras_attention.export.litert_settings import LiteRTSettings
 from keras_attention.export.litert_text_files import write_text_files
+from keras_attention.export.litert_weights import int8_weight_only
 from keras_attention.export.warmup_pairs import DEFAULT_WARMUP_PAIRS, run_warmup_pairs
-from keras_attention.export.weight_storage import quantize_per_channel
 from keras_attention.inference.translator import Translator
 from keras_attention_client.litert_contract import (
     INPUT,
@@ -56,14 +55,14 @@ class LiteRTExporter:
     4. `tf.lite.TFLiteConverter` converts the function with
        `supported_ops=[TFLITE_BUILTINS]`; the settings' `weights` pick the
        stored weights: `float32`; `float16` (dequantized to float32 when the
-       model loads); `int8`: LiteRT's dynamic-range quantization (int8
-       weights with a scale per output channel, float activations quantized
-       per row on the fly by the int8 kernels). For `int8` the decoder's
-       embedding lookups read int8 rows and their scales
-       (`quantize_per_channel`) in the graph, and the tied output projection
-       reads the values those rows stand for, which the quantizer turns into
-       the same int8 values and scales: the file holds the target embedding
-       matrix once (the quantizer alone would store one copy per use).
+       model loads); `int8`: the SavedModel's weight-only scheme
+       (`litert_weights.int8_weight_only` rewrites the float32 model: each
+       weight matrix stored as int8 with a float32 scale per output channel,
+       the very values of a SavedModel exported with `--weights int8`,
+       dequantized once when the model runs; the kernels compute in
+       float32). LiteRT's own dynamic-range quantization, whose int8 kernels
+       also quantize their inputs, drifts further from the float32 model
+       (measured: benchmarks/results/litert_export.json).
 
     Text stays outside the models: `text.json` holds the vocabularies'
     files, the normalization/tokenization/detokenization rules the
@@ -180,33 +179,11 @@ class LiteRTExporter:
         strategy = self.strategy(mode)
         start_id = translator.target_vectorizer.start_id
         values = {id(variable): variable.numpy() for variable in model.variables}
-        embeddings = model.decoder.embedding.embeddings
-        int8_rows = None
-        if self.weights == "int8":
-            quantized, scale = quantize_per_channel(values[id(embeddings)], axis=0)
-            int8_rows = (quantized.numpy(), scale.numpy())
-            # The values the int8 rows stand for: a tied output projection reads them, and
-            # LiteRT's quantizer, given them, finds the same int8 values and scales again.
-            values[id(embeddings)] = (quantized.numpy() * scale.numpy()).astype(np.float32)
 
         def decode(source_ids):
             # Every variable as a constant: the converter then folds them into the model.
             mapping = [(v, tf.constant(values[id(v)])) for v in model.variables]
-            gather = None
-            if int8_rows is not None:
-                rows, scales = (tf.constant(part) for part in int8_rows)
-
-                def gather(variable, ids, axis):
-                    # The decoder's lookups read int8 rows and their scales: the file holds
-                    # the matrix once, in the int8 form the output projection shares.
-                    if variable is embeddings and axis == 0:
-                        return (
-                            tf.cast(tf.gather(rows, ids), tf.float32)
-                            * tf.gather(scales[:, 0], ids)[..., tf.newaxis]
-                        )
-                    return tf.gather(tf.convert_to_tensor(variable), ids, axis=axis)
-
-            step_translator = translator.with_shortlist(None, gather_weights=gather)
+            step_translator = translator.with_shortlist(None)
             with keras.StatelessScope(state_mapping=mapping):
                 annotations, summary = encode_with_buffers(model.encoder, source_ids)
                 state = model.decoder.initial_state(
@@ -238,9 +215,10 @@ class LiteRTExporter:
         if self.weights == "float16":
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
             converter.target_spec.supported_types = [tf.float16]
-        elif self.weights == "int8":
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        return converter.convert()
+        data = converter.convert()
+        if self.weights == "int8":
+            data = int8_weight_only(data)
+        return data
 
     # ------------------------------------------------------------- the files
 
