@@ -17,7 +17,12 @@ One trained run (`--run-dir`) is exported
   the float32 function converted with LiteRT's own post-training
   dynamic-range quantization (`Optimize.DEFAULT`: int8 weights and int8
   kernels that quantize their inputs on the fly), which the export does not
-  offer.
+  offer;
+- with a vocabulary shortlist of `--shortlist` K target ids per source id
+  (`VocabularyShortlist.from_run`, the default frequent ids): a float32
+  SavedModel exported with it (agreement and BLEU only) and LiteRT models
+  exported with it (`--shortlist-weights`), measured as the others and
+  compared with that SavedModel too.
 
 Measured, in this one process:
 
@@ -72,6 +77,10 @@ def parse_args(argv=None):
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--beam-width", type=int, default=4)
+    parser.add_argument(
+        "--shortlist", type=int, default=100, help="K of the shortlisted models (0: none)"
+    )
+    parser.add_argument("--shortlist-weights", default="float32,int8", help="comma-separated")
     parser.add_argument("--output", default=str(RESULTS))
     return parser.parse_args(argv)
 
@@ -233,17 +242,12 @@ def main(argv=None):
             }
             print(f"SavedModel int8 {mode}: {result['saved_model_int8'][mode]}")
 
-    for weights in args.weights.split(","):
-        directory = work / f"litert-{weights}"
+    def measure(name, exporter, references_by_name):
+        """Exports `exporter` into `work/litert-<name>`, measures it into result["litert"]."""
+        directory = work / f"litert-{name}"
         shutil.rmtree(directory, ignore_errors=True)
         start = time.perf_counter()
-        exporter_class = DynamicRangeExporter if weights == "int8-dynamic-range" else LiteRTExporter
-        manifest = exporter_class.from_run(
-            args.run_dir,
-            weights="float32" if weights == "int8-dynamic-range" else weights,
-            beam_width=args.beam_width,
-            length_penalty=length_penalty,
-        ).export(directory)
+        manifest = exporter.export(directory)
         entry = {
             "export_seconds": time.perf_counter() - start,
             "models": {
@@ -261,17 +265,16 @@ def main(argv=None):
         for mode in MODES:
             got = translator.translate(sources, mode, batch_size=args.agreement_batch)
             identical = sum(r["tokens"] == t for r, t in zip(got, reference[mode], strict=True))
-            identical_int8 = sum(
-                r["tokens"] == t for r, t in zip(got, reference_int8[mode], strict=True)
-            )
             bleu = score_translations([r["translation"] for r in got], references)
             entry[mode] = {
                 "token_identical": identical / len(sources),
                 "identical_sentences": identical,
-                "token_identical_with_int8_saved_model": identical_int8 / len(sources),
                 "bleu": bleu.bleu,
                 "bleu_difference": bleu.bleu - result["saved_model"][mode]["bleu"],
             }
+            for key, tokens in references_by_name.items():
+                same = sum(r["tokens"] == t for r, t in zip(got, tokens[mode], strict=True))
+                entry[mode][f"token_identical_with_{key}"] = same / len(sources)
             entry[mode].update(
                 speed(
                     lambda batch, mode=mode, translator=translator: translator.translate(
@@ -283,12 +286,58 @@ def main(argv=None):
                     count_litert,
                 )
             )
-            print(f"LiteRT {weights} {mode}: {entry[mode]}")
-        result["litert"][weights] = entry
+            print(f"LiteRT {name} {mode}: {entry[mode]}")
+        result["litert"][name] = entry
         print(
-            f"LiteRT {weights}: "
+            f"LiteRT {name}: "
             + ", ".join(f"{m} {e['bytes'] / 1e6:.1f} MB" for m, e in entry["models"].items())
         )
+
+    common = {"beam_width": args.beam_width, "length_penalty": length_penalty}
+    for weights in args.weights.split(","):
+        if weights == "int8-dynamic-range":
+            exporter = DynamicRangeExporter.from_run(args.run_dir, weights="float32", **common)
+        else:
+            exporter = LiteRTExporter.from_run(args.run_dir, weights=weights, **common)
+        measure(weights, exporter, {"int8_saved_model": reference_int8})
+
+    if args.shortlist:
+        # The shortlist: the SavedModel exported with it is the reference of the LiteRT
+        # models exported with it.
+        from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+        shortlist = VocabularyShortlist.from_run(args.run_dir, args.shortlist)
+        short_base = work / "savedmodel-shortlist"
+        shutil.rmtree(short_base, ignore_errors=True)
+        short_settings = ExportSettings(precision="float32", weights="float32", shortlist=shortlist)
+        short_export = export_translator(
+            args.run_dir, short_base, settings=short_settings, beam_width=args.beam_width
+        )
+        result["saved_model_shortlist"] = {"shortlist": shortlist.describe()}
+        reference_short = {}
+        with SavedModelSession(short_export.path) as session:
+            for mode, signature in MODES.items():
+                tokens, translations = saved_model_translate(
+                    session, signature, sources, args.agreement_batch
+                )
+                reference_short[mode] = tokens
+                bleu = score_translations(translations, references)
+                identical = sum(a == b for a, b in zip(tokens, reference[mode], strict=True))
+                result["saved_model_shortlist"][mode] = {
+                    "bleu": bleu.bleu,
+                    "bleu_difference": bleu.bleu - result["saved_model"][mode]["bleu"],
+                    "token_identical_with_float32": identical / len(sources),
+                }
+                print(f"SavedModel shortlist {mode}: {result['saved_model_shortlist'][mode]}")
+        for weights in args.shortlist_weights.split(","):
+            exporter = LiteRTExporter.from_run(
+                args.run_dir, weights=weights, vocabulary_shortlist=shortlist, **common
+            )
+            measure(
+                f"{weights}-shortlist",
+                exporter,
+                {"int8_saved_model": reference_int8, "shortlisted_saved_model": reference_short},
+            )
 
     harness.write_json(args.output, result, info)
     print(f"Wrote {args.output}")

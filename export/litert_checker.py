@@ -37,16 +37,27 @@ class LiteRTChecker:
        `Translator` in float32 (the graph the SavedModel's signatures hold),
        when the manifest's run directory is there. Tokens must be identical
        for every sentence unless the weights are quantized (`float16`,
-       `int8`), where a difference is a warning.
+       `int8`), where a difference is a warning. A shortlisted export
+       (the manifest's `shortlist`) is compared with the Translator over
+       the same shortlist (`vocabulary_shortlist`, else built again from
+       the run with the manifest's `k` and `frequent`).
 
     Args:
         saved_model: a SavedModel version directory to compare with, or `None`.
         compare: whether to compare at all. Defaults to `True`.
+        vocabulary_shortlist: the `VocabularyShortlist` a shortlisted export
+            was made with (saves building it again), or `None`.
     """
 
-    def __init__(self, saved_model: str | os.PathLike | None = None, compare: bool = True):
+    def __init__(
+        self,
+        saved_model: str | os.PathLike | None = None,
+        compare: bool = True,
+        vocabulary_shortlist=None,
+    ):
         self.saved_model = None if saved_model is None else str(saved_model)
         self.compare = compare
+        self.vocabulary_shortlist = vocabulary_shortlist
 
     def check(self, path: str | os.PathLike) -> LiteRTCheckReport:
         """Checks the export directory `path`; returns the report."""
@@ -135,6 +146,17 @@ class LiteRTChecker:
         translator = with_precision(
             load_translator(run_dir, max_output_length=manifest["max_output_length"]), "float32"
         )
+        described = manifest.get("shortlist")
+        if described:
+            shortlist = self.vocabulary_shortlist
+            if shortlist is None:
+                from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+                shortlist = VocabularyShortlist.from_run(
+                    run_dir, described["k"], described["frequent"]
+                )
+            translator = translator.with_shortlist(shortlist)
+            report.reference += f" with its shortlist of {described['k']} ids per source id"
         options = {
             "greedy": {},
             "beam": {"beam_width": beam["beam_width"], "length_penalty": beam["length_penalty"]},

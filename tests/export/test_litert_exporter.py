@@ -136,9 +136,39 @@ def test_command_exports_int8_and_checks_it(run_dir, tmp_path, capsys):
     assert all(isinstance(result["translation"], str) for result in translations)
 
 
-@pytest.mark.parametrize(
-    "flags", [["--weights", "bfloat16"], ["--shortlist", "5"]], ids=["bfloat16", "shortlist"]
-)
+@pytest.mark.slow
+def test_shortlisted_models_match_the_shortlisted_translator(run_dir, tmp_path, capsys):
+    from keras_attention.export.export_precision import with_precision
+    from keras_attention.inference.trained_run import load_translator
+    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+    out = tmp_path / "shortlist"
+    flags = ["--shortlist", "5", "--shortlist-frequent", "10", "--beam-width", "3"]
+    code = main(["export", str(run_dir), "--export-dir", str(out), "--format", "litert", *flags])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "check-export: OK" in printed  # against the Translator over the same shortlist
+    manifest = json.loads((out / MANIFEST_FILE).read_text(encoding="utf-8"))
+    assert manifest["shortlist"]["k"] == 5 and manifest["shortlist"]["frequent"] == 10
+    for model in manifest["models"].values():
+        assert {"SCATTER_ND", "WHILE"} <= set(model["ops"]["builtin"])
+        assert model["ops"]["custom"] == []
+
+    shortlist = VocabularyShortlist.from_run(run_dir, 5, 10)
+    reference = with_precision(load_translator(run_dir), "float32").with_shortlist(shortlist)
+    litert = LiteRTTranslator(out)
+    for mode, options in [("greedy", {}), ("beam", {"beam_width": 3, "length_penalty": 0.6})]:
+        want = reference.translate_all(INPUTS, batch_size=4, **options)
+        got = litert.translate(INPUTS, mode, n_best=1 if mode == "beam" else None, batch_size=4)
+        if mode == "beam":
+            want = [ranked[0] if isinstance(ranked, list) else ranked for ranked in want]
+            got = [ranked[0] if isinstance(ranked, list) else ranked for ranked in got]
+        for result, expected in zip(got, want, strict=True):
+            assert result["tokens"] == expected["tokens"]
+            assert result["score"] == pytest.approx(expected["score"], abs=1e-4)
+
+
+@pytest.mark.parametrize("flags", [["--weights", "bfloat16"]], ids=["bfloat16"])
 def test_command_refuses_what_litert_does_not_take(run_dir, tmp_path, flags, capsys):
     code = main(
         ["export", str(run_dir), "--export-dir", str(tmp_path / "x"), "--format", "litert", *flags]
