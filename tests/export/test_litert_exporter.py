@@ -19,6 +19,7 @@ from keras_attention.cli import main
 from keras_attention.export.litert_checker import LiteRTChecker
 from keras_attention.export.litert_exporter import LiteRTExporter
 from keras_attention.export.litert_ops import model_ops
+from keras_attention.export.litert_settings import LiteRTSettings
 from keras_attention_client.litert_contract import MANIFEST_FILE, MODEL_FILES, MODES
 from keras_attention_client.litert_translator import LiteRTTranslator
 
@@ -132,6 +133,8 @@ def test_command_exports_int8_and_checks_it(run_dir, tmp_path, capsys):
     assert "check-export: OK" in printed
     manifest = json.loads((out / MANIFEST_FILE).read_text(encoding="utf-8"))
     assert manifest["weights"] == "int8"
+    for model in manifest["models"].values():  # int8 matrices, dequantized once
+        assert "DEQUANTIZE" in model["ops"]["builtin"]
     translations = LiteRTTranslator(out).translate(SENTENCES[:3], "greedy")
     assert all(isinstance(result["translation"], str) for result in translations)
 
@@ -166,6 +169,15 @@ def test_shortlisted_models_match_the_shortlisted_translator(run_dir, tmp_path, 
         for result, expected in zip(got, want, strict=True):
             assert result["tokens"] == expected["tokens"]
             assert result["score"] == pytest.approx(expected["score"], abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"shortlist": 0}, {"shortlist": 2.0}, {"shortlist_frequent": -1}, {"weights": "bfloat16"}],
+)
+def test_settings_refuse_bad_values(changes):
+    with pytest.raises(ValueError, match=next(iter(changes))):
+        LiteRTSettings(**changes)
 
 
 @pytest.mark.parametrize("flags", [["--weights", "bfloat16"]], ids=["bfloat16"])
