@@ -10,7 +10,7 @@ multiply integers, so a translation drifts further from the float32 model's
 
 `int8_weight_only` gives a LiteRT model the SavedModel's scheme. It rewrites
 the float32 flatbuffer that `tf.lite.TFLiteConverter` wrote: every float32
-constant matrix (rank 2, at least `MIN_ELEMENTS` values) that is the weights
+constant matrix (rank 2) that is the weights
 of a FULLY_CONNECTED or the table of a GATHER is replaced by
 
 - an int8 constant with the same shape, quantized per row with
@@ -35,7 +35,10 @@ from __future__ import annotations
 
 import numpy as np
 
-MIN_ELEMENTS = 1024  # smaller matrices stay float32 (as the converter's quantizer does)
+MIN_ELEMENTS = 1
+"""The fewest values a matrix needs to be stored in int8: every one, as the SavedModel's
+`int8` storage quantizes every weight matrix (LiteRT's quantizer leaves those under 1024
+values in float32)."""
 _DEQUANTIZE_VERSION = 5  # int8 input quantized per channel
 
 

@@ -8,6 +8,7 @@ and the SavedModel itself on TF Serving's Session path (`LiteRTChecker`).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -133,6 +134,9 @@ def test_command_exports_int8_and_checks_it(run_dir, tmp_path, capsys):
     assert "check-export: OK" in printed
     manifest = json.loads((out / MANIFEST_FILE).read_text(encoding="utf-8"))
     assert manifest["weights"] == "int8"
+    # Compared with the run's model holding the int8 values: the same tokens.
+    counts = re.findall(r"(\d+)/(\d+) token-identical", printed)
+    assert len(counts) == 2 and all(a == b != "0" for a, b in counts), printed
     for model in manifest["models"].values():  # int8 matrices, dequantized once
         assert "DEQUANTIZE" in model["ops"]["builtin"]
     translations = LiteRTTranslator(out).translate(SENTENCES[:3], "greedy")

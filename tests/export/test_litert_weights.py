@@ -23,7 +23,7 @@ def weights():
     rng = np.random.default_rng(0)
     table = rng.normal(size=(64, 32)).astype(np.float32)  # a lookup table and a tied output
     kernel = rng.normal(size=(32, 48)).astype(np.float32)  # a Keras kernel (inputs, outputs)
-    small = rng.normal(size=(4, 8)).astype(np.float32)  # under MIN_ELEMENTS: stays float32
+    small = rng.normal(size=(4, 8)).astype(np.float32)  # small: int8 too, as in a SavedModel
     return table, kernel, small
 
 
@@ -71,7 +71,7 @@ def test_weights_are_stored_in_int8_and_give_the_int8_values(weights):
     np.testing.assert_allclose(got["logits"], hidden @ table_q.T, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(got["out"], hidden @ kernel_q, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(
-        got["extra"], (hidden @ kernel_q)[:, :4] @ small, rtol=1e-5, atol=1e-4
+        got["extra"], (hidden @ kernel_q)[:, :4] @ numpy_int8(small.T).T, rtol=1e-5, atol=1e-4
     )
     # Not the float32 weights' values: the int8 rounding is there.
     assert np.abs(got["logits"] - hidden @ table.T).max() > 1e-3
