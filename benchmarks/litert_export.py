@@ -7,11 +7,22 @@ One trained run (`--run-dir`) is exported
   the CLI's length penalty), run as `tensorflow_model_server` runs it: tag
   `serve` in a `tf.compat.v1.Session`, the SignatureDef's tensor names
   (`SavedModelSession`): `serving_default` (greedy) and `beam_search`;
+- as a SavedModel with int8 weights (`--weights int8`, the same otherwise),
+  for the agreement of the int8 models with it (no speed measured);
 - as LiteRT models (`LiteRTExporter`, the code of `keras-attention export
   --format litert`) once per `--weights` (float32, float16, int8), run in
   LiteRT's interpreter (`ai_edge_litert`) through `LiteRTTranslator` (the
   text side in plain Python), greedy and beam (the same beam width and
-  length penalty).
+  length penalty); and, for comparison with `int8`, `int8-dynamic-range`:
+  the float32 function converted with LiteRT's own post-training
+  dynamic-range quantization (`Optimize.DEFAULT`: int8 weights and int8
+  kernels that quantize their inputs on the fly), which the export does not
+  offer;
+- with a vocabulary shortlist of `--shortlist` K target ids per source id
+  (`VocabularyShortlist.from_run`, the default frequent ids): a float32
+  SavedModel exported with it (agreement and BLEU only) and LiteRT models
+  exported with it (`--shortlist-weights`), measured as the others and
+  compared with that SavedModel too.
 
 Measured, in this one process:
 
@@ -19,8 +30,8 @@ Measured, in this one process:
   `variables/` directory; the op kinds of each model (Flex ops: 0 expected);
 - agreement: every distinct source of the run's test split (or the first
   `--max-sentences`) translated by both, batch `--agreement-batch`: the share
-  of sentences whose LiteRT tokens equal the SavedModel's, and sacreBLEU of
-  both (all references), greedy and beam;
+  of sentences whose LiteRT tokens equal the float32 SavedModel's (and the
+  int8 SavedModel's), and sacreBLEU of both (all references), greedy and beam;
 - speed: batch 1 (`--latency-sentences` sentences one at a time: median and
   99th-percentile milliseconds) and batch 8 (the first `--throughput-sentences`
   sentences: target tokens per second, best of `--repeats` passes), LiteRT
@@ -50,7 +61,7 @@ harness.quiet_tensorflow()
 import numpy as np  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "litert_export.json"
-WEIGHTS = ("float32", "float16", "int8")
+WEIGHTS = ("float32", "float16", "int8", "int8-dynamic-range")
 MODES = {"greedy": "serving_default", "beam": "beam_search"}
 
 
@@ -66,6 +77,10 @@ def parse_args(argv=None):
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--beam-width", type=int, default=4)
+    parser.add_argument(
+        "--shortlist", type=int, default=100, help="K of the shortlisted models (0: none)"
+    )
+    parser.add_argument("--shortlist-weights", default="float32,int8", help="comma-separated")
     parser.add_argument("--output", default=str(RESULTS))
     return parser.parse_args(argv)
 
@@ -116,6 +131,24 @@ def speed(translate, sentences_1, sentences_8, repeats, count_tokens):
     }
 
 
+def dynamic_range_exporter():
+    """`LiteRTExporter` converting with LiteRT's post-training dynamic-range quantization."""
+    import tensorflow as tf
+
+    from keras_attention.export.litert_exporter import LiteRTExporter
+
+    class DynamicRange(LiteRTExporter):
+        def convert(self, mode: str) -> bytes:
+            converter = tf.lite.TFLiteConverter.from_concrete_functions(
+                [self.decode_function(mode)], self.translator.model
+            )
+            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+            return converter.convert()
+
+    return DynamicRange
+
+
 def main(argv=None):
     args = parse_args(argv)
     info = harness.print_machine_header()
@@ -125,6 +158,8 @@ def main(argv=None):
     from keras_attention.export.saved_model_session import SavedModelSession
     from keras_attention.export.translator_exporter import export_translator
     from keras_attention_client.litert_translator import LiteRTTranslator
+
+    DynamicRangeExporter = dynamic_range_exporter()  # noqa: N806
 
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="litert_bench_"))
     sources, references = harness.test_sources(args.run_dir, args.max_sentences)
@@ -180,16 +215,39 @@ def main(argv=None):
             )
             print(f"SavedModel {mode}: {result['saved_model'][mode]}")
 
-    for weights in args.weights.split(","):
-        directory = work / f"litert-{weights}"
+    int8_base = work / "savedmodel-int8"
+    shutil.rmtree(int8_base, ignore_errors=True)
+    int8_settings = ExportSettings(precision="float32", weights="int8", shortlist=None)
+    int8_export = export_translator(
+        args.run_dir, int8_base, settings=int8_settings, beam_width=args.beam_width
+    )
+    result["saved_model_int8"] = {
+        "precision": "float32",
+        "weights": "int8",
+        "variables_bytes": harness.variables_bytes(int8_export.path),
+    }
+    reference_int8 = {}
+    with SavedModelSession(int8_export.path) as session:
+        for mode, signature in MODES.items():
+            tokens, translations = saved_model_translate(
+                session, signature, sources, args.agreement_batch
+            )
+            reference_int8[mode] = tokens
+            bleu = score_translations(translations, references)
+            identical = sum(a == b for a, b in zip(tokens, reference[mode], strict=True))
+            result["saved_model_int8"][mode] = {
+                "bleu": bleu.bleu,
+                "bleu_difference": bleu.bleu - result["saved_model"][mode]["bleu"],
+                "token_identical_with_float32": identical / len(sources),
+            }
+            print(f"SavedModel int8 {mode}: {result['saved_model_int8'][mode]}")
+
+    def measure(name, exporter, references_by_name):
+        """Exports `exporter` into `work/litert-<name>`, measures it into result["litert"]."""
+        directory = work / f"litert-{name}"
         shutil.rmtree(directory, ignore_errors=True)
         start = time.perf_counter()
-        manifest = LiteRTExporter.from_run(
-            args.run_dir,
-            weights=weights,
-            beam_width=args.beam_width,
-            length_penalty=length_penalty,
-        ).export(directory)
+        manifest = exporter.export(directory)
         entry = {
             "export_seconds": time.perf_counter() - start,
             "models": {
@@ -214,6 +272,9 @@ def main(argv=None):
                 "bleu": bleu.bleu,
                 "bleu_difference": bleu.bleu - result["saved_model"][mode]["bleu"],
             }
+            for key, tokens in references_by_name.items():
+                same = sum(r["tokens"] == t for r, t in zip(got, tokens[mode], strict=True))
+                entry[mode][f"token_identical_with_{key}"] = same / len(sources)
             entry[mode].update(
                 speed(
                     lambda batch, mode=mode, translator=translator: translator.translate(
@@ -225,12 +286,58 @@ def main(argv=None):
                     count_litert,
                 )
             )
-            print(f"LiteRT {weights} {mode}: {entry[mode]}")
-        result["litert"][weights] = entry
+            print(f"LiteRT {name} {mode}: {entry[mode]}")
+        result["litert"][name] = entry
         print(
-            f"LiteRT {weights}: "
+            f"LiteRT {name}: "
             + ", ".join(f"{m} {e['bytes'] / 1e6:.1f} MB" for m, e in entry["models"].items())
         )
+
+    common = {"beam_width": args.beam_width, "length_penalty": length_penalty}
+    for weights in args.weights.split(","):
+        if weights == "int8-dynamic-range":
+            exporter = DynamicRangeExporter.from_run(args.run_dir, weights="float32", **common)
+        else:
+            exporter = LiteRTExporter.from_run(args.run_dir, weights=weights, **common)
+        measure(weights, exporter, {"int8_saved_model": reference_int8})
+
+    if args.shortlist:
+        # The shortlist: the SavedModel exported with it is the reference of the LiteRT
+        # models exported with it.
+        from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+        shortlist = VocabularyShortlist.from_run(args.run_dir, args.shortlist)
+        short_base = work / "savedmodel-shortlist"
+        shutil.rmtree(short_base, ignore_errors=True)
+        short_settings = ExportSettings(precision="float32", weights="float32", shortlist=shortlist)
+        short_export = export_translator(
+            args.run_dir, short_base, settings=short_settings, beam_width=args.beam_width
+        )
+        result["saved_model_shortlist"] = {"shortlist": shortlist.describe()}
+        reference_short = {}
+        with SavedModelSession(short_export.path) as session:
+            for mode, signature in MODES.items():
+                tokens, translations = saved_model_translate(
+                    session, signature, sources, args.agreement_batch
+                )
+                reference_short[mode] = tokens
+                bleu = score_translations(translations, references)
+                identical = sum(a == b for a, b in zip(tokens, reference[mode], strict=True))
+                result["saved_model_shortlist"][mode] = {
+                    "bleu": bleu.bleu,
+                    "bleu_difference": bleu.bleu - result["saved_model"][mode]["bleu"],
+                    "token_identical_with_float32": identical / len(sources),
+                }
+                print(f"SavedModel shortlist {mode}: {result['saved_model_shortlist'][mode]}")
+        for weights in args.shortlist_weights.split(","):
+            exporter = LiteRTExporter.from_run(
+                args.run_dir, weights=weights, vocabulary_shortlist=shortlist, **common
+            )
+            measure(
+                f"{weights}-shortlist",
+                exporter,
+                {"int8_saved_model": reference_int8, "shortlisted_saved_model": reference_short},
+            )
 
     harness.write_json(args.output, result, info)
     print(f"Wrote {args.output}")

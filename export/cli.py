@@ -168,8 +168,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "int8: per-channel weight-only quantization of the weight matrices, float32 scales, "
         "dequantized in the graph (about a quarter of the size); auto: bfloat16 when the "
         "signatures compute in bfloat16 (--precision), else float32; with --format litert: "
-        "float32, float16 (stored in float16, computed in float32) or int8 (LiteRT's "
-        "dynamic-range quantization), auto = float32 "
+        "float32, float16 (stored in float16, computed in float32) or int8 (as for "
+        "SavedModels: stored int8, computed in float32), auto = float32 "
         f"(default: {COMMAND_SETTINGS.weights})",
     )
     parser.add_argument(
@@ -181,7 +181,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "that go with it most (local mutual information) in the run's training split, plus the "
         "--shortlist-frequent most frequent target tokens; scores are then log-probabilities "
         "over the shortlist; none: the whole vocabulary; auto: K=100 for a target vocabulary "
-        "of 10000 tokens or more (not with --jit-compile), else none "
+        "of 10000 tokens or more (not with --jit-compile), else none; with --format litert "
+        "auto is none (a shortlist there is for speed: docs/on-device.md) "
         f"(default: {COMMAND_SETTINGS.shortlist})",
     )
     parser.add_argument(
@@ -296,13 +297,9 @@ def run_litert_export(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXPORT_ERROR
-    if args.shortlist not in (None, AUTO):
-        print(
-            "keras-attention export: error: --format litert decodes over the whole vocabulary "
-            f"(no --shortlist). Received: --shortlist {args.shortlist}",
-            file=sys.stderr,
-        )
-        return EXPORT_ERROR
+    # `auto` is the whole vocabulary here: a shortlist is for speed, at the cost of its
+    # table's bytes (docs/on-device.md).
+    shortlist = None if args.shortlist in (None, AUTO) else args.shortlist
     try:
         exporter = LiteRTExporter.from_run(
             args.run_dir,
@@ -310,6 +307,8 @@ def run_litert_export(args: argparse.Namespace) -> int:
             beam_width=args.beam_width,
             length_penalty=args.length_penalty,
             weights=weights,
+            shortlist=shortlist,
+            shortlist_frequent=args.shortlist_frequent,
         )
         manifest = exporter.export(args.export_dir)
     except (FileExistsError, FileNotFoundError, ValueError) as error:
@@ -322,7 +321,9 @@ def run_litert_export(args: argparse.Namespace) -> int:
             f"{len(model['ops']['builtin'])} builtin op kinds, {len(model['ops']['custom'])} custom"
         )
     if args.check:
-        report = LiteRTChecker().check(args.export_dir)
+        report = LiteRTChecker(vocabulary_shortlist=exporter.vocabulary_shortlist).check(
+            args.export_dir
+        )
         if not report.ok:
             print(report.format(), file=sys.stderr)
             print("keras-attention export: error: the export fails check-export", file=sys.stderr)

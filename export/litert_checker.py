@@ -37,16 +37,28 @@ class LiteRTChecker:
        `Translator` in float32 (the graph the SavedModel's signatures hold),
        when the manifest's run directory is there. Tokens must be identical
        for every sentence unless the weights are quantized (`float16`,
-       `int8`), where a difference is a warning.
+       `int8`), where a difference is a warning. A shortlisted export
+       (the manifest's `shortlist`) is compared with the Translator over
+       the same shortlist (`vocabulary_shortlist`, else built again from
+       the run with the manifest's `k` and `frequent`); an `int8` export with
+       the Translator whose weight matrices hold their int8 values.
 
     Args:
         saved_model: a SavedModel version directory to compare with, or `None`.
         compare: whether to compare at all. Defaults to `True`.
+        vocabulary_shortlist: the `VocabularyShortlist` a shortlisted export
+            was made with (saves building it again), or `None`.
     """
 
-    def __init__(self, saved_model: str | os.PathLike | None = None, compare: bool = True):
+    def __init__(
+        self,
+        saved_model: str | os.PathLike | None = None,
+        compare: bool = True,
+        vocabulary_shortlist=None,
+    ):
         self.saved_model = None if saved_model is None else str(saved_model)
         self.compare = compare
+        self.vocabulary_shortlist = vocabulary_shortlist
 
     def check(self, path: str | os.PathLike) -> LiteRTCheckReport:
         """Checks the export directory `path`; returns the report."""
@@ -135,6 +147,21 @@ class LiteRTChecker:
         translator = with_precision(
             load_translator(run_dir, max_output_length=manifest["max_output_length"]), "float32"
         )
+        if manifest.get("weights") == "int8":
+            # The values an int8 export stores (the SavedModel's int8 ones): the same tokens.
+            _use_int8_values(translator.model)
+            report.reference += " with its weights' int8 values"
+        described = manifest.get("shortlist")
+        if described:
+            shortlist = self.vocabulary_shortlist
+            if shortlist is None:
+                from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+                shortlist = VocabularyShortlist.from_run(
+                    run_dir, described["k"], described["frequent"]
+                )
+            translator = translator.with_shortlist(shortlist)
+            report.reference += f" with its shortlist of {described['k']} ids per source id"
         options = {
             "greedy": {},
             "beam": {"beam_width": beam["beam_width"], "length_penalty": beam["length_penalty"]},
@@ -143,6 +170,22 @@ class LiteRTChecker:
             mode: translator.translate_all(sources, batch_size=len(sources), **options[mode])
             for mode in modes
         }
+
+
+def _use_int8_values(model) -> None:
+    """Sets every weight matrix of `model` (a fresh copy) to the values its int8 storage
+    stands for (`weight_storage`: a scale per output channel)."""
+    from keras_attention.export.weight_storage import (
+        channel_axis,
+        dequantize,
+        is_weight_matrix,
+        quantize_per_channel,
+    )
+
+    for variable in model.variables:
+        if is_weight_matrix(variable):
+            quantized, scale = quantize_per_channel(variable.value, channel_axis(variable))
+            variable.assign(dequantize(quantized, scale, variable.dtype))
 
 
 def _saved_model_results(

@@ -21,9 +21,11 @@ from keras_attention.export.litert_encoder import encode_with_buffers
 from keras_attention.export.litert_ops import model_ops
 from keras_attention.export.litert_settings import LiteRTSettings
 from keras_attention.export.litert_text_files import write_text_files
+from keras_attention.export.litert_weights import int8_weight_only
 from keras_attention.export.warmup_pairs import DEFAULT_WARMUP_PAIRS, run_warmup_pairs
-from keras_attention.export.weight_storage import quantize_per_channel
+from keras_attention.inference.next_step import check_shortlist, own_candidates
 from keras_attention.inference.translator import Translator
+from keras_attention.vocabulary_shortlist import VocabularyShortlist
 from keras_attention_client.litert_contract import (
     INPUT,
     MANIFEST_FILE,
@@ -56,14 +58,22 @@ class LiteRTExporter:
     4. `tf.lite.TFLiteConverter` converts the function with
        `supported_ops=[TFLITE_BUILTINS]`; the settings' `weights` pick the
        stored weights: `float32`; `float16` (dequantized to float32 when the
-       model loads); `int8`: LiteRT's dynamic-range quantization (int8
-       weights with a scale per output channel, float activations quantized
-       per row on the fly by the int8 kernels). For `int8` the decoder's
-       embedding lookups read int8 rows and their scales
-       (`quantize_per_channel`) in the graph, and the tied output projection
-       reads the values those rows stand for, which the quantizer turns into
-       the same int8 values and scales: the file holds the target embedding
-       matrix once (the quantizer alone would store one copy per use).
+       model loads); `int8`: the SavedModel's weight-only scheme
+       (`litert_weights.int8_weight_only` rewrites the float32 model: each
+       weight matrix stored as int8 with a float32 scale per output channel,
+       the very values of a SavedModel exported with `--weights int8`,
+       dequantized once when the model runs; the kernels compute in
+       float32). LiteRT's own dynamic-range quantization, whose int8 kernels
+       also quantize their inputs, drifts further from the float32 model
+       (measured: benchmarks/results/litert_export.json).
+
+    With a vocabulary shortlist (`vocabulary_shortlist`, or the settings'
+    `shortlist` K in `from_run`), the models decode as a SavedModel exported
+    with `--shortlist K` does: the batch's candidate target ids (the union of
+    the table's rows of its source ids, the frequent ids and the reserved
+    ids), each row kept to its own candidates, the output projection over
+    the candidates' rows only. The table is a constant of the models, in
+    int16 when the target ids fit.
 
     Text stays outside the models: `text.json` holds the vocabularies'
     files, the normalization/tokenization/detokenization rules the
@@ -81,6 +91,9 @@ class LiteRTExporter:
             `DEFAULT_WARMUP_PAIRS`.
         run_dir: the training run (recorded in the manifest).
         train_config: that run's `TrainConfig` as a dict (recorded).
+        vocabulary_shortlist: a `VocabularyShortlist` to decode over, or
+            `None` (the default; the settings' `shortlist` must then be
+            `None`: `from_run` builds the shortlist it names).
         **changes: `LiteRTSettings` fields by name (e.g. `weights="int8"`).
 
     Example:
@@ -99,9 +112,27 @@ class LiteRTExporter:
         warmup_pairs: Sequence[tuple[str, str]] | None = None,
         run_dir: str | os.PathLike | None = None,
         train_config: dict | None = None,
+        vocabulary_shortlist: VocabularyShortlist | None = None,
         **changes,
     ):
         settings = LiteRTSettings.of(settings, **changes)
+        if vocabulary_shortlist is not None:
+            check_shortlist(
+                vocabulary_shortlist,
+                translator.model,
+                translator.source_vectorizer,
+                translator.target_vectorizer,
+            )
+            settings = dataclasses.replace(
+                settings,
+                shortlist=vocabulary_shortlist.k,
+                shortlist_frequent=int(vocabulary_shortlist.frequent_ids.size),
+            )
+        elif settings.shortlist is not None:
+            raise ValueError(
+                f"`shortlist={settings.shortlist}` needs its `vocabulary_shortlist` "
+                "(`LiteRTExporter.from_run` builds it from the run)"
+            )
         width = settings.attention_width or translator.source_vectorizer.max_length
         if width is None:
             raise ValueError(
@@ -113,6 +144,7 @@ class LiteRTExporter:
                 f"A LiteRT export needs a Seq2Seq model. Received: {type(translator.model).__name__}"
             )
         self.translator = translator
+        self.vocabulary_shortlist = vocabulary_shortlist
         self.settings = dataclasses.replace(settings, attention_width=width)
         self.attention_width = width
         self.weights = settings.weights
@@ -147,6 +179,12 @@ class LiteRTExporter:
         translator = load_translator(run_dir, max_output_length=max_output_length)
         # LiteRT's CPU kernels compute in float32 (bfloat16 has none).
         translator = with_precision(translator, "float32")
+        named = {k: v for k, v in settings.items() if k in _SETTINGS_FIELDS}
+        resolved = LiteRTSettings.of(settings.get("settings"), **named)
+        if resolved.shortlist is not None and settings.get("vocabulary_shortlist") is None:
+            settings["vocabulary_shortlist"] = VocabularyShortlist.from_run(
+                run_dir, resolved.shortlist, resolved.shortlist_frequent
+            )
         run = RunDirectory(run_dir)
         if settings.get("warmup_pairs") is None:
             settings["warmup_pairs"] = run_warmup_pairs(run)
@@ -180,42 +218,34 @@ class LiteRTExporter:
         strategy = self.strategy(mode)
         start_id = translator.target_vectorizer.start_id
         values = {id(variable): variable.numpy() for variable in model.variables}
-        embeddings = model.decoder.embedding.embeddings
-        int8_rows = None
-        if self.weights == "int8":
-            quantized, scale = quantize_per_channel(values[id(embeddings)], axis=0)
-            int8_rows = (quantized.numpy(), scale.numpy())
-            # The values the int8 rows stand for: a tied output projection reads them, and
-            # LiteRT's quantizer, given them, finds the same int8 values and scales again.
-            values[id(embeddings)] = (quantized.numpy() * scale.numpy()).astype(np.float32)
+        shortlist = self.vocabulary_shortlist
+        if shortlist is not None:
+            shortlist = _ConstantShortlist(shortlist)
 
         def decode(source_ids):
             # Every variable as a constant: the converter then folds them into the model.
             mapping = [(v, tf.constant(values[id(v)])) for v in model.variables]
-            gather = None
-            if int8_rows is not None:
-                rows, scales = (tf.constant(part) for part in int8_rows)
-
-                def gather(variable, ids, axis):
-                    # The decoder's lookups read int8 rows and their scales: the file holds
-                    # the matrix once, in the int8 form the output projection shares.
-                    if variable is embeddings and axis == 0:
-                        return (
-                            tf.cast(tf.gather(rows, ids), tf.float32)
-                            * tf.gather(scales[:, 0], ids)[..., tf.newaxis]
-                        )
-                    return tf.gather(tf.convert_to_tensor(variable), ids, axis=axis)
-
-            step_translator = translator.with_shortlist(None, gather_weights=gather)
+            step_translator = translator.with_shortlist(None)
             with keras.StatelessScope(state_mapping=mapping):
                 annotations, summary = encode_with_buffers(model.encoder, source_ids)
                 state = model.decoder.initial_state(
                     annotations, tf.not_equal(source_ids, 0), summary
                 )
                 start_ids = tf.fill([tf.shape(source_ids)[0]], tf.constant(start_id, tf.int32))
-                result = strategy(step_translator.step_function(state), state, start_ids)
+                if shortlist is None:
+                    result = strategy(step_translator.step_function(state), state, start_ids)
+                    tokens = result.tokens
+                else:
+                    # As `Translator.translate` with a shortlist: candidate positions, each
+                    # row kept to its own candidates, then the positions' target ids.
+                    table = shortlist.in_graph()
+                    candidates = table.candidates(source_ids)
+                    allowed = table.allowed(source_ids, candidates)
+                    next_fn = own_candidates(step_translator.step_function(state, candidates))
+                    result = strategy(next_fn, (state, allowed), start_ids)
+                    tokens = tf.gather(candidates, result.tokens)
             return {
-                "tokens": tf.identity(result.tokens, name="tokens"),
+                "tokens": tf.identity(tokens, name="tokens"),
                 "scores": tf.identity(result.scores, name="scores"),
                 "lengths": tf.identity(result.lengths, name="lengths"),
                 "attention": tf.identity(result.attention, name="attention"),
@@ -238,9 +268,10 @@ class LiteRTExporter:
         if self.weights == "float16":
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
             converter.target_spec.supported_types = [tf.float16]
-        elif self.weights == "int8":
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        return converter.convert()
+        data = converter.convert()
+        if self.weights == "int8":
+            data = int8_weight_only(data)
+        return data
 
     # ------------------------------------------------------------- the files
 
@@ -295,6 +326,11 @@ class LiteRTExporter:
             "train_config": self.train_config,
             "model_config": jsonable(translator.model.get_config()),
             "weights": self.weights,
+            "shortlist": (
+                self.vocabulary_shortlist.describe()
+                if self.vocabulary_shortlist is not None
+                else None
+            ),
             "input": {"name": INPUT, "dtype": "int32", "shape": [-1, self.attention_width]},
             "attention_width": self.attention_width,
             "max_output_length": translator.max_output_length,
@@ -311,6 +347,31 @@ class LiteRTExporter:
             "text_file": TEXT_FILE,
             "warmup_pairs": [list(pair) for pair in self.warmup_pairs],
         }
+
+
+_SETTINGS_FIELDS = {field.name for field in dataclasses.fields(LiteRTSettings)}
+
+
+class _ConstantShortlist:
+    """A `VocabularyShortlist` whose table a traced function reads as a constant (the
+    converter folds no variable), in int16 when the target ids fit (half the bytes)."""
+
+    def __init__(self, shortlist: VocabularyShortlist):
+        self.shortlist = shortlist
+        small = shortlist.target_vocabulary_size <= np.iinfo(np.int16).max + 1
+        self.table = shortlist.table.astype(np.int16 if small else np.int32)
+        self.always = shortlist.variables[1].numpy()
+
+    def in_graph(self) -> VocabularyShortlist:
+        """A copy of the shortlist reading constants: call while tracing."""
+        table = tf.constant(self.table)
+        shortlist = copy.copy(self.shortlist)
+        shortlist._table = table
+        shortlist._always = tf.constant(self.always)
+        # The rows are gathered from the stored table, then widened: the converter keeps
+        # the table in its stored dtype (a cast of the whole constant would be folded).
+        shortlist.rows = lambda ids: tf.cast(tf.gather(table, ids), tf.int32)
+        return shortlist
 
 
 def export_litert(run_dir: str | os.PathLike, directory: str | os.PathLike, **settings) -> dict:

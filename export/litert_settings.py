@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from keras_attention.export.signature_options import DEFAULT_EXPORT_BEAM_WIDTH
+from keras_attention.shortlist_defaults import DEFAULT_FREQUENT
 from keras_attention_client.litert_contract import MODES, WEIGHTS
 from keras_attention_client.wire.decoding_options import DEFAULT_LENGTH_PENALTY
 
@@ -30,6 +31,12 @@ class LiteRTSettings:
         weights: one of `keras_attention_client.litert_contract.WEIGHTS`:
             `"float32"` (the default), `"float16"` or `"int8"`.
         modes: the decoding modes to write, some of `MODES`. Defaults to all.
+        shortlist: `K`, an int >= 1: the models decode over a vocabulary
+            shortlist of `K` target ids per source id
+            (`VocabularyShortlist.from_run`, as a SavedModel's `--shortlist
+            K`); `None` (the default): over the whole vocabulary.
+        shortlist_frequent: int >= 0, the most frequent target ids the
+            shortlist always keeps. Defaults to `DEFAULT_FREQUENT` (300).
 
     Raises:
         ValueError: a value out of range.
@@ -41,6 +48,8 @@ class LiteRTSettings:
     attention_width: int | None = None
     weights: str = "float32"
     modes: tuple[str, ...] = MODES
+    shortlist: int | None = None
+    shortlist_frequent: int = DEFAULT_FREQUENT
 
     def __post_init__(self):
         if self.weights not in WEIGHTS:
@@ -65,6 +74,15 @@ class LiteRTSettings:
             raise ValueError(
                 f"`n_best` must be an int in [1, beam_width={self.beam_width}] or None. "
                 f"Received: n_best={n_best!r}"
+            )
+        if self.shortlist is not None and (not _is_int(self.shortlist) or self.shortlist < 1):
+            raise ValueError(
+                f"`shortlist` must be an int >= 1 or None. Received: shortlist={self.shortlist!r}"
+            )
+        if not _is_int(self.shortlist_frequent) or self.shortlist_frequent < 0:
+            raise ValueError(
+                "`shortlist_frequent` must be an int >= 0. "
+                f"Received: shortlist_frequent={self.shortlist_frequent!r}"
             )
         width = self.attention_width
         if width is not None and (not _is_int(width) or width < 1):

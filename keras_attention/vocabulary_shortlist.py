@@ -152,7 +152,7 @@ class VocabularyShortlist:
             `0 .. max(special_ids)` and `extra_ids`, sorted, each once.
         """
         ids = tf.reshape(tf.cast(source_ids, tf.int32), [-1])
-        chosen = tf.concat([tf.reshape(tf.gather(self._table, ids), [-1]), self._always], 0)
+        chosen = tf.concat([tf.reshape(self.rows(ids), [-1]), self._always], 0)
         if extra_ids is not None:
             chosen = tf.concat([chosen, tf.reshape(tf.cast(extra_ids, tf.int32), [-1])], 0)
         # Marks, then `Where`: the ids in order, each once, with core ops only.
@@ -160,6 +160,10 @@ class VocabularyShortlist:
             chosen[:, tf.newaxis], tf.ones_like(chosen), [self.target_vocabulary_size]
         )
         return tf.cast(tf.reshape(tf.where(counts > 0), [-1]), tf.int32)
+
+    def rows(self, source_ids) -> tf.Tensor:
+        """The table's rows of `source_ids` (int32, with a last axis of `k`)."""
+        return tf.gather(self._table, source_ids)
 
     def allowed(self, source_ids, candidates) -> tf.Tensor:
         """Which of a batch's `candidates` are each sentence's own candidates.
@@ -186,7 +190,7 @@ class VocabularyShortlist:
         """
         source_ids = tf.cast(source_ids, tf.int32)
         pad = tf.constant(self.special_ids[0], tf.int32)
-        rows = tf.gather(self._table, source_ids)  # (batch, T_in, k)
+        rows = self.rows(source_ids)  # (batch, T_in, k)
         rows = tf.where(tf.equal(source_ids, PAD_ID)[..., tf.newaxis], pad, rows)
         batch_size = tf.shape(source_ids)[0]
         rows = tf.reshape(rows, [batch_size, -1])

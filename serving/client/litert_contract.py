@@ -37,4 +37,4 @@ OUTPUTS = ("tokens", "scores", "lengths", "attention")
 
 WEIGHTS = ("float32", "float16", "int8")
 """How an export stores its weights: as trained, in float16 (computed in float32), or int8
-with dynamic-range kernels (LiteRT's post-training dynamic-range quantization)."""
+with a float32 scale per output channel (the SavedModel's `int8` values, computed in float32)."""

@@ -8,6 +8,7 @@ and the SavedModel itself on TF Serving's Session path (`LiteRTChecker`).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from keras_attention.cli import main
 from keras_attention.export.litert_checker import LiteRTChecker
 from keras_attention.export.litert_exporter import LiteRTExporter
 from keras_attention.export.litert_ops import model_ops
+from keras_attention.export.litert_settings import LiteRTSettings
 from keras_attention_client.litert_contract import MANIFEST_FILE, MODEL_FILES, MODES
 from keras_attention_client.litert_translator import LiteRTTranslator
 
@@ -132,13 +134,57 @@ def test_command_exports_int8_and_checks_it(run_dir, tmp_path, capsys):
     assert "check-export: OK" in printed
     manifest = json.loads((out / MANIFEST_FILE).read_text(encoding="utf-8"))
     assert manifest["weights"] == "int8"
+    # Compared with the run's model holding the int8 values: the same tokens.
+    counts = re.findall(r"(\d+)/(\d+) token-identical", printed)
+    assert len(counts) == 2 and all(a == b != "0" for a, b in counts), printed
+    for model in manifest["models"].values():  # int8 matrices, dequantized once
+        assert "DEQUANTIZE" in model["ops"]["builtin"]
     translations = LiteRTTranslator(out).translate(SENTENCES[:3], "greedy")
     assert all(isinstance(result["translation"], str) for result in translations)
 
 
+@pytest.mark.slow
+def test_shortlisted_models_match_the_shortlisted_translator(run_dir, tmp_path, capsys):
+    from keras_attention.export.export_precision import with_precision
+    from keras_attention.inference.trained_run import load_translator
+    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+
+    out = tmp_path / "shortlist"
+    flags = ["--shortlist", "5", "--shortlist-frequent", "10", "--beam-width", "3"]
+    code = main(["export", str(run_dir), "--export-dir", str(out), "--format", "litert", *flags])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "check-export: OK" in printed  # against the Translator over the same shortlist
+    manifest = json.loads((out / MANIFEST_FILE).read_text(encoding="utf-8"))
+    assert manifest["shortlist"]["k"] == 5 and manifest["shortlist"]["frequent"] == 10
+    for model in manifest["models"].values():
+        assert {"SCATTER_ND", "WHILE"} <= set(model["ops"]["builtin"])
+        assert model["ops"]["custom"] == []
+
+    shortlist = VocabularyShortlist.from_run(run_dir, 5, 10)
+    reference = with_precision(load_translator(run_dir), "float32").with_shortlist(shortlist)
+    litert = LiteRTTranslator(out)
+    for mode, options in [("greedy", {}), ("beam", {"beam_width": 3, "length_penalty": 0.6})]:
+        want = reference.translate_all(INPUTS, batch_size=4, **options)
+        got = litert.translate(INPUTS, mode, n_best=1 if mode == "beam" else None, batch_size=4)
+        if mode == "beam":
+            want = [ranked[0] if isinstance(ranked, list) else ranked for ranked in want]
+            got = [ranked[0] if isinstance(ranked, list) else ranked for ranked in got]
+        for result, expected in zip(got, want, strict=True):
+            assert result["tokens"] == expected["tokens"]
+            assert result["score"] == pytest.approx(expected["score"], abs=1e-4)
+
+
 @pytest.mark.parametrize(
-    "flags", [["--weights", "bfloat16"], ["--shortlist", "5"]], ids=["bfloat16", "shortlist"]
+    "changes",
+    [{"shortlist": 0}, {"shortlist": 2.0}, {"shortlist_frequent": -1}, {"weights": "bfloat16"}],
 )
+def test_settings_refuse_bad_values(changes):
+    with pytest.raises(ValueError, match=next(iter(changes))):
+        LiteRTSettings(**changes)
+
+
+@pytest.mark.parametrize("flags", [["--weights", "bfloat16"]], ids=["bfloat16"])
 def test_command_refuses_what_litert_does_not_take(run_dir, tmp_path, flags, capsys):
     code = main(
         ["export", str(run_dir), "--export-dir", str(tmp_path / "x"), "--format", "litert", *flags]
