@@ -179,14 +179,12 @@ def train(
                 run = claim_run(config)
                 write_run_files(run, config, splits)
             shared = run or RunDirectory(config.out)  # other workers only read it
-            done_before = run_state.epochs_done(shared)
             summary = _fit(
                 shared,
                 splits,
                 config,
                 interrupt,
                 verbose,
-                done_before,
                 distribution,
                 callbacks,
                 on_plan=(lambda plan: report("plan", plan)) if report else None,
@@ -243,12 +241,12 @@ def _fit(
     config,
     interrupt,
     verbose,
-    done_before,
     distribution,
     extra_callbacks,
     on_plan=None,
 ) -> dict:
     initial_epoch, resumed_steps = backed_up_position(run.backup)
+    done_before = run_state.epochs_done(run)
     dist.check_workers_agree(
         distribution,
         config=dist.comparable_config(config),
