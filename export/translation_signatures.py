@@ -12,6 +12,7 @@ from keras_attention.export.signature_options import DEFAULT_MAX_BEAM_WIDTH, Sig
 from keras_attention.inference.translator import Translator
 from keras_attention_client.wire.contract import (
     BEAM_SEARCH,
+    CONSTRAINT_SEPARATOR,
     DECODING_INPUTS,
     DEFAULT_SIGNATURE,
     N_BEST_OUTPUTS,
@@ -52,7 +53,9 @@ class TranslationSignatures:
     - `beam_search`: `Translator.translate` with beam search.
     - `search` (with `decoding_inputs`): `Translator.translate` with greedy
       or beam search, chosen per request, and the optional `STEERING_INPUTS`
-      (`prefix`, `next_words`; defaults: none), returning
+      (`prefix`, `next_words`, `constraints`; defaults: none; a request
+      with constraints runs constrained beam search at its `beam_width`,
+      1 included), returning
       `STEERING_OUTPUTS` (`next_words`, `next_word_scores`) besides the
       translation outputs.
     - `sample` (with `decoding_inputs`): `Translator.translate` with random
@@ -214,6 +217,7 @@ class TranslationSignatures:
         defaults = self._default_constants(SEARCH)
         with tf.init_scope():
             no_prefix, no_next_words = tf.constant([], tf.string), tf.constant(0, tf.int32)
+            no_constraints = tf.constant([], tf.string)
 
         def translate(
             text,
@@ -223,10 +227,21 @@ class TranslationSignatures:
             max_output_length=defaults[3],
             prefix=no_prefix,
             next_words=no_next_words,
+            constraints=no_constraints,
         ):
             text = tf.reshape(text, [-1])
             prefix = tf.reshape(prefix, [-1])
+            constraints = tf.reshape(constraints, [-1])
             checks = [
+                _check(
+                    tf.logical_or(
+                        tf.equal(tf.size(constraints), 0),
+                        tf.equal(tf.size(constraints), tf.size(text)),
+                    ),
+                    "`constraints` must hold one string per `text`, or none. "
+                    "Received sizes constraints, text:",
+                    [tf.size(constraints), tf.size(text)],
+                ),
                 _check(
                     tf.logical_or(
                         tf.equal(tf.size(prefix), 0), tf.equal(tf.size(prefix), tf.size(text))
@@ -254,15 +269,19 @@ class TranslationSignatures:
                 tf.equal(tf.size(prefix), 0), lambda: tf.fill(tf.shape(text), ""), lambda: prefix
             )
             steering = {"prefixes": prefix, "next_words": next_words}
+            # Each sentence's phrases, split at the separator: (batch, C), "" for none.
+            phrases = tf.strings.split(constraints, CONSTRAINT_SEPARATOR).to_tensor("")
+            constrained = tf.reduce_any(tf.strings.length(tf.strings.strip(phrases)) > 0)
 
             def run_greedy():
                 return translator.translate(text, greedy, max_length=max_output_length, **steering)
 
-            def run_beam():
+            def run_beam(**constraint):
                 outputs = translator.translate(
                     text,
                     beam,
                     **steering,
+                    **constraint,
                     beam_width=beam_width,
                     length_penalty=length_penalty,
                     n_best=n_best,
@@ -272,7 +291,11 @@ class TranslationSignatures:
 
             return tf.cond(
                 tf.size(text) > 0,
-                lambda: tf.cond(beam_width > 1, run_beam, run_greedy),
+                lambda: tf.cond(
+                    constrained,
+                    lambda: run_beam(constraints=phrases),
+                    lambda: tf.cond(beam_width > 1, run_beam, run_greedy),
+                ),
                 lambda: tf.cond(
                     n_best > 1,
                     lambda: _empty({**N_BEST_OUTPUTS, **STEERING_OUTPUTS}),
@@ -394,7 +417,8 @@ class TranslationSignatures:
 
 
 def _steering_specs() -> list[tf.TensorSpec]:
-    """`TensorSpec`s of `STEERING_INPUTS` (`prefix` `[batch]`, `next_words` a scalar)."""
+    """`TensorSpec`s of `STEERING_INPUTS` (`prefix` and `constraints` `[batch]`,
+    `next_words` a scalar)."""
     return [
         tf.TensorSpec([None] * len(shape), _DTYPES[dtype], name=alias)
         for alias, (dtype, shape) in STEERING_INPUTS.items()

@@ -190,12 +190,13 @@ def test_signature_defs_hold_the_defaults(new_export):
         name: {
             alias: tf.make_ndarray(proto).item()
             for alias, proto in signatures[name].defaults.items()
-            if alias != "prefix"
+            if alias not in ("prefix", "constraints")
         }
         for name in ("search", "sample")
     }
     # The steering inputs: no prefix ([], not a row per text) and no next words.
     assert tf.make_ndarray(signatures["search"].defaults["prefix"]).shape == (0,)
+    assert tf.make_ndarray(signatures["search"].defaults["constraints"]).shape == (0,)
     assert defaults["search"].pop("next_words") == 0
     limit = 10  # the run's max_output_length
     assert defaults["search"] == pytest.approx(
@@ -294,6 +295,51 @@ def test_a_prefix_and_next_words_through_the_export_equal_the_library(
             )
 
 
+CONSTRAINTS = [["chat"], [], ["rouge", "pomme"], [], [], [], [], [], [], ["le"]]
+
+
+def test_constraints_through_the_export_equal_the_library(new_export, server, translator):
+    """`search` with `constraints` on the Session path, over gRPC and over REST (both
+    clients): the local `Translator`'s translations, every phrase in them, and the
+    sentences without phrases as without the input."""
+    import tensorflow as tf
+
+    from keras_attention.export import SavedModelSession
+
+    assert len(CONSTRAINTS) == len(TEXTS)
+    width = max(len(row) for row in CONSTRAINTS)
+    local = translator.translate(
+        tf.constant(TEXTS),
+        translator.strategy(beam_width=3, length_penalty=0.6),
+        constraints=tf.constant([row + [""] * (width - len(row)) for row in CONSTRAINTS]),
+    )
+    want = [t.decode() for t in local["translation"].numpy()]
+    for text, phrases in zip(want, CONSTRAINTS, strict=True):
+        assert all(phrase in text for phrase in phrases), (text, phrases)
+    beam = {"beam_width": np.int32(3), "length_penalty": np.float32(0.6)}
+    joined = np.array(["\t".join(row) for row in CONSTRAINTS], object)
+    with SavedModelSession(new_export.path) as session:
+        outputs = session.run(
+            "search", {"text": np.array(TEXTS, object), "constraints": joined, **beam}
+        )
+        plain = session.run("search", {"text": np.array(TEXTS, object), **beam})
+    assert [t.decode() for t in outputs["translation"]] == want
+    np.testing.assert_allclose(outputs["score"], local["score"].numpy(), atol=1e-4)
+    for row, phrases in enumerate(CONSTRAINTS):
+        if not phrases:
+            assert outputs["translation"][row] == plain["translation"][row]
+            assert outputs["score"][row] == plain["score"][row]
+    with TranslationClient(server.address, model_name="after") as client:
+        grpc = client.translate(TEXTS, beam_width=3, constraints=CONSTRAINTS)
+        with pytest.raises(ServingError, match="zorglub"):
+            client.translate(TEXTS[:1], beam_width=3, constraints=[["zorglub"]])
+    rest = RestTranslationClient(server.rest_url, model_name="after").translate(
+        TEXTS, beam_width=3, constraints=CONSTRAINTS
+    )
+    for results in (grpc, rest):
+        assert [r.text for r in results] == want
+
+
 def test_confidence_prefix_and_next_words_flags_remote_and_local(server, golden, capsys):
     """`--confidence --prefix P --next-words K`: the same lines from the run and from the
     served export (both command lines)."""
@@ -380,6 +426,7 @@ def test_n_best_outputs_have_an_n_best_axis_over_rest(server):
     body = {"text": TEXTS[:3], "beam_width": 4, "n_best": 3, "length_penalty": 0.6}
     # REST fills no defaults: every input, the steering ones too (`[]`: no prefix).
     body.update({"prefix": np.array([], object), "next_words": np.int32(0)})
+    body["constraints"] = np.array([], object)
     outputs = rest.predict({**body, "max_output_length": 10}, signature_name="search")
     assert np.asarray(outputs["translation"]).shape == (3, 3)
     assert np.asarray(outputs["score"]).shape == (3, 3)

@@ -4,7 +4,7 @@
 row the phrases its translation must contain (`""` for none); `encode_constraints`
 turns it into the target ids `BeamSearch` takes (`keras_attention.decoding.
 lexical_constraints`), inside the graph, with checks that name the phrase at fault: a
-phrase with no token the target vocabulary knows (nothing, or only `[UNK]`), or a
+phrase that tokenizes to nothing or to a token the target vocabulary lacks (`[UNK]`), or a
 sentence whose phrases hold more tokens than a translation can carry
 (`constraint_token_limit`: `max_output_length - 1`). The search needs a `BeamSearch`
 (width 1 included: `as_beam_search`); a row without phrases decodes exactly as it
@@ -49,8 +49,8 @@ def encode_constraints(translator, constraints, batch_size) -> tf.Tensor:
 
     Each phrase is tokenized as a training target (no start or end token).
     Raises (`InvalidArgumentError` in a graph) naming the phrase when a
-    non-blank phrase has no token or only `[UNK]` tokens (it cannot be
-    produced), and naming the limit when a sentence's phrases hold more
+    non-blank phrase has no token or a token the vocabulary lacks (`[UNK]`:
+    the output would hold `[UNK]`, not the word), and naming the limit when a sentence's phrases hold more
     tokens than a translation can (`constraint_token_limit`).
     """
     target = translator.target_vectorizer
@@ -61,15 +61,15 @@ def encode_constraints(translator, constraints, batch_size) -> tf.Tensor:
     ids = target.encode(flat, ragged=True)
     lengths = tf.cast(ids.row_lengths(), tf.int32)
     blank = tf.equal(tf.strings.length(tf.strings.strip(flat)), 0)
-    known = tf.reduce_any(tf.not_equal(ids, target.unk_id), axis=1)
-    bad = tf.logical_and(tf.logical_not(blank), tf.logical_or(lengths == 0, tf.logical_not(known)))
+    unknown = tf.reduce_any(tf.equal(ids, target.unk_id), axis=1)
+    bad = tf.logical_and(tf.logical_not(blank), tf.logical_or(lengths == 0, unknown))
     limit = constraint_token_limit(translator.max_output_length)
     totals = tf.reduce_sum(tf.reshape(lengths, [batch_size, -1]), axis=1)
     checks = [
         _assert(
             tf.logical_not(tf.reduce_any(bad)),
-            "A constraint has no token the target vocabulary knows (it tokenizes to nothing or "
-            "only to [UNK]), so no translation can contain it. Received:",
+            "A constraint tokenizes to nothing or to a token the target vocabulary lacks "
+            "([UNK]), so no translation can contain it. Received:",
             [tf.boolean_mask(flat, bad)],
         ),
         _assert(
@@ -99,12 +99,21 @@ def check_phrases(translator, constraints: Sequence[Sequence[str]]) -> None:
         if not phrases:
             continue
         ids = target.encode(tf.constant(phrases), ragged=True)
-        for phrase, phrase_ids in zip(phrases, ids.to_list(), strict=True):
-            if not phrase_ids or all(i == target.unk_id for i in phrase_ids):
-                tokens = " ".join("[UNK]" for _ in phrase_ids) or "nothing"
+        tokens = target.tokenize(tf.constant(phrases)).to_list()
+        for phrase, phrase_ids, words in zip(phrases, ids.to_list(), tokens, strict=True):
+            if not phrase_ids:
                 raise ValueError(
-                    f"The constraint {phrase!r} has no token the target vocabulary knows "
-                    f"(it tokenizes to {tokens}), so no translation can contain it"
+                    f"The constraint {phrase!r} tokenizes to nothing, so no translation can "
+                    "contain it"
+                )
+            missing = [
+                w.decode() for w, i in zip(words, phrase_ids, strict=False) if i == target.unk_id
+            ]
+            if missing or target.unk_id in phrase_ids:
+                raise ValueError(
+                    f"The constraint {phrase!r} has a token the target vocabulary lacks "
+                    f"({', '.join(map(repr, missing)) or '[UNK]'}), so no translation can "
+                    "contain it"
                 )
         total = sum(len(i) for i in ids.to_list())
         if total > limit:

@@ -275,8 +275,13 @@ def test_constraints_appear_and_rows_without_translate_as_before(translator, bea
 @pytest.mark.parametrize(
     "constraints, match, in_graph",
     [
-        ([["zorglub"]], r"'zorglub' has no token the target vocabulary knows", "zorglub"),
-        ([["?!"]], r"'\?!' has no token", "no token the target vocabulary knows"),
+        (
+            [["zorglub"]],
+            r"'zorglub' has a token the target vocabulary lacks \('zorglub'\)",
+            "zorglub",
+        ),
+        ([["un zorglub"]], r"lacks \('zorglub'\)", "un zorglub"),
+        ([["?!"]], r"'\?!' has a token the target vocabulary lacks", "\\?!"),
         ([["un deux trois quatre " * 3]], r"more than a translation can carry \(at most 11", "11"),
     ],
 )
