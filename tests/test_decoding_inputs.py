@@ -340,6 +340,29 @@ def test_constraints_through_the_export_equal_the_library(new_export, server, tr
         assert [r.text for r in results] == want
 
 
+def test_constraint_and_glossary_flags_remote_and_local(server, golden, capsys, tmp_path):
+    """`--constraint P --glossary FILE`: the same lines from the run and from the served
+    export (both command lines); a glossary entry applies where its source term occurs."""
+    from keras_attention.cli import main as local_main
+    from keras_attention_client.cli import main as client_main
+
+    glossary = tmp_path / "glossary.tsv"
+    glossary.write_text("# source<TAB>target\ndog\tchien\nRED APPLE\trouge\n", encoding="utf-8")
+    flags = ["--constraint", "le", "--glossary", str(glossary), "--beam-width", "3"]
+    texts = ["I see the cat .", "the dog", "we love a big red apple ."]
+    assert local_main(["translate", str(golden / "run"), *flags, *texts]) == 0
+    local = capsys.readouterr().out.splitlines()
+    remote_flags = ["--server", server.address, "--model-name", "after", *flags, *texts]
+    assert client_main(["translate", *remote_flags]) == 0
+    remote = capsys.readouterr().out.splitlines()
+    assert local == remote and len(local) == len(texts)
+    for line, wanted in zip(local, [["le"], ["le", "chien"], ["le", "rouge"]], strict=True):
+        assert all(word in line.split() for word in wanted), (line, wanted)
+    glossary.write_text("dog chien\n", encoding="utf-8")
+    assert local_main(["translate", str(golden / "run"), *flags, *texts]) == 2
+    assert "glossary.tsv:1: a glossary line must be SOURCE<TAB>TARGET" in capsys.readouterr().err
+
+
 def test_confidence_prefix_and_next_words_flags_remote_and_local(server, golden, capsys):
     """`--confidence --prefix P --next-words K`: the same lines from the run and from the
     served export (both command lines)."""
