@@ -396,11 +396,11 @@ def test_check_export_native_fills_the_defaults_and_runs_every_input(new_export)
 
     report = ExportChecker(native=True).check(new_export.path)
     assert report.ok, report.errors
-    # 12 warmup records (2 each for serving_default, beam_search and score_translation, 3
-    # each for search and sample), their missing inputs filled from the defaults, plus one
-    # request with every input given for search and for sample.
-    assert len(report.warmup) == 12
-    assert report.native["requests"] == 12 + 2
+    # 13 warmup records (2 each for serving_default, beam_search and score_translation, 4
+    # for search, one of them with constraints, 3 for sample), their missing inputs filled
+    # from the defaults, plus one request with every input given for search and for sample.
+    assert len(report.warmup) == 13
+    assert report.native["requests"] == 13 + 2
     assert report.native["max_float_difference"] <= 1e-5
 
 

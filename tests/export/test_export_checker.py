@@ -39,8 +39,9 @@ def test_good_export_passes(good_report, exported):
     assert good_report.ops["NormalizeUTF8"] == "tf-text"
     assert good_report.ops["While"] == "core"
     assert "NOT ALLOWED" not in good_report.ops.values()
-    # 2 each for serving_default, beam_search and scoring, 3 each for search and sample.
-    assert len(good_report.warmup) == 12
+    # 2 each for serving_default, beam_search and scoring, 4 for search (one constrained),
+    # 3 for sample.
+    assert len(good_report.warmup) == 13
     assert {entry["signature"] for entry in good_report.warmup} == {
         "serving_default",
         "beam_search",
