@@ -52,12 +52,9 @@ class TranslationSignatures:
     - `serving_default`: `Translator.translate` with greedy search.
     - `beam_search`: `Translator.translate` with beam search.
     - `search` (with `decoding_inputs`): `Translator.translate` with greedy
-      or beam search, chosen per request, and the optional `STEERING_INPUTS`
-      (`prefix`, `next_words`, `constraints`; defaults: none; a request
-      with constraints runs constrained beam search at its `beam_width`,
-      1 included), returning
-      `STEERING_OUTPUTS` (`next_words`, `next_word_scores`) besides the
-      translation outputs.
+      or beam search, chosen per request (constrained beam search with
+      `constraints`), and the optional `STEERING_INPUTS` (defaults: none),
+      returning `STEERING_OUTPUTS` besides the translation outputs.
     - `sample` (with `decoding_inputs`): `Translator.translate` with random
       sampling.
     - `score_translation` (inputs `text` and `translation`): the model's
@@ -217,7 +214,6 @@ class TranslationSignatures:
         defaults = self._default_constants(SEARCH)
         with tf.init_scope():
             no_prefix, no_next_words = tf.constant([], tf.string), tf.constant(0, tf.int32)
-            no_constraints = tf.constant([], tf.string)
 
         def translate(
             text,
@@ -227,28 +223,14 @@ class TranslationSignatures:
             max_output_length=defaults[3],
             prefix=no_prefix,
             next_words=no_next_words,
-            constraints=no_constraints,
+            constraints=no_prefix,  # [] too: none
         ):
             text = tf.reshape(text, [-1])
             prefix = tf.reshape(prefix, [-1])
             constraints = tf.reshape(constraints, [-1])
             checks = [
-                _check(
-                    tf.logical_or(
-                        tf.equal(tf.size(constraints), 0),
-                        tf.equal(tf.size(constraints), tf.size(text)),
-                    ),
-                    "`constraints` must hold one string per `text`, or none. "
-                    "Received sizes constraints, text:",
-                    [tf.size(constraints), tf.size(text)],
-                ),
-                _check(
-                    tf.logical_or(
-                        tf.equal(tf.size(prefix), 0), tf.equal(tf.size(prefix), tf.size(text))
-                    ),
-                    "`prefix` must hold one string per `text`, or none. Received sizes prefix, text:",
-                    [tf.size(prefix), tf.size(text)],
-                ),
+                _check_one_per_text("constraints", constraints, text),
+                _check_one_per_text("prefix", prefix, text),
                 _check(next_words >= 0, "`next_words` must be >= 0. Received:", [next_words]),
                 _check_range("beam_width", beam_width, 1, cap),
                 _check(
@@ -269,8 +251,7 @@ class TranslationSignatures:
                 tf.equal(tf.size(prefix), 0), lambda: tf.fill(tf.shape(text), ""), lambda: prefix
             )
             steering = {"prefixes": prefix, "next_words": next_words}
-            # Each sentence's phrases, split at the separator: (batch, C), "" for none.
-            phrases = tf.strings.split(constraints, CONSTRAINT_SEPARATOR).to_tensor("")
+            phrases = tf.strings.split(constraints, CONSTRAINT_SEPARATOR).to_tensor("")  # (B, C)
             constrained = tf.reduce_any(tf.strings.length(tf.strings.strip(phrases)) > 0)
 
             def run_greedy():
@@ -433,6 +414,15 @@ def _input_specs(inputs: dict[str, str]) -> list[tf.TensorSpec]:
 def _check(condition: tf.Tensor, message: str, values: list[tf.Tensor]) -> tf.Operation:
     """`tf.debugging.Assert`: INVALID_ARGUMENT with `message` and `values` when false."""
     return tf.debugging.Assert(condition, [message, *values])
+
+
+def _check_one_per_text(name: str, value: tf.Tensor, text: tf.Tensor) -> tf.Operation:
+    sizes = [tf.size(value), tf.size(text)]
+    return _check(
+        tf.logical_or(tf.equal(sizes[0], 0), tf.equal(sizes[0], sizes[1])),
+        f"`{name}` must hold one string per `text`, or none. Received sizes {name}, text:",
+        sizes,
+    )
 
 
 def _check_range(name: str, value: tf.Tensor, low: int, high: int) -> tf.Operation:
