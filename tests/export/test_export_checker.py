@@ -60,7 +60,7 @@ def test_report_lists_signatures_ops_and_warmup(good_report):
         "text            DT_STRING  [-1]",
         "attention       DT_FLOAT   [-1, -1, -1]",
         "tf-text (1): NormalizeUTF8",
-        "Warmup: 12 requests replayed",
+        "Warmup: 13 requests replayed",
         "Result: OK",
     ):
         assert expected in text
