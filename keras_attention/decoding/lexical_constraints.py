@@ -47,6 +47,10 @@ import tensorflow as tf
 
 from keras_attention.decoding.decoding_strategy import write_column
 
+BANNED = -1e30
+"""Log-probabilities at or below this are of banned tokens (a logit at the dtype's lowest
+value, about -3.4e38 in float32), never candidates."""
+
 
 def constraint_lengths(constraints: tf.Tensor, pad_id: int) -> tf.Tensor:
     """The number of ids of each phrase: int32 `(batch, C)` of `(batch, C, L)`."""
@@ -201,6 +205,10 @@ def constrained_step(strategy, step, log_probs, state, attention, search):
         axis=1,
     )
     valid = tf.logical_and(valid, scores > minus_inf)
+    # A token the next-step function banned (a forced prefix's others, at the dtype's
+    # lowest logit) is no candidate, even when it would advance a phrase.
+    step_scores = tf.gather(tf.reshape(step_log_probs, [batch_size, -1]), candidates, batch_dims=1)
+    valid = tf.logical_and(valid, step_scores > BANNED)
     earlier = tf.range(count)[tf.newaxis, :] < tf.range(count)[:, tf.newaxis]
     repeated = tf.reduce_any(
         tf.logical_and(

@@ -295,3 +295,19 @@ def test_constraints_no_translation_can_hold_are_refused(translator, constraints
             translator.strategy(beam_width=2),
             constraints=tf.constant(constraints, shape=[1, width]),
         )
+
+
+def test_a_prefix_and_constraints_together(translator):
+    """The prefix comes first (a phrase is not forced into it) and every phrase is there."""
+    results = translator.translate_all(
+        TEXTS[:4],
+        beam_width=3,
+        prefixes=PREFIXES[:4],
+        constraints=[["sept"], ["neuf"], [], ["deux"]],
+    )
+    for result, prefix, phrases in zip(
+        results, PREFIXES[:4], [["sept"], ["neuf"], [], ["deux"]], strict=True
+    ):
+        words = result["translation"].lower().split()
+        assert words[: len(prefix.split())] == prefix.split(), (result, prefix)
+        assert all(p in words[len(prefix.split()) :] or p in prefix.split() for p in phrases)
