@@ -20,12 +20,26 @@ order `keras-attention evaluate` scores them), with `Translator.translate` in on
   (names, numbers); the share of them in the output without and with
   `replace_unknown` (each emitted `[UNK]` replaced by the most attended source
   token), and BLEU and chrF of the `--sentences` sentences both ways.
+- **constraints**: `--constraint-sentences` test sentences whose unconstrained
+  beam output misses words of the first reference; each gets 1 to 3 of those
+  words (known to the target vocabulary, two adjacent missed words as one
+  phrase) as constraints. The share of the constraints present in the
+  constrained output (its tokens hold the phrase's tokens in a row), in the
+  library and, with `--export-dir`, through that export served by our
+  `ModelServer` over gRPC; BLEU and chrF of those sentences without and with
+  the constraints; whether as many other sentences, each in a batch with
+  constrained ones, translate as without constraints; and tokens/s at batch 8
+  with and without constraints (timed in turn for `--repeats` rounds, best kept).
 - **batch-mates** (with `--shortlist K`, a vocabulary shortlist of `K` target ids
   per source id built from the run): whether each of `--prefix-sentences`
   sentences translates to the same text alone and in batches of 64.
 
     python benchmarks/steerable_decoding.py --run-dir RUN [--sentences 1000] \\
-        [--out benchmarks/results/steerable_decoding.json]
+        [--out benchmarks/results/steerable_decoding.json] [--only constraints]
+
+`--only SECTION` measures one section and, with `--out`, replaces that section of
+an existing results file (the others keep their figures; the section records the
+command and machine it ran on).
 
 The last line printed is `confidence spearman: G greedy, B beam; prefix kept P %`.
 """
@@ -240,6 +254,177 @@ def measure_unknown(translator, sources, references, beam_width) -> dict:
     return result
 
 
+def missed_phrases(translator, output_tokens, reference, count):
+    """Up to `count` phrases of `reference` whose words the output lacks: known to the
+    target vocabulary, alphabetic, two adjacent missed words joined into one phrase."""
+    import tensorflow as tf
+
+    target = translator.target_vectorizer
+    words = [w.decode("utf-8") for w in target.tokenize(tf.constant([reference])).to_list()[0]]
+    ids = target.encode(tf.constant([reference]), ragged=True).to_list()[0]
+    emitted = set(output_tokens)
+    missed = [
+        word.isalpha() and len(word) > 1 and word not in emitted and token_id != target.unk_id
+        for word, token_id in zip(words, ids, strict=False)
+    ]
+    phrases, index = [], 0
+    while index < len(missed) and len(phrases) < count:
+        if missed[index]:
+            pair = index + 1 < len(missed) and missed[index + 1] and len(phrases) % 2 == 1
+            phrases.append(" ".join(words[index : index + (2 if pair else 1)]))
+            index += 2 if pair else 1
+        else:
+            index += 1
+    return list(dict.fromkeys(phrases))
+
+
+def holds(tokens, phrase_tokens) -> bool:
+    """Whether `tokens` hold `phrase_tokens` in a row."""
+    n = len(phrase_tokens)
+    return any(tokens[i : i + n] == phrase_tokens for i in range(len(tokens) - n + 1))
+
+
+def measure_constraints(translator, sources, references, beam_width, wanted, repeats, export):
+    """The constraints section (module doc): chosen phrases, their presence, BLEU, the
+    sentences without constraints, and tokens/s at batch 8."""
+    import tensorflow as tf
+
+    from keras_attention.evaluation import score_translations
+
+    target = translator.target_vectorizer
+    strategy = translator.strategy(beam_width=beam_width)
+    plain = translate_function(translator, strategy)
+    plain_outputs = batched(plain, sources, 64)
+    chosen, others = [], []
+    for row, refs in enumerate(references):
+        tokens = [t.decode("utf-8") for t in plain_outputs["tokens"][row] if t]
+        phrases = missed_phrases(translator, tokens, refs[0], 1 + len(chosen) % 3)
+        if phrases and len(chosen) < wanted:
+            chosen.append((row, phrases))
+        elif not phrases or len(others) < wanted:
+            others.append(row)
+        if len(chosen) == wanted and len(others) >= wanted:
+            break
+    others = others[: len(chosen)]
+    rows = [row for row, _ in chosen]
+    texts = [sources[row] for row in rows]
+    phrases = [p for _, p in chosen]
+    width = max(len(p) for p in phrases)
+    padded = [p + [""] * (width - len(p)) for p in phrases]
+    constrained = tf.function(
+        lambda t, c: translator.translate(t, strategy, constraints=c),
+        input_signature=[tf.TensorSpec([None], tf.string), tf.TensorSpec([None, None], tf.string)],
+        autograph=False,
+    )
+
+    def present(outputs_tokens):
+        found = total = 0
+        for row_tokens, row_phrases in zip(outputs_tokens, phrases, strict=True):
+            emitted = [t.decode("utf-8") if isinstance(t, bytes) else t for t in row_tokens]
+            for phrase in row_phrases:
+                phrase_tokens = [
+                    t.decode("utf-8") for t in target.tokenize(tf.constant([phrase])).to_list()[0]
+                ]
+                total += 1
+                found += holds(emitted, phrase_tokens)
+        return found, total
+
+    def run(fn, *inputs):
+        parts = [fn(*[tf.constant(x[i : i + 8]) for x in inputs]) for i in range(0, len(texts), 8)]
+        return {
+            key: [row for part in parts for row in part[key].numpy()]
+            for key in ("translation", "tokens", "length")
+        }
+
+    library = run(constrained, texts, padded)
+    found, total = present(library["tokens"])
+    before = [plain_outputs["translation"][row].decode("utf-8") for row in rows]
+    after = [t.decode("utf-8") for t in library["translation"]]
+    refs = [references[row] for row in rows]
+    scores = {"before": score_translations(before, refs), "after": score_translations(after, refs)}
+    # Sentences without constraints, each batch of 8 half constrained, half not.
+    mixed_texts, mixed_phrases = [], []
+    for (row, p), other in zip(chosen, others, strict=False):
+        mixed_texts += [sources[row], sources[other]]
+        mixed_phrases += [p + [""] * (width - len(p)), [""] * width]
+    mixed = [
+        constrained(tf.constant(mixed_texts[i : i + 8]), tf.constant(mixed_phrases[i : i + 8]))
+        for i in range(0, len(mixed_texts), 8)
+    ]
+    mixed_translations = [t for part in mixed for t in part["translation"].numpy()]
+    same = sum(
+        mixed_translations[2 * i + 1] == plain_outputs["translation"][other]
+        for i, other in enumerate(others)
+    )
+    # Tokens/s at batch 8 on the constrained sentences, with and without constraints: the
+    # two timed in turn, round after round (best kept), so that a shared machine's load
+    # weighs on both alike.
+    ways = {"plain": (plain, (texts,)), "constrained": (constrained, (texts, padded))}
+    best = dict.fromkeys(ways, float("inf"))
+    for _ in range(repeats):
+        for name, (fn, inputs) in ways.items():
+            best[name] = min(best[name], *harness.time_calls(lambda f=fn, i=inputs: run(f, *i), 1))
+    timings = {}
+    for name, (fn, inputs) in ways.items():
+        tokens = sum(int(n) + 1 for n in run(fn, *inputs)["length"])
+        timings[name] = {
+            "seconds": best[name],
+            "tokens": tokens,
+            "tokens_per_second": tokens / best[name],
+        }
+    result = {
+        "sentences": len(chosen),
+        "constraints": total,
+        "constraints_per_sentence": {str(n): sum(len(p) == n for p in phrases) for n in (1, 2, 3)},
+        "present_share": found / total,
+        "bleu": {k: v.bleu for k, v in scores.items()},
+        "chrf": {k: v.chrf for k, v in scores.items()},
+        "bleu_signature": scores["after"].bleu_signature,
+        "unconstrained_sentences": len(others),
+        "unconstrained_same_share": same / max(len(others), 1),
+        "batch8": timings,
+        "tokens_per_second_ratio": timings["constrained"]["tokens_per_second"]
+        / timings["plain"]["tokens_per_second"],
+        "examples": [
+            {"source": t, "constraints": p, "before": b, "after": a}
+            for t, p, b, a in list(zip(texts, phrases, before, after, strict=True))[:5]
+        ],
+    }
+    if export:
+        result["served"] = measure_served_constraints(export, texts, phrases, beam_width, present)
+    print(
+        f"constraints: {found}/{total} present ({len(chosen)} sentences); BLEU "
+        f"{result['bleu']['before']:.2f} -> {result['bleu']['after']:.2f}; "
+        f"{same}/{len(others)} unconstrained sentences the same; tokens/s at batch 8 "
+        f"{100 * result['tokens_per_second_ratio']:.0f} % of unconstrained"
+    )
+    return result
+
+
+def measure_served_constraints(export, texts, phrases, beam_width, present) -> dict:
+    """The constraints through `export` served by our `ModelServer`, over gRPC."""
+    import tempfile
+    from pathlib import Path
+
+    from keras_attention.serving import ModelServer, ServerOptions
+    from keras_attention_client import TranslationClient
+
+    config = Path(tempfile.mkdtemp(prefix="steerable-")) / "models.config"
+    base = Path(export).resolve().parent
+    config.write_text(
+        "model_config_list {\n"
+        f'  config {{ name: "fra-eng" base_path: "{base}" model_platform: "tensorflow" }}\n'
+        "}\n"
+    )
+    options = ServerOptions(port=0, model_config_file=str(config), file_system_poll_wait_seconds=0)
+    with ModelServer(options) as server:
+        with TranslationClient(server.address, model_name="fra-eng", batch_size=8) as client:
+            results = client.translate(texts, beam_width=beam_width, constraints=phrases)
+    found, total = present([list(r.tokens) for r in results])
+    print(f"constraints, served export over gRPC: {found}/{total} present")
+    return {"export": str(export), "present_share": found / total, "constraints": total}
+
+
 def measure_batch_mates(translator, sources, k) -> dict:
     from keras_attention.vocabulary_shortlist import VocabularyShortlist
 
@@ -273,8 +458,17 @@ def main(argv=None) -> int:
     parser.add_argument("--beam-width", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds (best is kept)")
     parser.add_argument("--shortlist", type=int, default=0, help="K for the batch-mates check")
+    parser.add_argument("--constraint-sentences", type=int, default=200)
+    parser.add_argument(
+        "--export-dir", default=None, help="an export of the run (a version directory) to serve"
+    )
+    parser.add_argument(
+        "--only", choices=["constraints"], default=None, help="measure this section only"
+    )
     parser.add_argument("--out", default=None, help="write the results JSON here")
     args = parser.parse_args(argv)
+    if args.only == "constraints":
+        return main_constraints(args, argv)
     harness.quiet_tensorflow()
     info = harness.print_machine_header()
     from keras_attention.inference.trained_run import load_translator
@@ -315,6 +509,41 @@ def main(argv=None) -> int:
         f"{confidence['beam']['spearman']:.3f} beam; prefix kept "
         f"{100 * payload['prefix']['kept_tokens_share']:.1f} %"
     )
+    return 0
+
+
+def main_constraints(args, argv) -> int:
+    """`--only constraints`: that section, merged into the results file at `--out`."""
+    import json
+    from pathlib import Path
+
+    from keras_attention.inference.trained_run import load_translator
+
+    harness.quiet_tensorflow()
+    info = harness.print_machine_header()
+    translator = load_translator(args.run_dir)
+    sources, references = harness.test_sources(args.run_dir)
+    started = time.perf_counter()
+    section = measure_constraints(
+        translator,
+        sources,
+        references,
+        args.beam_width,
+        args.constraint_sentences,
+        args.repeats,
+        args.export_dir,
+    )
+    section["command"] = " ".join(
+        ["python", "benchmarks/steerable_decoding.py", *(argv or sys.argv[1:])]
+    )
+    section["seconds"] = time.perf_counter() - started
+    section["machine"] = info
+    if args.out:
+        path = Path(args.out)
+        payload = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        machine = payload.pop("machine", info)
+        payload["constraints"] = section
+        harness.write_json(path, payload, machine)
     return 0
 
 

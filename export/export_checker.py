@@ -34,6 +34,7 @@ from keras_attention.export.warmup_replay import check_native, replay_warmup
 from keras_attention_client.wire.contract import (
     CONFIDENCE_OUTPUTS,
     DECODING_INPUTS,
+    OPTIONAL_STEERING_INPUTS,
     STEERING_INPUTS,
     STEERING_OUTPUTS,
 )
@@ -202,9 +203,13 @@ class ExportChecker:
             if has_decoding:
                 inputs = (*inputs, *decoding)
             # `search`'s steering inputs (`prefix`, `next_words`): an export before them lacks them.
-            steered = name == SEARCH and set(STEERING_INPUTS) <= set(signature["inputs"])
-            if steered:
-                inputs = (*inputs, *STEERING_INPUTS)
+            required = set(STEERING_INPUTS) - set(OPTIONAL_STEERING_INPUTS)
+            steered = name == SEARCH and required <= set(signature["inputs"])
+            if steered:  # `constraints` came later: an export may lack it
+                inputs = (
+                    *inputs,
+                    *(a for a in STEERING_INPUTS if a in required or a in signature["inputs"]),
+                )
             if sorted(signature["inputs"]) != sorted(inputs):
                 report.errors.append(
                     f"Signature {name!r} must take the input(s) {list(inputs)}. "

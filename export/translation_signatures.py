@@ -12,6 +12,7 @@ from keras_attention.export.signature_options import DEFAULT_MAX_BEAM_WIDTH, Sig
 from keras_attention.inference.translator import Translator
 from keras_attention_client.wire.contract import (
     BEAM_SEARCH,
+    CONSTRAINT_SEPARATOR,
     DECODING_INPUTS,
     DEFAULT_SIGNATURE,
     N_BEST_OUTPUTS,
@@ -51,10 +52,9 @@ class TranslationSignatures:
     - `serving_default`: `Translator.translate` with greedy search.
     - `beam_search`: `Translator.translate` with beam search.
     - `search` (with `decoding_inputs`): `Translator.translate` with greedy
-      or beam search, chosen per request, and the optional `STEERING_INPUTS`
-      (`prefix`, `next_words`; defaults: none), returning
-      `STEERING_OUTPUTS` (`next_words`, `next_word_scores`) besides the
-      translation outputs.
+      or beam search, chosen per request (constrained beam search with
+      `constraints`), and the optional `STEERING_INPUTS` (defaults: none),
+      returning `STEERING_OUTPUTS` besides the translation outputs.
     - `sample` (with `decoding_inputs`): `Translator.translate` with random
       sampling.
     - `score_translation` (inputs `text` and `translation`): the model's
@@ -223,17 +223,14 @@ class TranslationSignatures:
             max_output_length=defaults[3],
             prefix=no_prefix,
             next_words=no_next_words,
+            constraints=no_prefix,  # [] too: none
         ):
             text = tf.reshape(text, [-1])
             prefix = tf.reshape(prefix, [-1])
+            constraints = tf.reshape(constraints, [-1])
             checks = [
-                _check(
-                    tf.logical_or(
-                        tf.equal(tf.size(prefix), 0), tf.equal(tf.size(prefix), tf.size(text))
-                    ),
-                    "`prefix` must hold one string per `text`, or none. Received sizes prefix, text:",
-                    [tf.size(prefix), tf.size(text)],
-                ),
+                _check_one_per_text("constraints", constraints, text),
+                _check_one_per_text("prefix", prefix, text),
                 _check(next_words >= 0, "`next_words` must be >= 0. Received:", [next_words]),
                 _check_range("beam_width", beam_width, 1, cap),
                 _check(
@@ -254,15 +251,18 @@ class TranslationSignatures:
                 tf.equal(tf.size(prefix), 0), lambda: tf.fill(tf.shape(text), ""), lambda: prefix
             )
             steering = {"prefixes": prefix, "next_words": next_words}
+            phrases = tf.strings.split(constraints, CONSTRAINT_SEPARATOR).to_tensor("")  # (B, C)
+            constrained = tf.reduce_any(tf.strings.length(tf.strings.strip(phrases)) > 0)
 
             def run_greedy():
                 return translator.translate(text, greedy, max_length=max_output_length, **steering)
 
-            def run_beam():
+            def run_beam(**constraint):
                 outputs = translator.translate(
                     text,
                     beam,
                     **steering,
+                    **constraint,
                     beam_width=beam_width,
                     length_penalty=length_penalty,
                     n_best=n_best,
@@ -272,7 +272,11 @@ class TranslationSignatures:
 
             return tf.cond(
                 tf.size(text) > 0,
-                lambda: tf.cond(beam_width > 1, run_beam, run_greedy),
+                lambda: tf.cond(
+                    constrained,
+                    lambda: run_beam(constraints=phrases),
+                    lambda: tf.cond(beam_width > 1, run_beam, run_greedy),
+                ),
                 lambda: tf.cond(
                     n_best > 1,
                     lambda: _empty({**N_BEST_OUTPUTS, **STEERING_OUTPUTS}),
@@ -394,7 +398,8 @@ class TranslationSignatures:
 
 
 def _steering_specs() -> list[tf.TensorSpec]:
-    """`TensorSpec`s of `STEERING_INPUTS` (`prefix` `[batch]`, `next_words` a scalar)."""
+    """`TensorSpec`s of `STEERING_INPUTS` (`prefix` and `constraints` `[batch]`,
+    `next_words` a scalar)."""
     return [
         tf.TensorSpec([None] * len(shape), _DTYPES[dtype], name=alias)
         for alias, (dtype, shape) in STEERING_INPUTS.items()
@@ -409,6 +414,15 @@ def _input_specs(inputs: dict[str, str]) -> list[tf.TensorSpec]:
 def _check(condition: tf.Tensor, message: str, values: list[tf.Tensor]) -> tf.Operation:
     """`tf.debugging.Assert`: INVALID_ARGUMENT with `message` and `values` when false."""
     return tf.debugging.Assert(condition, [message, *values])
+
+
+def _check_one_per_text(name: str, value: tf.Tensor, text: tf.Tensor) -> tf.Operation:
+    sizes = [tf.size(value), tf.size(text)]
+    return _check(
+        tf.logical_or(tf.equal(sizes[0], 0), tf.equal(sizes[0], sizes[1])),
+        f"`{name}` must hold one string per `text`, or none. Received sizes {name}, text:",
+        sizes,
+    )
 
 
 def _check_range(name: str, value: tf.Tensor, low: int, high: int) -> tf.Operation:

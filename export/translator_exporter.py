@@ -313,7 +313,8 @@ class TranslatorExporter:
     def warmup_logs(self) -> list:
         """`PredictionLog`s: each signature at batch 1 and at all warmup pairs, and `search`
         and `sample` at all warmup pairs with every decoding input given (for `search`, each
-        target's first word as the `prefix`, and `next_words` 2)."""
+        target's first word as the `prefix`, and `next_words` 2), and `search` once more
+        with `constraints` (`_warmup_constraints`)."""
         sources = np.array([s.encode("utf-8") for s, _ in self.warmup_pairs], dtype=object)
         targets = np.array([t.encode("utf-8") for _, t in self.warmup_pairs], dtype=object)
         batches = [slice(0, 1)] + ([slice(None)] if len(sources) > 1 else [])
@@ -336,7 +337,26 @@ class TranslatorExporter:
                     )
                     inputs["next_words"] = np.int32(2)
                 logs.append(predict_log(name, inputs))
+                if name == SEARCH:  # and constrained: a known word of every other target
+                    constrained = {INPUT_KEY: sources, **every_input}
+                    constrained["max_output_length"] = inputs["max_output_length"]
+                    constrained["constraints"] = self._warmup_constraints(targets)
+                    logs.append(predict_log(name, constrained))
         return logs
+
+    def _warmup_constraints(self, targets: np.ndarray) -> np.ndarray:
+        """For the warmup's constrained `search`: the first word of each even target that
+        the target vocabulary knows (not only `[UNK]`), `""` for the others."""
+        target = self.translator.target_vectorizer
+        phrases = []
+        for row, text in enumerate(targets):
+            words = text.decode("utf-8").split() if row % 2 == 0 else []
+            ids = target.encode(tf.constant(words or [""]), ragged=True).to_list()
+            known = [
+                w for w, i in zip(words, ids, strict=False) if any(t != target.unk_id for t in i)
+            ]
+            phrases.append(known[0].encode("utf-8") if known else b"")
+        return np.array(phrases, dtype=object)
 
     def _manifest(self, directory: Path, meta_graph, version: int, warmup_records: int):
         import tensorflow_text

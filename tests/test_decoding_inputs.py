@@ -13,6 +13,7 @@ command lines must equal local decoding with the same flags.
 from __future__ import annotations
 
 import json
+import re
 import tarfile
 from pathlib import Path
 
@@ -190,12 +191,13 @@ def test_signature_defs_hold_the_defaults(new_export):
         name: {
             alias: tf.make_ndarray(proto).item()
             for alias, proto in signatures[name].defaults.items()
-            if alias != "prefix"
+            if alias not in ("prefix", "constraints")
         }
         for name in ("search", "sample")
     }
     # The steering inputs: no prefix ([], not a row per text) and no next words.
     assert tf.make_ndarray(signatures["search"].defaults["prefix"]).shape == (0,)
+    assert tf.make_ndarray(signatures["search"].defaults["constraints"]).shape == (0,)
     assert defaults["search"].pop("next_words") == 0
     limit = 10  # the run's max_output_length
     assert defaults["search"] == pytest.approx(
@@ -294,6 +296,74 @@ def test_a_prefix_and_next_words_through_the_export_equal_the_library(
             )
 
 
+CONSTRAINTS = [["chat"], [], ["rouge", "pomme"], [], [], [], [], [], [], ["le"]]
+
+
+def test_constraints_through_the_export_equal_the_library(new_export, server, translator):
+    """`search` with `constraints` on the Session path, over gRPC and over REST (both
+    clients): the local `Translator`'s translations, every phrase in them, and the
+    sentences without phrases as without the input."""
+    import tensorflow as tf
+
+    from keras_attention.export import SavedModelSession
+
+    assert len(CONSTRAINTS) == len(TEXTS)
+    width = max(len(row) for row in CONSTRAINTS)
+    local = translator.translate(
+        tf.constant(TEXTS),
+        translator.strategy(beam_width=3, length_penalty=0.6),
+        constraints=tf.constant([row + [""] * (width - len(row)) for row in CONSTRAINTS]),
+    )
+    want = [t.decode() for t in local["translation"].numpy()]
+    for text, phrases in zip(want, CONSTRAINTS, strict=True):
+        assert all(phrase in text for phrase in phrases), (text, phrases)
+    beam = {"beam_width": np.int32(3), "length_penalty": np.float32(0.6)}
+    joined = np.array(["\t".join(row) for row in CONSTRAINTS], object)
+    with SavedModelSession(new_export.path) as session:
+        outputs = session.run(
+            "search", {"text": np.array(TEXTS, object), "constraints": joined, **beam}
+        )
+        plain = session.run("search", {"text": np.array(TEXTS, object), **beam})
+    assert [t.decode() for t in outputs["translation"]] == want
+    np.testing.assert_allclose(outputs["score"], local["score"].numpy(), atol=1e-4)
+    for row, phrases in enumerate(CONSTRAINTS):
+        if not phrases:
+            assert outputs["translation"][row] == plain["translation"][row]
+            assert outputs["score"][row] == plain["score"][row]
+    with TranslationClient(server.address, model_name="after") as client:
+        grpc = client.translate(TEXTS, beam_width=3, constraints=CONSTRAINTS)
+        with pytest.raises(ServingError, match="zorglub"):
+            client.translate(TEXTS[:1], beam_width=3, constraints=[["zorglub"]])
+    rest = RestTranslationClient(server.rest_url, model_name="after").translate(
+        TEXTS, beam_width=3, constraints=CONSTRAINTS
+    )
+    for results in (grpc, rest):
+        assert [r.text for r in results] == want
+
+
+def test_constraint_and_glossary_flags_remote_and_local(server, golden, capsys, tmp_path):
+    """`--constraint P --glossary FILE`: the same lines from the run and from the served
+    export (both command lines); a glossary entry applies where its source term occurs."""
+    from keras_attention.cli import main as local_main
+    from keras_attention_client.cli import main as client_main
+
+    glossary = tmp_path / "glossary.tsv"
+    glossary.write_text("# source<TAB>target\ndog\tchien\nRED APPLE\trouge\n", encoding="utf-8")
+    flags = ["--constraint", "le", "--glossary", str(glossary), "--beam-width", "3"]
+    texts = ["I see the cat .", "the dog", "we love a big red apple ."]
+    assert local_main(["translate", str(golden / "run"), *flags, *texts]) == 0
+    local = capsys.readouterr().out.splitlines()
+    remote_flags = ["--server", server.address, "--model-name", "after", *flags, *texts]
+    assert client_main(["translate", *remote_flags]) == 0
+    remote = capsys.readouterr().out.splitlines()
+    assert local == remote and len(local) == len(texts)
+    for line, wanted in zip(local, [["le"], ["le", "chien"], ["le", "rouge"]], strict=True):
+        assert all(word in re.findall(r"\w+", line) for word in wanted), (line, wanted)
+    glossary.write_text("dog chien\n", encoding="utf-8")
+    assert local_main(["translate", str(golden / "run"), *flags, *texts]) == 2
+    assert "glossary.tsv:1: a glossary line must be SOURCE<TAB>TARGET" in capsys.readouterr().err
+
+
 def test_confidence_prefix_and_next_words_flags_remote_and_local(server, golden, capsys):
     """`--confidence --prefix P --next-words K`: the same lines from the run and from the
     served export (both command lines)."""
@@ -327,11 +397,11 @@ def test_check_export_native_fills_the_defaults_and_runs_every_input(new_export)
 
     report = ExportChecker(native=True).check(new_export.path)
     assert report.ok, report.errors
-    # 12 warmup records (2 each for serving_default, beam_search and score_translation, 3
-    # each for search and sample), their missing inputs filled from the defaults, plus one
-    # request with every input given for search and for sample.
-    assert len(report.warmup) == 12
-    assert report.native["requests"] == 12 + 2
+    # 13 warmup records (2 each for serving_default, beam_search and score_translation, 4
+    # for search, one of them with constraints, 3 for sample), their missing inputs filled
+    # from the defaults, plus one request with every input given for search and for sample.
+    assert len(report.warmup) == 13
+    assert report.native["requests"] == 13 + 2
     assert report.native["max_float_difference"] <= 1e-5
 
 
@@ -380,6 +450,7 @@ def test_n_best_outputs_have_an_n_best_axis_over_rest(server):
     body = {"text": TEXTS[:3], "beam_width": 4, "n_best": 3, "length_penalty": 0.6}
     # REST fills no defaults: every input, the steering ones too (`[]`: no prefix).
     body.update({"prefix": np.array([], object), "next_words": np.int32(0)})
+    body["constraints"] = np.array([], object)
     outputs = rest.predict({**body, "max_output_length": 10}, signature_name="search")
     assert np.asarray(outputs["translation"]).shape == (3, 3)
     assert np.asarray(outputs["score"]).shape == (3, 3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 from typing import Any
@@ -15,6 +16,11 @@ from keras_attention.decoding.decoding_strategy import (
     check_bool,
     check_int,
     write_column,
+)
+from keras_attention.decoding.lexical_constraints import (
+    constrained_step,
+    initial_search,
+    prepare_constraints,
 )
 from keras_attention_client.wire.decoding_options import DEFAULT_LENGTH_PENALTY
 
@@ -133,6 +139,9 @@ class BeamSearch(DecodingStrategy):
 
     call_options = ("max_length", "beam_width", "length_penalty", "n_best")
 
+    constraints: tf.Tensor | None = None
+    """The call's lexical constraints (`__call__`'s `constraints`), or `None`."""
+
     def __init__(
         self,
         beam_width: int = 4,
@@ -173,6 +182,21 @@ class BeamSearch(DecodingStrategy):
             config["n_best"] = self.n_best
         return config
 
+    def __call__(self, next_fn, initial_state, start_ids, constraints=None, **options):
+        """Runs the search; see the class docstring.
+
+        `constraints`, int ids `(batch_size, C, L)` padded with `pad_id`, or
+        `None` (the default): phrases each sentence's output must contain,
+        guaranteed by dynamic beam allocation
+        (`keras_attention.decoding.lexical_constraints`). A sentence whose
+        phrases are all padding decodes exactly as without constraints.
+        """
+        if constraints is None:
+            return super().__call__(next_fn, initial_state, start_ids, **options)
+        strategy = self.with_options(**options) if options else copy.copy(self)
+        strategy.constraints = prepare_constraints(constraints, self.pad_id)
+        return super(BeamSearch, strategy).__call__(next_fn, initial_state, start_ids)
+
     def normalize(self, scores: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
         """Length-normalized scores: `scores / ((5 + lengths) / 6) ** length_penalty`.
 
@@ -203,9 +227,13 @@ class BeamSearch(DecodingStrategy):
             # The beam (of its sentence) of each step's ancestor.
             "ancestry": tf.zeros([batch_size, beam_width, max_length], tf.int32),
         }
+        if self.constraints is not None:
+            search.update(initial_search(self.constraints, beam_width))
         return tf.repeat(start_ids, beam_width), state, search
 
     def step(self, step, log_probs, state, attention, search):
+        if self.constraints is not None:
+            return constrained_step(self, step, log_probs, state, attention, search)
         beam_width = self.beam_width
         pad = tf.constant(self.pad_id, tf.int32)
         finished = search["finished"]

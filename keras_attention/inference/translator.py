@@ -8,6 +8,16 @@ import random
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch, RandomSampling
+from keras_attention.inference.constraints import (
+    allow_constraints,
+    as_beam_search,
+    check_beam_search,
+    check_phrases,
+    encode_constraints,
+    pad_phrases,
+    steered_batches,
+    to_positions,
+)
 from keras_attention.inference.next_step import (
     check_shortlist,
     encode_prefixes,
@@ -226,7 +236,7 @@ class Translator:
         return tf.reduce_any(tf.equal(ids[:, tf.newaxis], tf.constant(forbidden, tf.int32)), axis=1)
 
     def translate(
-        self, texts, strategy, *, prefixes=None, next_words=0, **options
+        self, texts, strategy, *, prefixes=None, next_words=0, constraints=None, **options
     ) -> dict[str, tf.Tensor]:
         """Translates a batch of strings.
 
@@ -243,6 +253,10 @@ class Translator:
             next_words: int (a scalar tensor in an export), the number of
                 most probable words after each prefix to return; 0 (the
                 default) returns none.
+            constraints: `None`, or a string tensor `(batch_size, C)`, the
+                phrases each translation must contain (`""`: none), for a
+                `BeamSearch` (`inference.constraints`). A row without phrases
+                decodes exactly as without them.
             **options: the strategy's per-call options (e.g. `beam_width`,
                 `max_length`, as scalar tensors in an export).
 
@@ -284,23 +298,29 @@ class Translator:
             if prefixes is None:
                 prefixes = tf.fill([batch_size], "")
             prefix_ids, prefix_lengths = encode_prefixes(self, prefixes, batch_size)
+        if constraints is not None:
+            check_beam_search(strategy)
+            constraint_ids = encode_constraints(self, constraints, batch_size)
+            options["constraints"] = constraint_ids
         if self.shortlist is None:
             candidates = None
             next_fn, decode_state = self.step_function(state), state
         else:
-            extra = prefix_ids if steered else None
+            extra = [prefix_ids] if steered else []
+            if constraints is not None:
+                extra.append(tf.reshape(constraint_ids, [-1]))
+            extra = tf.concat([tf.reshape(e, [-1]) for e in extra], 0) if extra else None
             candidates = self.shortlist.candidates(source_ids, extra_ids=extra)
             allowed = self.shortlist.allowed(source_ids, candidates)
+            if constraints is not None:
+                allowed = allow_constraints(allowed, candidates, constraint_ids)
+                options["constraints"] = to_positions(candidates, constraint_ids)
             # Each row's own candidates travel in the state, so that beam
             # search's tiling and the dropping of finished rows keep them.
             next_fn = own_candidates(self.step_function(state, candidates))
             decode_state = (state, allowed)
         if prefixes is not None:
-            forced = prefix_ids
-            if candidates is not None:  # candidate positions
-                forced = tf.searchsorted(
-                    tf.broadcast_to(candidates, [batch_size, tf.size(candidates)]), prefix_ids
-                )
+            forced = prefix_ids if candidates is None else to_positions(candidates, prefix_ids)
             next_fn = forced_prefix(next_fn)
             decode_state = (decode_state, forced, prefix_lengths)
         result = strategy(next_fn, decode_state, start_ids, **options)
@@ -346,6 +366,7 @@ class Translator:
         progress: bool = False,
         prefixes: list[str] | None = None,
         next_words: int = 0,
+        constraints: list[list[str]] | None = None,
         **decoding,
     ) -> list:
         """Translates a list of strings in batches; returns one result per input.
@@ -373,22 +394,29 @@ class Translator:
         `prefixes` (one string per text, `""` for none) starts each
         translation with its prefix, and `next_words` (k > 0) adds to each
         result `next_words`, a list of `(word, log_probability)`, the k most
-        probable words after the prefix (`translate`).
+        probable words after the prefix (`translate`). `constraints` (one
+        list of phrases per text, `[]` for none) makes each translation
+        contain its phrases (beam search, `beam_width` 1 included); a phrase
+        no translation can contain raises `ValueError` naming it
+        (`inference.constraints.check_phrases`).
         """
         options = DecodingOptions.of(options, **decoding)
         if batch_size < 1:
             raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
 
         strategy = self.strategy(options)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         seed = options.seed
-        steered = prefixes is not None or next_words > 0
+        steered = prefixes is not None or next_words > 0 or constraints is not None
         if prefixes is not None and len(prefixes) != len(texts):
             raise ValueError(
                 f"`prefixes` must hold one string per text. Received: {len(prefixes)} for "
                 f"{len(texts)} texts"
             )
         if steered and options.sample:
-            raise ValueError("`prefixes` and `next_words` steer search, not sampling")
+            raise ValueError(
+                "`prefixes`, `next_words` and `constraints` steer search, not sampling"
+            )
         if options.sample:
             if seed is None:
                 # Drawn here: a graph-level draw would repeat under a global TF seed.
@@ -407,27 +435,16 @@ class Translator:
             def translate(texts, batch_index):
                 return seeded(texts, tf.constant((seed + batch_index) % 2**31, tf.int32))
         elif steered:
-            steered_fn = tf.function(
-                lambda texts, batch_prefixes: self.translate(
-                    texts, strategy, prefixes=batch_prefixes, next_words=next_words
-                ),
-                input_signature=[
-                    tf.TensorSpec([None], tf.string, name="text"),
-                    tf.TensorSpec([None], tf.string, name="prefix"),
-                ],
-                autograph=False,
+            if constraints is not None:
+                check_phrases(self, pad_phrases(constraints, len(texts)))
+                strategy = as_beam_search(strategy, options.value("length_penalty"))
+            translate = steered_batches(
+                self, strategy, prefixes, next_words, constraints, len(texts), order, batch_size
             )
-            all_prefixes = prefixes if prefixes is not None else [""] * len(texts)
-
-            def translate(texts, batch_index):
-                start = batch_index * batch_size
-                batch_prefixes = [all_prefixes[i] for i in order[start : start + batch_size]]
-                return steered_fn(texts, tf.constant(batch_prefixes, tf.string))
         else:
             compiled = self.compile(strategy)
 
             def translate(texts, batch_index):
                 return compiled(texts)
 
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         return results_in_order(translate, texts, order, batch_size, progress)

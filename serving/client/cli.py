@@ -133,6 +133,22 @@ def add_translate_arguments(
         help="also list the K most probable words after the prefix (after --prefix, or at "
         "the start), printed after a tab in the text format (default: 0, none)",
     )
+    parser.add_argument(
+        "--constraint",
+        dest="constraints",
+        action="append",
+        default=None,
+        metavar="PHRASE",
+        help="a phrase every translation must contain (repeatable); beam search guarantees "
+        "it (at --beam-width, 1 included); with --server, calls the search signature",
+    )
+    parser.add_argument(
+        "--glossary",
+        default=None,
+        metavar="FILE.tsv",
+        help="a glossary, one SOURCE<TAB>TARGET per line: a sentence in which SOURCE occurs "
+        "(whole words, any case) must translate with TARGET (constraints, as --constraint)",
+    )
     add_sampling_arguments(parser)
     add_client_arguments(parser)
 

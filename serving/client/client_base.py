@@ -22,7 +22,12 @@ from keras_attention_client.request_options import RequestOptions
 from keras_attention_client.retry_policy import RetryPolicy
 from keras_attention_client.served_model import ServedModel
 from keras_attention_client.translation import Translation, split_batches
-from keras_attention_client.wire.contract import DEFAULT_SIGNATURE, SEARCH, TEXT_INPUT
+from keras_attention_client.wire.contract import (
+    CONSTRAINT_SEPARATOR,
+    DEFAULT_SIGNATURE,
+    SEARCH,
+    TEXT_INPUT,
+)
 from keras_attention_client.wire.decoding_options import DecodingOptions
 from keras_attention_client.wire.errors import ServingError
 
@@ -105,6 +110,7 @@ class TranslationClientBase:
         timeout: float | None = None,
         prefixes: Sequence[str] | None = None,
         next_words: int = 0,
+        constraints: Sequence[Sequence[str]] | None = None,
         **decoding: Any,
     ) -> list:
         """Translates sentences, one request per batch of at most `batch_size`.
@@ -128,6 +134,10 @@ class TranslationClientBase:
           (k > 0) call `search` too: each translation starts with its
           prefix, and its `Translation.next_words` lists the k most probable
           words after the prefix.
+        - `constraints` (one list of phrases per text, `[]` for none) calls
+          `search` too: each translation contains its phrases (constrained
+          beam search at the request's beam width; the export's
+          `constraints` input, phrases joined by `CONSTRAINT_SEPARATOR`).
         - With none of them the request goes to `signature_name` (the
           client's, `serving_default` by default, or `beam_search`) with
           `text` only, as before exports took decoding inputs.
@@ -185,14 +195,27 @@ class TranslationClientBase:
                 )
         if isinstance(next_words, bool) or not isinstance(next_words, int) or next_words < 0:
             raise ValueError(f"next_words must be an int >= 0. Received: {next_words!r}")
-        if prefixes is not None or next_words:
+        if constraints is not None:
+            constraints = [[row] if isinstance(row, str) else list(row) for row in constraints]
+            if len(constraints) != len(texts) or not all(
+                isinstance(p, str) and CONSTRAINT_SEPARATOR not in p
+                for row in constraints
+                for p in row
+            ):
+                raise ValueError(
+                    "constraints must hold one list of phrases (str, without tabs) per text. "
+                    f"Received: {len(constraints)} lists for {len(texts)} texts"
+                )
+        if prefixes is not None or next_words or constraints is not None:
             if options.sample:
-                raise ValueError("prefixes and next_words steer search, not sampling")
+                raise ValueError("prefixes, next_words and constraints steer search, not sampling")
             signature_name = SEARCH
             if next_words:
                 inputs["next_words"] = np.int32(next_words)
             if prefixes is not None:  # each batch sends its own; named here to check the export
                 inputs["prefix"] = np.array([], dtype=object)
+            if constraints is not None:
+                inputs["constraints"] = np.array([], dtype=object)
         listed = options.listed
         seed = options.seed
         inputs = self._complete_inputs(signature_name, inputs, timeout)
@@ -203,6 +226,14 @@ class TranslationClientBase:
             request = {TEXT_INPUT: np.array(batch, dtype=object), **inputs}
             if prefixes is not None:
                 request["prefix"] = np.array([prefixes[i] for i in indices], dtype=object)
+            if constraints is not None:
+                request["constraints"] = np.array(
+                    [
+                        CONSTRAINT_SEPARATOR.join(p for p in constraints[i] if p.strip())
+                        for i in indices
+                    ],
+                    dtype=object,
+                )
             if seed is not None and "seed" in inputs:
                 request["seed"] = np.int32((seed + batch_index) % 2**31)
             try:

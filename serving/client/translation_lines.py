@@ -1,7 +1,8 @@
 """What the `translate` command lines print besides a translation, and the steering flags.
 
 `--confidence` prints `confidence_line`s; `--next-words K` adds `next_words_text`;
-`steering_arguments` turns `--prefix` and `--next-words` into `translate`'s keywords.
+`steering_arguments` turns `--prefix`, `--next-words`, `--constraint` and `--glossary`
+into `translate`'s keywords.
 """
 
 from __future__ import annotations
@@ -12,9 +13,21 @@ from collections.abc import Sequence
 
 
 def steering_arguments(args: argparse.Namespace, texts: Sequence[str]) -> dict:
-    """`translate`'s `prefixes` and `next_words` from `--prefix` and `--next-words`
-    (none given: `{}`)."""
+    """`translate`'s `prefixes`, `next_words` and `constraints` from `--prefix`,
+    `--next-words`, `--constraint` and `--glossary` (none given: `{}`).
+
+    Raises:
+        ValueError: a glossary line that is not `SOURCE<TAB>TARGET`.
+        OSError: a glossary file that cannot be read.
+    """
+    from keras_attention_client.glossary import read_glossary, sentence_constraints
+
     steering: dict = {}
+    phrases = getattr(args, "constraints", None) or []
+    glossary = getattr(args, "glossary", None)
+    if phrases or glossary:
+        entries = read_glossary(glossary) if glossary else []
+        steering["constraints"] = sentence_constraints(texts, phrases, entries)
     if args.prefix is not None:
         steering["prefixes"] = [args.prefix] * len(texts)
     if args.next_words:

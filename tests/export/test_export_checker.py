@@ -39,8 +39,9 @@ def test_good_export_passes(good_report, exported):
     assert good_report.ops["NormalizeUTF8"] == "tf-text"
     assert good_report.ops["While"] == "core"
     assert "NOT ALLOWED" not in good_report.ops.values()
-    # 2 each for serving_default, beam_search and scoring, 3 each for search and sample.
-    assert len(good_report.warmup) == 12
+    # 2 each for serving_default, beam_search and scoring, 4 for search (one constrained),
+    # 3 for sample.
+    assert len(good_report.warmup) == 13
     assert {entry["signature"] for entry in good_report.warmup} == {
         "serving_default",
         "beam_search",
@@ -59,7 +60,7 @@ def test_report_lists_signatures_ops_and_warmup(good_report):
         "text            DT_STRING  [-1]",
         "attention       DT_FLOAT   [-1, -1, -1]",
         "tf-text (1): NormalizeUTF8",
-        "Warmup: 12 requests replayed",
+        "Warmup: 13 requests replayed",
         "Result: OK",
     ):
         assert expected in text

@@ -35,12 +35,12 @@ def native_report(exported):
 
 def test_the_checker_runs_every_warmup_request_on_the_c_api(native_report):
     assert native_report.ok, native_report.format()
-    # The 12 warmup requests (defaults filled as GetInputValues does) and, for search and
-    # sample, one request giving every decoding input.
-    assert len(native_report.warmup) == 12
-    assert native_report.native["requests"] == 12 + 2
+    # The 13 warmup requests (defaults filled as GetInputValues does; one constrained
+    # search) and, for search and sample, one request giving every decoding input.
+    assert len(native_report.warmup) == 13
+    assert native_report.native["requests"] == 13 + 2
     assert native_report.native["max_float_difference"] <= 1e-5
-    assert "TF_LoadSessionFromSavedModel, no Python TensorFlow): 14 requests" in (
+    assert "TF_LoadSessionFromSavedModel, no Python TensorFlow): 15 requests" in (
         native_report.format()
     )
 

@@ -22,6 +22,7 @@ STRATEGIES = {
     "greedy": {},
     "beam": {"beam_width": 3},
     "beam_n_best": {"beam_width": 3, "n_best": 2},
+    "constrained": {"beam_width": 3, "constraints": "le"},  # for the texts of even length
     "sample": {"sample": True, "seed": 7, "temperature": 1.5},
     "sample_top_k": {"sample": True, "seed": 3, "top_k": 50},  # more than the candidates
 }
@@ -47,8 +48,14 @@ def small(run_dir):
 
 
 def translate(translator, strategy_options, texts=SENTENCES):
-    strategy = translator.strategy(**strategy_options)
-    outputs = translator.translate(tf.constant(texts), strategy)
+    options = dict(strategy_options)
+    phrase = options.pop("constraints", None)
+    strategy = translator.strategy(**options)
+    steering = {}
+    if phrase is not None:  # by the text, so a sentence alone has the same
+        rows = [[phrase if len(t) % 2 == 0 else ""] for t in texts]
+        steering["constraints"] = tf.constant(rows)
+    outputs = translator.translate(tf.constant(texts), strategy, **steering)
     return {key: value.numpy() for key, value in outputs.items()}
 
 
@@ -189,7 +196,7 @@ def test_beam_search_over_a_small_shortlist_equals_masked_logits(translator, sma
         )
 
 
-@pytest.mark.parametrize("name", ("greedy", "beam", "beam_n_best"))
+@pytest.mark.parametrize("name", ("greedy", "beam", "beam_n_best", "constrained"))
 def test_a_translation_does_not_depend_on_its_batch_mates(translator, small, name):
     """A sentence alone, in a batch of 5 and in a batch of 64 (other sentences around it):
     the same tokens, lengths and scores (up to float32 rounding)."""

@@ -373,12 +373,20 @@ def test_warmup_covers_every_signature_with_test_split_sentences(exported, run_d
         "sample",
         "score_translation",
     }
-    # search and sample once each with every decoding input given.
+    # search and sample once each with every decoding input given (search's steering but
+    # constraints), and search once more with constraints.
     every = [r for r in requests if len(r.inputs) > 2]
-    assert sorted(r.model_spec.signature_name for r in every) == ["sample", "search"]
+    assert sorted(r.model_spec.signature_name for r in every) == ["sample", "search", "search"]
+    constrained = [r for r in every if "constraints" in r.inputs]
+    assert len(constrained) == 1
+    assert set(constrained[0].inputs) == {"text", *DECODING_INPUTS["search"], "constraints"}
+    phrases = tf.make_ndarray(constrained[0].inputs["constraints"]).tolist()
+    assert any(phrases) and b"" in phrases  # some sentences constrained, some not
     for request in every:
         name = request.model_spec.signature_name
-        steering = STEERING_INPUTS if name == "search" else {}
+        if request is constrained[0]:
+            continue
+        steering = set(STEERING_INPUTS) - {"constraints"} if name == "search" else set()
         assert set(request.inputs) == {"text", *DECODING_INPUTS[name], *steering}
     test_sources = [line.split("\t")[0] for line in (run_dir / "splits" / "test.tsv").open()]
     batches = [tf.make_ndarray(r.inputs["text"]).tolist() for r in requests]

@@ -242,3 +242,72 @@ def test_unknown_words_are_copied_from_the_most_attended_source_token(beam_width
         subwords = SubwordVectorizer(train_subword_model(["le chat dort ."] * 20, 300))
         with pytest.raises(ValueError, match="replace_unknown"):
             Translator(model, source, subwords, replace_unknown=True)
+
+
+# ------------------------------------------------------------------- constraints
+
+CONSTRAINTS = [["sept"], [], ["neuf", "zéro un"], [], ["deux"], [], [], []]
+
+
+@pytest.mark.parametrize("beam_width, n_best", [(1, None), (3, None), (3, 2)])
+def test_constraints_appear_and_rows_without_translate_as_before(translator, beam_width, n_best):
+    from keras_attention.inference.constraints import as_beam_search
+
+    strategy = as_beam_search(translator.strategy(beam_width=beam_width, n_best=n_best), 0.0)
+    width = max(len(row) for row in CONSTRAINTS)
+    phrases = tf.constant([row + [""] * (width - len(row)) for row in CONSTRAINTS])
+    plain = translator.translate(tf.constant(TEXTS), translator.strategy(beam_width=beam_width))
+    steered = translator.translate(tf.constant(TEXTS), strategy, constraints=phrases)
+    for row, wanted in enumerate(CONSTRAINTS):
+        index = (row, 0) if n_best else (row,)
+        words = steered["translation"][index].numpy().decode().split()
+        for phrase in wanted:
+            assert " ".join(words).count(phrase) >= 1, (TEXTS[row], phrase, words)
+        if not wanted and not n_best:
+            assert steered["translation"][row] == plain["translation"][row]
+            assert float(steered["score"][row]) == float(plain["score"][row])
+    if not n_best:
+        results = translator.translate_all(TEXTS, beam_width=beam_width, constraints=CONSTRAINTS)
+        want = [t.decode() for t in steered["translation"].numpy()]
+        assert [r["translation"] for r in results] == want
+
+
+@pytest.mark.parametrize(
+    "constraints, match, in_graph",
+    [
+        (
+            [["zorglub"]],
+            r"'zorglub' has a token the target vocabulary lacks \('zorglub'\)",
+            "zorglub",
+        ),
+        ([["un zorglub"]], r"lacks \('zorglub'\)", "un zorglub"),
+        ([["?!"]], r"'\?!' has a token the target vocabulary lacks", "\\?!"),
+        ([["un deux trois quatre " * 3]], r"more than a translation can carry \(at most 11", "11"),
+    ],
+)
+def test_constraints_no_translation_can_hold_are_refused(translator, constraints, match, in_graph):
+    with pytest.raises(ValueError, match=match):
+        translator.translate_all(TEXTS[:1], beam_width=2, constraints=constraints)
+    width = len(constraints[0])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=in_graph):
+        translator.translate(
+            tf.constant(TEXTS[:1]),
+            translator.strategy(beam_width=2),
+            constraints=tf.constant(constraints, shape=[1, width]),
+        )
+
+
+def test_a_prefix_and_constraints_together(translator):
+    """The prefix comes first (a phrase is not forced into it) and every phrase is there."""
+    results = translator.translate_all(
+        TEXTS[:4],
+        beam_width=3,
+        prefixes=PREFIXES[:4],
+        constraints=[["sept"], ["neuf"], [], ["deux"]],
+    )
+    for result, prefix, phrases in zip(
+        results, PREFIXES[:4], [["sept"], ["neuf"], [], ["deux"]], strict=True
+    ):
+        words = result["translation"].lower().split()
+        assert words[: len(prefix.split())] == prefix.split(), (result, prefix)
+        assert all(p in words[len(prefix.split()) :] or p in prefix.split() for p in phrases)

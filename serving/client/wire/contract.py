@@ -114,6 +114,7 @@ Serving's Predict feeds for an input a request leaves out:
 STEERING_INPUTS: dict[str, tuple[str, list[int]]] = {
     "prefix": ("DT_STRING", [-1]),
     "next_words": ("DT_INT32", []),
+    "constraints": ("DT_STRING", [-1]),
 }
 """Optional inputs of `search` that steer each translation, with SignatureDef defaults:
 
@@ -123,7 +124,21 @@ STEERING_INPUTS: dict[str, tuple[str, list[int]]] = {
   answers as without one for the sentences whose prefix is `""`.
 - `next_words`: `k >= 0`, the number of most probable words after each
   prefix to return (`STEERING_OUTPUTS`); 0 (the default) returns `[batch, 0]`.
+- `constraints`: `[batch]` strings, or `[]` (the default: none). Each holds the
+  phrases its translation must contain, separated by `CONSTRAINT_SEPARATOR` (a
+  tab; `""`: none). Beam search guarantees them by dynamic beam allocation, at
+  the request's `beam_width` (1 included); a sentence without phrases decodes
+  as it would without the input. A phrase with no token the target vocabulary
+  knows, or more constraint tokens than `max_output_length - 1`, is answered
+  `INVALID_ARGUMENT` naming it. An export made before constraints lacks this
+  input (`check-export` accepts it without).
 """
+
+OPTIONAL_STEERING_INPUTS: tuple[str, ...] = ("constraints",)
+"""The `STEERING_INPUTS` an export with the others may lack (added later)."""
+
+CONSTRAINT_SEPARATOR = "\t"
+"""What separates the phrases of one sentence in the `constraints` input."""
 
 STEERING_OUTPUTS: dict[str, tuple[str, list[int]]] = {
     "next_words": ("DT_STRING", [-1, -1]),

@@ -36,7 +36,10 @@
     max_output_length: "max-output-length",
     prefix: "prefix",
     next_words: "next-words",
+    constraints: "constraints",
   };
+  // Inputs that carry text, one string per sentence ([]: none), with no default to show.
+  const TEXT_INPUTS = new Set(["prefix", "constraints"]);
   const INTEGER_TYPES = new Set(["DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64", "DT_UINT8",
     "DT_UINT16", "DT_UINT32", "DT_UINT64"]);
 
@@ -315,7 +318,9 @@
       const alias = label.dataset.input;
       const mine = label.dataset.strategy === choice || label.dataset.strategy === "any";
       label.hidden = !(alias in inputs && mine);
-      if (alias !== "prefix") $(DECODING_INPUTS[alias]).placeholder = defaultText(signature, alias);
+      if (!TEXT_INPUTS.has(alias)) {
+        $(DECODING_INPUTS[alias]).placeholder = defaultText(signature, alias);
+      }
     }
     const notes = [];
     if (signature) notes.push(`Calls the ${signature} signature.`);
@@ -334,7 +339,35 @@
     return textBox.value.split(/\r?\n/).map((line) => line.trim()).filter((line) => line);
   }
 
-  function decodingInputs(signature, batch) {
+  // Whether `term` occurs in `text` as whole words, ignoring case (as the command line's
+  // --glossary reads it).
+  function occurs(term, text) {
+    const words = term.trim().split(/\s+/).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    return new RegExp(`(?<![\\p{L}\\p{N}_])${words.join("\\s+")}(?![\\p{L}\\p{N}_])`, "iu")
+      .test(text);
+  }
+
+  // The constraints field: one line per phrase every translation must contain, or
+  // `source = target` (or source<TAB>target), a glossary entry whose target each
+  // sentence holding the source must contain. One tab-separated string per sentence.
+  function sentenceConstraints(raw, texts) {
+    const lines = raw.split(/\r?\n/).map((line) => line.trim()).filter((line) => line);
+    return texts.map((text) => {
+      const phrases = [];
+      for (const line of lines) {
+        const entry = line.includes("\t") ? line.split("\t") : line.split(" = ");
+        if (entry.length === 2 && entry[0].trim() && entry[1].trim()) {
+          if (occurs(entry[0], text)) phrases.push(entry[1].trim());
+        } else {
+          phrases.push(line);
+        }
+      }
+      return [...new Set(phrases)].join("\t");
+    });
+  }
+
+  function decodingInputs(signature, texts) {
+    const batch = texts.length;
     const inputs = {};
     for (const [alias, spec] of Object.entries(signatureInputs(signature))) {
       const id = DECODING_INPUTS[alias];
@@ -345,6 +378,10 @@
       const raw = control.parentElement.hidden ? "" : control.value.trim();
       if (alias === "prefix") {  // one string per sentence, or [] (the default: none)
         inputs.prefix = raw === "" ? [] : new Array(batch).fill(raw);
+        continue;
+      }
+      if (alias === "constraints") {  // one string per sentence, or [] (the default: none)
+        inputs.constraints = raw === "" ? [] : sentenceConstraints(raw, texts);
         continue;
       }
       const fallback = fallbackValue(signature, alias);
@@ -366,7 +403,7 @@
   function buildRequest(texts) {
     const signature = chosenSignature();
     if (!signature) throw new PageError("This model has no signature for that decoding.");
-    const inputs = Object.assign({ text: texts }, decodingInputs(signature, texts.length));
+    const inputs = Object.assign({ text: texts }, decodingInputs(signature, texts));
     return { signature_name: signature, inputs: inputs };
   }
 
