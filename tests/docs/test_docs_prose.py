@@ -164,15 +164,16 @@ NOT_MEASURED = {
         "0.02": "a bound on the BLEU change the export table shows",
     },
     "docs/layers.md": {"0.45": "a bound computed from the formula beside it"},
+    "docs/steerable-decoding.md": {
+        "0.3": "the confidence correlation the feature was set to reach (a target)",
+        "30 %": "the constrained speed the feature was set to reach (a target)",
+    },
     "docs/research/index.md": {"0.05": "an initializer's range (a setting)"},
     "docs/research/model-notes.md": {"1.00": "the definition of a uniform distribution's score"},
 }
 
 # Pages whose figures another change is moving into results files.
-FIGURES_PENDING = {
-    "docs/steerable-decoding.md": "the glossary-constraint work renders this page's figures "
-    "from steerable_decoding.json; the prefix and glossary paragraphs are still typed",
-}
+FIGURES_PENDING: dict[str, str] = {}
 
 
 def typed_figures(name: str, text: str) -> list[str]:
