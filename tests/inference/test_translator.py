@@ -265,7 +265,11 @@ def test_constraints_appear_and_rows_without_translate_as_before(translator, bea
             assert " ".join(words).count(phrase) >= 1, (TEXTS[row], phrase, words)
         if not wanted and not n_best:
             assert steered["translation"][row] == plain["translation"][row]
-            assert float(steered["score"][row]) == float(plain["score"][row])
+            # The same hypothesis; its log-probability summed through the constrained
+            # candidates' gathers may round differently in the last place.
+            assert float(steered["score"][row]) == pytest.approx(
+                float(plain["score"][row]), rel=1e-6
+            )
     if not n_best:
         results = translator.translate_all(TEXTS, beam_width=beam_width, constraints=CONSTRAINTS)
         want = [t.decode() for t in steered["translation"].numpy()]
