@@ -226,21 +226,27 @@ def main(argv=None):
         "weights": "int8",
         "variables_bytes": harness.variables_bytes(int8_export.path),
     }
-    reference_int8 = {}
-    with SavedModelSession(int8_export.path) as session:
-        for mode, signature in MODES.items():
-            tokens, translations = saved_model_translate(
-                session, signature, sources, args.agreement_batch
-            )
-            reference_int8[mode] = tokens
-            bleu = score_translations(translations, references)
-            identical = sum(a == b for a, b in zip(tokens, reference[mode], strict=True))
-            result["saved_model_int8"][mode] = {
-                "bleu": bleu.bleu,
-                "bleu_difference": bleu.bleu - result["saved_model"][mode]["bleu"],
-                "token_identical_with_float32": identical / len(sources),
-            }
-            print(f"SavedModel int8 {mode}: {result['saved_model_int8'][mode]}")
+
+    def compare_saved_model(path, key: str) -> dict:
+        """Translates with another SavedModel; its agreement with the float32 one into result[key]."""
+        tokens_by_mode = {}
+        with SavedModelSession(path) as session:
+            for mode, signature in MODES.items():
+                tokens, translations = saved_model_translate(
+                    session, signature, sources, args.agreement_batch
+                )
+                tokens_by_mode[mode] = tokens
+                bleu = score_translations(translations, references)
+                identical = sum(a == b for a, b in zip(tokens, reference[mode], strict=True))
+                result[key][mode] = {
+                    "bleu": bleu.bleu,
+                    "bleu_difference": bleu.bleu - result["saved_model"][mode]["bleu"],
+                    "token_identical_with_float32": identical / len(sources),
+                }
+                print(f"{key} {mode}: {result[key][mode]}")
+        return tokens_by_mode
+
+    reference_int8 = compare_saved_model(int8_export.path, "saved_model_int8")
 
     def measure(name, exporter, references_by_name):
         """Exports `exporter` into `work/litert-<name>`, measures it into result["litert"]."""
@@ -314,21 +320,7 @@ def main(argv=None):
             args.run_dir, short_base, settings=short_settings, beam_width=args.beam_width
         )
         result["saved_model_shortlist"] = {"shortlist": shortlist.describe()}
-        reference_short = {}
-        with SavedModelSession(short_export.path) as session:
-            for mode, signature in MODES.items():
-                tokens, translations = saved_model_translate(
-                    session, signature, sources, args.agreement_batch
-                )
-                reference_short[mode] = tokens
-                bleu = score_translations(translations, references)
-                identical = sum(a == b for a, b in zip(tokens, reference[mode], strict=True))
-                result["saved_model_shortlist"][mode] = {
-                    "bleu": bleu.bleu,
-                    "bleu_difference": bleu.bleu - result["saved_model"][mode]["bleu"],
-                    "token_identical_with_float32": identical / len(sources),
-                }
-                print(f"SavedModel shortlist {mode}: {result['saved_model_shortlist'][mode]}")
+        reference_short = compare_saved_model(short_export.path, "saved_model_shortlist")
         for weights in args.shortlist_weights.split(","):
             exporter = LiteRTExporter.from_run(
                 args.run_dir, weights=weights, vocabulary_shortlist=shortlist, **common
