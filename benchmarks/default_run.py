@@ -59,6 +59,10 @@ def record(run_dir: Path, machine: dict) -> dict:
             f"`keras-attention train` and `keras-attention evaluate`. Received: {sorted(metrics)}"
         )
     steps = training["epochs_run"] * config["steps_per_epoch"]
+    plan_file = run_dir / "plan.json"
+    plan = json.loads(plan_file.read_text(encoding="utf-8")) if plan_file.is_file() else None
+    if plan and not training.get("stopped_by"):  # ended where its budget plan did
+        steps = plan["planned_steps"]
     summary = {
         "seconds": training["seconds"],
         "epochs_run": training["epochs_run"],
@@ -68,6 +72,7 @@ def record(run_dir: Path, machine: dict) -> dict:
         "best_val_loss": training.get("best_val_loss"),
         "stopped_by": training.get("stopped_by"),
         "val_loss_by_epoch": validation_losses(run_dir / "history.csv"),
+        "plan": plan,
     }
     return {
         "config": {name: config.get(name) for name in CONFIG_FIELDS},
