@@ -345,15 +345,18 @@ class TranslatorExporter:
         return logs
 
     def _warmup_constraints(self, targets: np.ndarray) -> np.ndarray:
-        """For the warmup's constrained `search`: the first word of each even target that
-        the target vocabulary knows (not only `[UNK]`), `""` for the others."""
+        """For the warmup's constrained `search`: the first word of each even target whose
+        every token the target vocabulary knows (a constraint with `[UNK]` is refused),
+        `""` for the others."""
         target = self.translator.target_vectorizer
         phrases = []
         for row, text in enumerate(targets):
             words = text.decode("utf-8").split() if row % 2 == 0 else []
             ids = target.encode(tf.constant(words or [""]), ragged=True).to_list()
             known = [
-                w for w, i in zip(words, ids, strict=False) if any(t != target.unk_id for t in i)
+                w
+                for w, i in zip(words, ids, strict=False)
+                if i and all(t != target.unk_id for t in i)
             ]
             phrases.append(known[0].encode("utf-8") if known else b"")
         return np.array(phrases, dtype=object)
