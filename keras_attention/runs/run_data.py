@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 
 from keras_attention.data import progress
-from keras_attention.data.corpus import CorpusError
+from keras_attention.data.corpus import CorpusError, load_corpus
 from keras_attention.data.corpus_files import corpus_list
 from keras_attention.data.corpus_sample import CorpusSample, sample_corpora
 from keras_attention.data.corpus_scan import CorpusScan, FileScan, scan_corpora
@@ -156,8 +156,8 @@ def recorded_sample(config: TrainConfig) -> CorpusSample | None:
         scans.append(CorpusScan(corpus=corpus, files=files, lines=recorded["lines"]))
     return CorpusSample(
         train=[],
-        validation=run.read_pairs(run.validation_split),
-        test=run.read_pairs(run.test_split),
+        validation=load_corpus(run.validation_split).pairs,
+        test=load_corpus(run.test_split).pairs,
         scans=scans,
         strides=record["strides"],
         sample_strides=record["sample_strides"],

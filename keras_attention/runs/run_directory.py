@@ -147,11 +147,6 @@ class RunDirectory:
         write_json_atomically(self.metrics, metrics)
         return metrics
 
-    def read_pairs(self, path: Path) -> list[tuple[str, str]]:
-        """The `source<TAB>target` pairs of a file `write_pairs` wrote."""
-        with open(path, encoding="utf-8", newline="\n") as f:
-            return [tuple(line.rstrip("\n").split("\t", 1)) for line in f if line != "\n"]
-
     def write_pairs(self, path: Path, pairs) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
