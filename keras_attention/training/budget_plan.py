@@ -47,7 +47,7 @@ class BudgetPlan:
     """How many steps a run trains to fit its time budget.
 
     Attributes:
-        budget_seconds: the time budget of the session that made the plan.
+        budget_seconds: the time budget of the `train` call that made the plan.
         seconds_per_step: the measured training step time.
         planned_steps: the steps the run trains in all; the schedule ends there.
         maximum_steps: the most the run would train with time to spare.
@@ -153,11 +153,11 @@ def plan_steps(
 class BudgetPlanner(keras.callbacks.Callback):
     """Plans a run's steps from its measured step time, then stops training at the plan.
 
-    After `WARMUP_STEPS` of this session it times `MEASURED_STEPS` more
+    After `WARMUP_STEPS` of this `train` call it times `MEASURED_STEPS` more
     (averaged over the workers by `agree`), plans with `plan_steps`, sets
     `schedule_steps` (the learning-rate schedule's length) and calls
     `on_plan(plan)` (the trainer saves and prints it). At each epoch end
-    from this session's second on, it projects the rest of the plan at the
+    from the call's second on, it projects the rest of the plan at the
     last epoch's pace (validation included) and, where that overruns the
     budget, shortens the plan to what fits (`BudgetPlan.revised`), never
     lengthens it. Training stops after the planned step.
@@ -168,14 +168,14 @@ class BudgetPlanner(keras.callbacks.Callback):
     after the last recorded revision may revise it further.
 
     Args:
-        budget_seconds: the session's time budget.
+        budget_seconds: the call's time budget.
         maximum_steps: the most the run trains.
         steps_per_epoch: steps between validations.
         validation_batches: batches of each validation pass.
         schedule_steps: the schedule's length (a `keras.Variable`), or None
             for a constant learning rate.
         plan: the saved plan of a resumed run, or None.
-        start_step: the step the session starts from (a resumed run's).
+        start_step: the step the call starts from (a resumed run's).
         on_plan: called with each new or revised plan.
         agree: maps this worker's measured seconds to the ones all workers use
             (called by every worker at the same steps).
@@ -241,7 +241,7 @@ class BudgetPlanner(keras.callbacks.Callback):
         if (
             self.plan is None
             or self.reached
-            or last_epoch is None  # the session's first epoch traces its steps
+            or last_epoch is None  # the call's first epoch traces its steps
             or step < self.plan.history[-1][0]  # replaying recorded revisions
         ):
             return
