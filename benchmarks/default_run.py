@@ -7,7 +7,10 @@ reads the run directory's `config.json` and `metrics.json` (the `training` and
 `evaluation` sections that `train` and `evaluate` wrote) and writes them, with
 the machine's provenance (`harness.machine_info()`: date, commit, CPU model and
 flags) and the run's precision, as the record `runs.<kind>` of the results file:
-`native_bf16` or `no_native_bf16`, from the CPU's flags unless `--kind` says.
+`native_bf16` or `no_native_bf16`, from the CPU's flags, unless `--kind` names
+the record (e.g. `native_bf16_earlier_split`, the default recipe trained on
+another split with `--data`, `--validation-data` and `--test-data`; give
+`--command` then).
 Run it from the checkout that trained the run, right after `evaluate`. The
 README's and the docs' default-run figures are rendered from this file
 (`python docs/gen_readme_figures.py`, and the docs build).
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -46,6 +50,15 @@ def validation_losses(history: Path) -> list[float]:
         return [
             round(float(row["val_loss"]), 4) for row in csv.DictReader(file) if row.get("val_loss")
         ]
+
+
+def record_name(name: str) -> str:
+    """`--kind`: a record name of lowercase letters, digits and underscores."""
+    if not re.fullmatch(r"[a-z0-9_]+", name):
+        raise argparse.ArgumentTypeError(
+            f"a record name is lowercase letters, digits and underscores. Received: {name!r}"
+        )
+    return name
 
 
 def record(run_dir: Path, machine: dict) -> dict:
@@ -94,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", type=Path, default=Path("runs/fra-eng"))
     parser.add_argument(
         "--kind",
-        choices=("native_bf16", "no_native_bf16"),
-        help="the record to write (default: from the CPU's flags)",
+        type=record_name,
+        help="the record to write: native_bf16, no_native_bf16, or another name of lowercase "
+        "letters, digits and underscores for a run beside the default's, e.g. "
+        "native_bf16_earlier_split (default: native_bf16 or no_native_bf16 from the CPU's flags)",
     )
     parser.add_argument("--command", default=RUN_COMMAND, help="the command that made the run")
     parser.add_argument("--out", type=Path, default=RESULTS)
