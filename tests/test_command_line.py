@@ -222,6 +222,7 @@ LOCAL_TRANSLATE_FLAGS = {
     "--show-attention",
     "--attention-dir",
     "--replace-unknown",
+    "--no-replace-unknown",
 }
 
 

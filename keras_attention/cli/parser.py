@@ -214,9 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     translate.add_argument(
         "--replace-unknown",
-        action="store_true",
-        help="replace each [UNK] the model emits by the source word it attended to most "
-        "(word vocabularies; an export decides this with its own --replace-unknown)",
+        action=_BooleanFlag,
+        default=None,
+        help="replace each [UNK] the model emits by the source word it attended to most, so "
+        "that names and numbers outside the vocabulary come through; --no-replace-unknown "
+        "keeps [UNK] (an export decides this with its own --replace-unknown) "
+        "(default: on for word vocabularies; subwords have no [UNK])",
     )
     translate.set_defaults(handler=run_translate)
 
