@@ -571,6 +571,7 @@ def main_section(args, argv) -> int:
         ["python", "benchmarks/steerable_decoding.py", *(argv or sys.argv[1:])]
     )
     section["seconds"] = time.perf_counter() - started
+    section["precision"] = translator.model.dtype_policy.name
     section["machine"] = info
     if args.out:
         path = Path(args.out)

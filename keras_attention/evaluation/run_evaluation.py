@@ -40,7 +40,9 @@ def evaluate_run(
     model.keras scored), `epochs` and `training_state` (`completed`, or
     `interrupted` etc. for a partial model), so `run_state` can tell when it
     goes stale (the model changed since) and a partial model's figures are
-    never taken for the final ones.
+    never taken for the final ones; and `replace_unknown`, whether each
+    `[UNK]` of a word model became the most attended source token (the
+    translator's default: on for word vocabularies, off for subwords).
 
     Args:
         run_dir: a trained run directory.
@@ -98,6 +100,7 @@ def evaluate_run(
         "model_sha256": fingerprint,
         "epochs": run_state.epochs_done(run),
         "training_state": state,
+        "replace_unknown": translator.replace_unknown,
     }
     for name, width in strategies.items():
         results = translator.translate_all(
