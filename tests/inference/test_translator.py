@@ -108,7 +108,8 @@ def test_subword_targets_never_emit_unk_even_when_the_model_prefers_it(beam_widt
     size = subwords.vocabulary_size
     words = TextVectorizer(["", "[UNK]", "[START]", "[END]"] + [f"w{i}" for i in range(size - 4)])
     model = _UnkLovingModel(size)
-    with_words = Translator(model, source, words).translate_all(["a"], beam_width=beam_width)
+    with_words = Translator(model, source, words, replace_unknown=False)
+    with_words = with_words.translate_all(["a"], beam_width=beam_width)
     assert with_words[0]["tokens"][0] == "[UNK]", "the scripted model does prefer [UNK]"
     result = Translator(model, source, subwords).translate_all(["a"], beam_width=beam_width)[0]
     assert result["tokens"] == [subwords.ids_to_tokens(size - 1).numpy().decode()] * 2
