@@ -15,11 +15,12 @@ order `keras-attention evaluate` scores them), with `Translator.translate` in on
   with the prefix's text, how many prefixes hold a word outside the vocabulary,
   and the batch-1 latency (median over the sentences, `--repeats` rounds, best
   kept) with the prefix against plain decoding of the same sentences.
-- **unknown words** (a word target vocabulary): the source words outside the
-  source vocabulary that one of the sentence's references holds verbatim
-  (names, numbers); the share of them in the output without and with
-  `replace_unknown` (each emitted `[UNK]` replaced by the most attended source
-  token), and BLEU and chrF of the `--sentences` sentences both ways.
+- **unknown words** (a word target vocabulary), on the whole test split: the
+  source words outside the source vocabulary that one of the sentence's
+  references holds verbatim (names, numbers); the share of them in the output
+  without and with `replace_unknown` (each emitted `[UNK]` replaced by the most
+  attended source token, the default), BLEU and chrF both ways, how many
+  outputs changed and whether every change is an `[UNK]` replaced.
 - **constraints**: `--constraint-sentences` test sentences whose unconstrained
   beam output misses words of the first reference; each gets 1 to 3 of those
   words (known to the target vocabulary, two adjacent missed words as one
@@ -35,7 +36,7 @@ order `keras-attention evaluate` scores them), with `Translator.translate` in on
   sentences translates to the same text alone and in batches of 64.
 
     python benchmarks/steerable_decoding.py --run-dir RUN [--sentences 1000] \\
-        [--out benchmarks/results/steerable_decoding.json] [--only constraints]
+        [--out benchmarks/results/steerable_decoding.json] [--only constraints|unknown_words]
 
 `--only SECTION` measures one section and, with `--out`, replaces that section of
 an existing results file (the others keep their figures; the section records the
@@ -225,13 +226,19 @@ def measure_unknown(translator, sources, references, beam_width) -> dict:
                 if token_id == source.unk_id and token.encode("utf-8") in in_references
             ]
         )
-    result = {"sentences_with_copyable_words": sum(bool(w) for w in wanted)}
+    result = {
+        "sentences": len(sources),
+        "beam_width": beam_width,
+        "sentences_with_copyable_words": sum(bool(w) for w in wanted),
+    }
+    tokens_of = {}
     for name, replace in (("before", False), ("after", True)):
         steered = translator.with_shortlist(translator.shortlist, translator.gather_weights)
         steered.replace_unknown = replace
         fn = translate_function(steered, steered.strategy(beam_width=beam_width))
         outputs = batched(fn, sources, 64)
         hypotheses = [t.decode("utf-8") for t in outputs["translation"]]
+        tokens_of[name] = [[t.decode("utf-8") for t in row if t] for row in outputs["tokens"]]
         found = total = 0
         for words, row in zip(wanted, outputs["tokens"], strict=True):
             emitted = {t.decode("utf-8") for t in row}
@@ -250,7 +257,26 @@ def measure_unknown(translator, sources, references, beam_width) -> dict:
             f"output; BLEU {scores.bleu:.2f}, chrF {scores.chrf:.2f}; "
             f"{result[name]['unk_in_output']} outputs hold [UNK]"
         )
+    # Replacement changes nothing but the [UNK] tokens: the same number of tokens, each
+    # either the same or an [UNK] that became a source token.
+    changed = [
+        (before, after)
+        for before, after in zip(tokens_of["before"], tokens_of["after"], strict=True)
+        if before != after
+    ]
+    result["outputs_changed"] = len(changed)
+    result["changes_only_unknown"] = all(
+        len(before) == len(after)
+        and all(
+            b == a or (b == "[UNK]" and a != "[UNK]") for b, a in zip(before, after, strict=True)
+        )
+        for before, after in changed
+    )
     result["bleu_signature"] = scores.bleu_signature
+    print(
+        f"unknown words: {len(changed)} of {len(sources)} outputs changed, "
+        f"{'only' if result['changes_only_unknown'] else 'NOT only'} [UNK] tokens replaced"
+    )
     return result
 
 
@@ -463,12 +489,15 @@ def main(argv=None) -> int:
         "--export-dir", default=None, help="an export of the run (a version directory) to serve"
     )
     parser.add_argument(
-        "--only", choices=["constraints"], default=None, help="measure this section only"
+        "--only",
+        choices=["constraints", "unknown_words"],
+        default=None,
+        help="measure this section only",
     )
     parser.add_argument("--out", default=None, help="write the results JSON here")
     args = parser.parse_args(argv)
-    if args.only == "constraints":
-        return main_constraints(args, argv)
+    if args.only is not None:
+        return main_section(args, argv)
     harness.quiet_tensorflow()
     info = harness.print_machine_header()
     from keras_attention.inference.trained_run import load_translator
@@ -497,7 +526,9 @@ def main(argv=None) -> int:
         args.repeats,
     )
     if translator.target_vectorizer.unk_id not in translator.target_vectorizer.forbidden_output_ids:
-        payload["unknown_words"] = measure_unknown(translator, sources, references, args.beam_width)
+        payload["unknown_words"] = measure_unknown(
+            translator, *harness.test_sources(args.run_dir), args.beam_width
+        )
     if args.shortlist:
         payload["batch_mates"] = measure_batch_mates(translator, sources[:count], args.shortlist)
     payload["seconds"] = time.perf_counter() - started
@@ -512,8 +543,8 @@ def main(argv=None) -> int:
     return 0
 
 
-def main_constraints(args, argv) -> int:
-    """`--only constraints`: that section, merged into the results file at `--out`."""
+def main_section(args, argv) -> int:
+    """`--only SECTION`: that section, merged into the results file at `--out`."""
     import json
     from pathlib import Path
 
@@ -524,25 +555,29 @@ def main_constraints(args, argv) -> int:
     translator = load_translator(args.run_dir)
     sources, references = harness.test_sources(args.run_dir)
     started = time.perf_counter()
-    section = measure_constraints(
-        translator,
-        sources,
-        references,
-        args.beam_width,
-        args.constraint_sentences,
-        args.repeats,
-        args.export_dir,
-    )
+    if args.only == "unknown_words":
+        section = measure_unknown(translator, sources, references, args.beam_width)
+    else:
+        section = measure_constraints(
+            translator,
+            sources,
+            references,
+            args.beam_width,
+            args.constraint_sentences,
+            args.repeats,
+            args.export_dir,
+        )
     section["command"] = " ".join(
         ["python", "benchmarks/steerable_decoding.py", *(argv or sys.argv[1:])]
     )
     section["seconds"] = time.perf_counter() - started
+    section["precision"] = translator.model.dtype_policy.name
     section["machine"] = info
     if args.out:
         path = Path(args.out)
         payload = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         machine = payload.pop("machine", info)
-        payload["constraints"] = section
+        payload[args.only] = section
         harness.write_json(path, payload, machine)
     return 0
 

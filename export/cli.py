@@ -133,10 +133,12 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--replace-unknown",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=COMMAND_SETTINGS.replace_unknown,
-        help="replace each [UNK] the model emits by the source word it attended to most "
-        "(word vocabularies; names and numbers outside the vocabulary come through)",
+        help="the signatures replace each [UNK] the model emits by the source word it "
+        "attended to most, so that names and numbers outside the vocabulary come through; "
+        "--no-replace-unknown keeps [UNK] (default: on for word vocabularies; subwords have "
+        "no [UNK])",
     )
     parser.add_argument(
         "--no-decoding-inputs",

@@ -33,8 +33,11 @@ class ExportManifest:
         train_config: that run's `TrainConfig` as a dict (`{}` if unknown).
         model_config: the `Seq2Seq`'s `get_config()`.
         vocabulary: `{"tokenizer": "words" | "subwords", "source_size": int,
-            "target_size": int}` (`tokenizer` is absent from manifests written
-            before it existed: words).
+            "target_size": int, "replace_unknown": bool}` (`tokenizer` is
+            absent from manifests written before it existed: words;
+            `replace_unknown`, whether the signatures copy the most attended
+            source token for each `[UNK]`, from those written before it was
+            recorded).
         max_source_length: source tokens kept; longer inputs are truncated.
         max_output_length: most tokens of a translation (decoding steps,
             counting the end token).

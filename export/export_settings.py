@@ -32,10 +32,11 @@ class ExportSettings:
             default) for none.
         shortlist_frequent: int >= 0, the most frequent target ids that an
             int `shortlist` always keeps. Defaults to `DEFAULT_FREQUENT` (300).
-        replace_unknown: bool, whether the signatures replace each `[UNK]`
-            the model emits by the source token it attended to most
-            (`Translator`'s `replace_unknown`; word vocabularies only).
-            Defaults to False.
+        replace_unknown: bool or None, whether the signatures replace each
+            `[UNK]` the model emits by the source token it attended to most
+            (`Translator`'s `replace_unknown`). Defaults to None: on for a
+            word target vocabulary, off for subwords (they never emit
+            `[UNK]`).
     """
 
     signatures: SignatureOptions = SignatureOptions()
@@ -44,7 +45,7 @@ class ExportSettings:
     weights: str = "auto"
     shortlist: Any = None
     shortlist_frequent: int = DEFAULT_FREQUENT
-    replace_unknown: bool = False
+    replace_unknown: bool | None = None
 
     def __post_init__(self):
         length = self.max_output_length

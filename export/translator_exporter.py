@@ -381,6 +381,7 @@ class TranslatorExporter:
                 "tokenizer": translator.target_vectorizer.tokenizer,
                 "source_size": translator.source_vectorizer.vocabulary_size,
                 "target_size": translator.target_vectorizer.vocabulary_size,
+                "replace_unknown": translator.replace_unknown,
             },
             max_source_length=translator.source_vectorizer.max_length,
             max_output_length=translator.max_output_length,

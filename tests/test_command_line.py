@@ -41,6 +41,10 @@ def test_evaluate_writes_bleu_and_signature(trained_digits_run, tmp_path, capsys
         assert evaluation[name]["bleu"] > 30, evaluation[name]
         assert evaluation[name]["bleu_by_length"]
     assert (run / "translations.beam.tsv").read_text().count("\n") == 40
+    assert evaluation["replace_unknown"] is True  # a word run: on by default
+    argv = ["evaluate", str(run), "--beam", "1", "--max-sentences", "5", "--no-replace-unknown"]
+    assert main(argv) == 0
+    assert json.loads((run / "metrics.json").read_text())["evaluation"]["replace_unknown"] is False
 
 
 def test_translate_arguments_file_and_stdin(trained_digits_run, tmp_path, capsys, monkeypatch):
@@ -222,6 +226,7 @@ LOCAL_TRANSLATE_FLAGS = {
     "--show-attention",
     "--attention-dir",
     "--replace-unknown",
+    "--no-replace-unknown",
 }
 
 

@@ -185,6 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--max-sentences", type=int, default=None, help="evaluate only the first N test sources"
     )
+    evaluate.add_argument(
+        "--replace-unknown",
+        action=_BooleanFlag,
+        default=None,
+        help="score the output with each [UNK] the model emits replaced by the source word it "
+        "attended to most, as translate prints it; --no-replace-unknown scores the [UNK] as "
+        "evaluations before this default did (default: on for word vocabularies; subwords "
+        "have no [UNK])",
+    )
     evaluate.set_defaults(handler=run_evaluate)
 
     translate = commands.add_parser(
@@ -214,9 +223,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     translate.add_argument(
         "--replace-unknown",
-        action="store_true",
-        help="replace each [UNK] the model emits by the source word it attended to most "
-        "(word vocabularies; an export decides this with its own --replace-unknown)",
+        action=_BooleanFlag,
+        default=None,
+        help="replace each [UNK] the model emits by the source word it attended to most, so "
+        "that names and numbers outside the vocabulary come through; --no-replace-unknown "
+        "keeps [UNK] (an export decides this with its own --replace-unknown) "
+        "(default: on for word vocabularies; subwords have no [UNK])",
     )
     translate.set_defaults(handler=run_translate)
 

@@ -101,6 +101,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         max_sentences=args.max_sentences,
         progress=True,
+        replace_unknown=args.replace_unknown,
     )
     print(f"{evaluation['sentences']} test sentences (all references of each source)")
     for name in ("greedy", "beam"):

@@ -27,6 +27,7 @@ def evaluate_run(
     max_sentences: int | None = None,
     progress: bool = False,
     buckets: Sequence[tuple[int, int | None]] = DEFAULT_BUCKETS,
+    replace_unknown: bool | None = None,
     **decoding,
 ) -> dict:
     """Scores greedy and beam-search translations of the run's test split.
@@ -40,7 +41,8 @@ def evaluate_run(
     model.keras scored), `epochs` and `training_state` (`completed`, or
     `interrupted` etc. for a partial model), so `run_state` can tell when it
     goes stale (the model changed since) and a partial model's figures are
-    never taken for the final ones.
+    never taken for the final ones; and `replace_unknown`, whether each
+    `[UNK]` of a word model became the most attended source token.
 
     Args:
         run_dir: a trained run directory.
@@ -52,6 +54,10 @@ def evaluate_run(
         progress: show a progress bar.
         buckets: source-length buckets of `bleu_by_length` (inclusive word
             counts; `None` = no upper bound).
+        replace_unknown: `load_translator`'s: None (the default) scores the
+            output as `translate` gives it (each `[UNK]` of a word model
+            replaced by the most attended source token; subwords have none),
+            False keeps `[UNK]` (as evaluations before that default did).
 
     Returns:
         The evaluation section written to metrics.json.
@@ -88,7 +94,7 @@ def evaluate_run(
     )
     if state != run_state.COMPLETED:
         logger.info("Evaluating %s, whose training is %s: a partial model", run.path, state)
-    translator = load_translator(run.path)
+    translator = load_translator(run.path, replace_unknown=replace_unknown)
 
     strategies = {"greedy": 1}
     if beam_width > 1:
@@ -98,6 +104,7 @@ def evaluate_run(
         "model_sha256": fingerprint,
         "epochs": run_state.epochs_done(run),
         "training_state": state,
+        "replace_unknown": translator.replace_unknown,
     }
     for name, width in strategies.items():
         results = translator.translate_all(

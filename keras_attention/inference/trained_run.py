@@ -16,7 +16,7 @@ from keras_attention.runs.train_config import TrainConfig
 def load_translator(
     run_dir: str | os.PathLike,
     max_output_length: int | None = None,
-    replace_unknown: bool = False,
+    replace_unknown: bool | None = None,
 ) -> Translator:
     """The `Translator` of a trained run directory.
 
@@ -25,7 +25,9 @@ def load_translator(
         max_output_length: most tokens per translation (default: the run's
             `TrainConfig.max_output_length`).
         replace_unknown: `Translator`'s `replace_unknown` (copy the most
-            attended source token for each `[UNK]`).
+            attended source token for each `[UNK]`): None (the default) for
+            on with a word target vocabulary, off with subwords; False for
+            off.
 
     Raises:
         FileNotFoundError: `run_dir` is not a trained run directory.

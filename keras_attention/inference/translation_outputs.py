@@ -21,6 +21,25 @@ OUTPUT_KEYS = (
 `next_word_scores` too)."""
 
 
+def resolve_replace_unknown(replace_unknown: bool | None, target_vectorizer) -> bool:
+    """`Translator`'s `replace_unknown` resolved: None means on where the model may emit
+    `[UNK]` (a word target vocabulary), off where it never does (subwords).
+
+    Raises:
+        ValueError: `replace_unknown` is not a bool or None, or is True for a target
+            vocabulary whose `[UNK]` is never emitted.
+    """
+    if not isinstance(replace_unknown, (bool, type(None))):
+        raise ValueError(f"`replace_unknown` must be a bool or None. Received: {replace_unknown!r}")
+    emits_unknown = target_vectorizer.unk_id not in target_vectorizer.forbidden_output_ids
+    if replace_unknown and not emits_unknown:
+        raise ValueError(
+            "`replace_unknown` needs a target vocabulary whose [UNK] the model may emit "
+            f"(a word vocabulary); {type(target_vectorizer).__name__} never emits it"
+        )
+    return emits_unknown if replace_unknown is None else replace_unknown
+
+
 def single_outputs(translator, result, has_tokens, source_tokens) -> dict[str, tf.Tensor]:
     """`Translator.translate`'s outputs (but `source_tokens`) of a `DecodeResult` without an
     n-best axis."""

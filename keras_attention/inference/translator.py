@@ -30,6 +30,7 @@ from keras_attention.inference.next_step import (
 from keras_attention.inference.translation_outputs import (
     OUTPUT_KEYS,
     n_best_outputs,
+    resolve_replace_unknown,
     results_in_order,
     single_outputs,
 )
@@ -75,13 +76,13 @@ class Translator:
             An export with int8 weights reads the int8 rows and columns and
             their scales, so that a request converts only those
             (`WeightStorage.gather`).
-        replace_unknown: bool, whether each `[UNK]` the model emits is
-            replaced, in `tokens` and `translation`, by the source token it
-            attended to most (`argmax` of that step's attention; Luong et
-            al. 2015, "Addressing the Rare Word Problem"), so that names and
-            numbers outside the target vocabulary come through. Needs a word
-            target vocabulary (subword models never emit `[UNK]`). Defaults
-            to False.
+        replace_unknown: bool or None, whether each `[UNK]` the model emits
+            becomes, in `tokens` and `translation`, the source token it
+            attended to most (`argmax` of that step's attention; Luong et al.
+            2015), so that names and numbers outside the vocabulary come
+            through. None (the default): on where the model may emit `[UNK]`
+            (word vocabularies), off where it never does (subwords; True is
+            an error there). The attribute holds the resolved bool.
     """
 
     def __init__(
@@ -93,17 +94,8 @@ class Translator:
         *,
         shortlist=None,
         gather_weights=None,
-        replace_unknown: bool = False,
+        replace_unknown: bool | None = None,
     ):
-        if not isinstance(replace_unknown, bool):
-            raise ValueError(
-                f"`replace_unknown` must be True or False. Received: {replace_unknown!r}"
-            )
-        if replace_unknown and target_vectorizer.unk_id in target_vectorizer.forbidden_output_ids:
-            raise ValueError(
-                "`replace_unknown` needs a target vocabulary whose [UNK] the model may emit "
-                f"(a word vocabulary); {type(target_vectorizer).__name__} never emits it"
-            )
         if max_output_length < 1:
             raise ValueError(
                 f"`max_output_length` must be >= 1. Received: max_output_length={max_output_length}"
@@ -116,7 +108,7 @@ class Translator:
         self.max_output_length = max_output_length
         self.shortlist = shortlist
         self.gather_weights = gather_weights
-        self.replace_unknown = replace_unknown
+        self.replace_unknown = resolve_replace_unknown(replace_unknown, target_vectorizer)
 
     def with_shortlist(self, shortlist, gather_weights=None) -> Translator:
         """This translator with another `shortlist` (`None`: none) and `gather_weights`."""

@@ -8,6 +8,7 @@ import io
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers.export_testing import SENTENCES
 
 from keras_attention.cli import main
 
@@ -87,6 +88,80 @@ def test_the_export_decodes_as_the_shortlisted_translator(
     vocabulary = translator.target_vectorizer.get_vocabulary()
     allowed = {vocabulary[i] for i in shortlist.candidates(source_ids).numpy()}
     assert {t.decode() for t in outputs["tokens"].ravel()} <= allowed
+
+
+@pytest.fixture(scope="module")
+def batching_server(shortlisted, tmp_path_factory):
+    """The shortlisted export behind `--enable_batching`: batches of up to 64 rows that
+    close when full (or after 5 s), one at a time, and 64 requests in flight."""
+    from keras_attention.serving import ModelServer, ServerOptions
+
+    parameters = tmp_path_factory.mktemp("batching") / "batching_parameters.txt"
+    parameters.write_text(
+        "max_batch_size { value: 64 } batch_timeout_micros { value: 5000000 }\n"
+        "max_enqueued_batches { value: 100 } num_batch_threads { value: 1 }\n"
+    )
+    options = ServerOptions(
+        port=0,
+        model_name="shortlisted",
+        model_base_path=str(shortlisted[2].parent),
+        file_system_poll_wait_seconds=0,
+        enable_batching=True,
+        batching_parameters_file=str(parameters),
+        grpc_max_threads=64,
+    )
+    with ModelServer(options) as server:
+        yield server
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signature", ("serving_default", "beam_search"))
+def test_a_sentence_translates_alike_alone_and_through_server_side_batching(
+    shortlisted, batching_server, signature
+):
+    """64 concurrent one-sentence requests over gRPC to our server with batching on: the
+    server merges them into shared Session runs, where each row keeps to its own shortlist
+    candidates (k=1 + 1 frequent: batch-mates would widen the search space), and each
+    request gets what its sentence gets alone on TF Serving's Session path."""
+    import threading
+
+    from keras_attention.export import SavedModelSession
+    from keras_attention_client import TranslationClient
+
+    texts = ((SMALL_BATCH + SENTENCES) * 8)[:64]
+    with SavedModelSession(shortlisted[2]) as session:
+        alone = {
+            text: session.run(signature, {"text": np.array([text], dtype=object)})
+            for text in dict.fromkeys(texts)
+        }
+    batching_server.batcher.batch_sizes.clear()
+    answers, failures, start = [None] * len(texts), [], threading.Barrier(len(texts))
+
+    def request(index: int) -> None:
+        try:
+            with TranslationClient(batching_server.address, model_name="shortlisted") as client:
+                start.wait(60)
+                inputs = {"text": np.array([texts[index]], dtype=object)}
+                answers[index] = client.predict(inputs, signature_name=signature)
+        except Exception as error:  # noqa: BLE001 - reported below
+            failures.append((index, error))
+
+    threads = [threading.Thread(target=request, args=(i,)) for i in range(len(texts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert not failures, failures[:3]
+    sizes = list(batching_server.batcher.batch_sizes)
+    assert sum(sizes) == len(texts) and max(sizes) > 1, sizes  # requests were merged
+    for text, got in zip(texts, answers, strict=True):
+        want = alone[text]
+        length = int(want["length"][0])
+        assert got["translation"].tolist() == want["translation"].tolist(), text
+        assert got["length"].tolist() == want["length"].tolist(), text
+        assert got["tokens"][0, :length].tolist() == want["tokens"][0, :length].tolist(), text
+        np.testing.assert_allclose(got["score"], want["score"], atol=1e-5)
+        np.testing.assert_allclose(got["confidence"], want["confidence"], atol=1e-5)
 
 
 @pytest.mark.slow

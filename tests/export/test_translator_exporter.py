@@ -334,6 +334,7 @@ def test_manifest_describes_the_export(exporter, exported, run_dir):
         "tokenizer": "words",
         "source_size": len(translator.source_vectorizer.vocabulary),
         "target_size": len(translator.target_vectorizer.vocabulary),
+        "replace_unknown": True,  # a word vocabulary: on by default
     }
     assert manifest.model_config["decoder_units"] == 32
     assert manifest.max_source_length == 12 and manifest.max_output_length == 10

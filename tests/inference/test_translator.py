@@ -108,7 +108,8 @@ def test_subword_targets_never_emit_unk_even_when_the_model_prefers_it(beam_widt
     size = subwords.vocabulary_size
     words = TextVectorizer(["", "[UNK]", "[START]", "[END]"] + [f"w{i}" for i in range(size - 4)])
     model = _UnkLovingModel(size)
-    with_words = Translator(model, source, words).translate_all(["a"], beam_width=beam_width)
+    with_words = Translator(model, source, words, replace_unknown=False)
+    with_words = with_words.translate_all(["a"], beam_width=beam_width)
     assert with_words[0]["tokens"][0] == "[UNK]", "the scripted model does prefer [UNK]"
     result = Translator(model, source, subwords).translate_all(["a"], beam_width=beam_width)[0]
     assert result["tokens"] == [subwords.ids_to_tokens(size - 1).numpy().decode()] * 2
@@ -226,12 +227,19 @@ def test_unknown_words_are_copied_from_the_most_attended_source_token(beam_width
     target = TextVectorizer(["", "[UNK]", "[START]", "[END]", "w0", "w1"])
     model = _ScriptedUnkModel()
     options = {"beam_width": beam_width, "n_best": n_best}
-    plain = Translator(model, source, target).translate_all(["Zorglub aime Paris"], **options)[0]
+    plain = Translator(model, source, target, replace_unknown=False).translate_all(
+        ["Zorglub aime Paris"], **options
+    )[0]
     copied = Translator(model, source, target, replace_unknown=True).translate_all(
         ["Zorglub aime Paris"], **options
     )[0]
+    # On by default for a word vocabulary: the same outputs as `replace_unknown=True`.
+    default = Translator(model, source, target)
+    assert default.replace_unknown is True
+    default = default.translate_all(["Zorglub aime Paris"], **options)[0]
     if n_best:
-        plain, copied = plain[0], copied[0]
+        plain, copied, default = plain[0], copied[0], default[0]
+    assert default["tokens"] == copied["tokens"]
     assert plain["tokens"] == ["[UNK]", "[UNK]", "w0"]
     assert copied["tokens"] == ["Paris", "Zorglub", "w0"]
     assert copied["translation"] == "Paris Zorglub w0"
@@ -242,6 +250,10 @@ def test_unknown_words_are_copied_from_the_most_attended_source_token(beam_width
         subwords = SubwordVectorizer(train_subword_model(["le chat dort ."] * 20, 300))
         with pytest.raises(ValueError, match="replace_unknown"):
             Translator(model, source, subwords, replace_unknown=True)
+        # Subwords never emit [UNK]: the default is off, nothing to replace.
+        assert Translator(model, source, subwords).replace_unknown is False
+        with pytest.raises(ValueError, match="a bool or None. Received: 'yes'"):
+            Translator(model, source, target, replace_unknown="yes")
 
 
 # ------------------------------------------------------------------- constraints

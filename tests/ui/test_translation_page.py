@@ -254,3 +254,39 @@ def test_n_best_and_sampling_with_a_trained_export(page, trained_models):
         assert page.locator(".translation").all_inner_texts() == answer["translation"]
     finally:
         server.stop(grace=0)
+
+
+@pytest.mark.slow
+def test_glossary_constraints_apply_per_sentence_with_a_trained_export(page, trained_models):
+    """The Constraints field with glossary entries: an entry applies to the sentences that
+    hold its source term (whole words, any case), so its target is in their translations;
+    an entry whose source term a sentence lacks is not sent for it, and that sentence
+    translates as with no constraints."""
+    server = start_server(trained_models)
+    try:
+        page.set_default_timeout(60_000)
+        page.goto(server.rest_url + "/")
+        choose_model(page, "tiny")
+        page.check('input[name="strategy"][value="beam"]')
+        if not page.is_visible("#constraints"):
+            note = page.locator("#decoding-info").inner_text()
+            pytest.skip(f"the export has no search signature with constraints: {note}")
+        page.fill("#constraints", "Cat = pomme\ndog\tchien")
+        sentences = ["I see the cat .", "we like a big red apple ."]
+        request = _translate(page, "\n".join(sentences), "beam")
+        body = json.loads(request.post_data)
+        assert body["signature_name"] == "search"
+        # "cat" occurs in the first sentence only, "dog" in neither: one string per
+        # sentence, phrases separated by tabs, "" for none.
+        assert body["inputs"]["constraints"] == ["pomme", ""]
+        answer = post_json(request.url, body)["outputs"]
+        assert page.locator("#error").inner_text() == ""
+        shown = page.locator(".translation").all_inner_texts()
+        assert shown == answer["translation"]
+        first = answer["tokens"][0][: answer["length"][0]]
+        assert "pomme" in first and "pomme" in shown[0].split()
+        # The second sentence decodes as with no constraints at all.
+        plain = post_json(request.url, {**body, "inputs": {**body["inputs"], "constraints": []}})
+        assert shown[1] == plain["outputs"]["translation"][1]
+    finally:
+        server.stop(grace=0)
