@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             "precision": manifest.get("precision"),
             "weights": manifest.get("weights"),
             "shortlist": manifest.get("shortlist"),
-            "signatures": manifest.get("signatures"),
+            "signatures": sorted(manifest.get("signatures") or {}),
             "seconds": export_seconds,
         },
         "threads": {

@@ -192,7 +192,9 @@ def train_peer(model: str, work: Path, budget_seconds: float, warmup_steps: int)
             "planned_steps": steps,
             "steps": checkpoint_step,
             "logged_steps": times[-1][0] if times else 0,
-            "seconds": times[-1][1] if times else None,
+            # The training loop's time at its last logged step; without one (a budget
+            # too short to log a step), the process's time less the warm-up's startup.
+            "seconds": times[-1][1] if times else max(0.0, run["wall_seconds"] - startup),
             "process_seconds": run["wall_seconds"],
             "stopped_at_budget": run["stopped"],
             "checkpoint": checkpoint.name,
@@ -313,7 +315,7 @@ def parse_args(argv):
     )
     parser.add_argument("--work", type=Path, default=Path("/tmp/peers-work"))
     parser.add_argument("--models", default="rnn,transformer", help="OpenNMT-py models")
-    parser.add_argument("--warmup-steps", type=int, default=100)
+    parser.add_argument("--warmup-steps", type=int, default=60)
     parser.add_argument(
         "--speed-sentences", type=int, default=256, help="test sentences timed per batch size"
     )
