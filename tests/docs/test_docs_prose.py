@@ -169,6 +169,10 @@ NOT_MEASURED = {
         "30 %": "the constrained speed the feature was set to reach (a target)",
     },
     "docs/research/index.md": {"0.05": "an initializer's range (a setting)"},
+    "docs/peers.md": {
+        "97 %": "the share of the budget the OpenNMT-py plan fills (a setting)",
+        "105 %": "the overrun at which an OpenNMT-py training is stopped (a setting)",
+    },
     "docs/research/model-notes.md": {"1.00": "the definition of a uniform distribution's score"},
 }
 
