@@ -23,7 +23,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from keras_attention.data import load_corpus, split_corpus
+import harness
+
+harness.quiet_tensorflow()
+
+from keras_attention.data import load_corpus, split_corpus  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("earlier-split"))
     args = parser.parse_args(argv)
+    harness.print_machine_header()
     splits = split_corpus(load_corpus().pairs)
     args.out.mkdir(parents=True, exist_ok=True)
     for name in ("train", "validation", "test"):

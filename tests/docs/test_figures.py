@@ -28,11 +28,13 @@ def test_committed_readme_figures_are_what_the_generator_writes():
 def test_readme_figures_equal_the_results_files_read_directly():
     # An independent reading of a few figures: plain indexing into the JSON.
     default = results("default_run")["runs"]["native_bf16"]
+    planned = results("default_run")["runs"]["native_bf16_earlier_split_streamed"]
     export_row = next(row for row in results("export_table")["rows"] if row["default_export"])
     expected = {
         '"runs.native_bf16.evaluation.beam.bleu", ".2f"': f"{default['evaluation']['beam']['bleu']:.2f}",
         '"runs.native_bf16.evaluation.greedy.bleu", ".2f"': f"{default['evaluation']['greedy']['bleu']:.2f}",
-        '"runs.native_bf16.training.seconds", ",.0f"': f"{default['training']['seconds']:,.0f}",
+        '"runs.native_bf16_earlier_split_streamed.training.seconds", ",.0f"': f"{planned['training']['seconds']:,.0f}",
+        '"runs.native_bf16_earlier_split_streamed.evaluation.beam.bleu", ".2f"': f"{planned['evaluation']['beam']['bleu']:.2f}",
         '"runs.native_bf16.evaluation.sentences", ",d"': f"{default['evaluation']['sentences']:,d}",
         f'"rows[name={export_row["name"]}].variables_bytes", ".1f", scale=1e-06': f"{export_row['variables_bytes'] / 1e6:.1f}",
     }
@@ -179,6 +181,10 @@ def test_default_run_records_what_the_docs_read(tmp_path, monkeypatch):
     losses = [2.0, 1.9, 1.8, 1.7, 1.6, 1.55, 1.52, 1.5]
     history = "".join(f"{epoch},3,{loss}\n" for epoch, loss in enumerate(losses))
     (run / "history.csv").write_text("epoch,loss,val_loss\n" + history)
+    plan = {"budget_seconds": 1200.0, "history": [[5, 80]], "maximum_steps": 80,
+            "planned_at_step": 5, "planned_steps": 80, "seconds_per_step": 1.4,
+            "steps_per_epoch": 10, "validation_batches": 2}  # fmt: skip
+    (run / "plan.json").write_text(json.dumps(plan))
     out = tmp_path / "default_run.json"
     assert (
         default_run.main(["--run-dir", str(run), "--kind", "native_bf16", "--out", str(out)]) == 0
