@@ -133,6 +133,25 @@ def test_target_tokens_are_words(config):
     assert config.words(["Il fait froid.", "Va !", ""]) == 5
 
 
+def test_decoding_speeds_warm_up_then_time_every_sentence_at_each_batch_size(config):
+    calls = []
+
+    def translate(sentences, batch_size):
+        calls.append((len(sentences), batch_size))
+        return ["un deux"] * len(sentences), 0.5 * len(sentences)
+
+    speeds = config.decoding_speeds(translate, ["a"] * 100)
+    # One warm-up batch, then the whole sample, per batch size.
+    assert calls == [(1, 1), (100, 1), (64, 64), (100, 64)]
+    assert speeds["batch_64"] == {
+        "sentences": 100,
+        "seconds": 50.0,
+        "sentences_per_second": 2.0,
+        "target_words": 200,
+        "tokens_per_second": 4.0,
+    }
+
+
 @pytest.mark.slow
 def test_every_training_option_is_one_of_opennmt_pys(config):
     """The keys are read from the installed OpenNMT-py's own parser, not guessed."""

@@ -102,16 +102,9 @@ def translate(work: Path, model: Path, out: Path, speed_sample: Path | None) -> 
     }
     if speed_sample is not None:
         sample = json.loads(speed_sample.read_text(encoding="utf-8"))
-        for batch_size in peer_config.DECODE_BATCH_SIZES:
-            translate_all(engine, sample[:batch_size], batch_size)  # warm-up
-            outputs, seconds = translate_all(engine, sample, batch_size)
-            result["decoding"][f"batch_{batch_size}"] = {
-                "sentences": len(sample),
-                "seconds": seconds,
-                "sentences_per_second": len(sample) / seconds,
-                "target_words": peer_config.words(outputs),
-                "tokens_per_second": peer_config.words(outputs) / seconds,
-            }
+        result["decoding"] = peer_config.decoding_speeds(
+            lambda sentences, batch_size: translate_all(engine, sentences, batch_size), sample
+        )
     engine.terminate()
     out.write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
     return result

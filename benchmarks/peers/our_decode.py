@@ -100,16 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         "decoding": {},
     }
     sample = json.loads((args.work / "speed_sample.json").read_text(encoding="utf-8"))
-    for batch_size in peer_config.DECODE_BATCH_SIZES:
-        translate(session, sample[:batch_size], batch_size)  # warm-up
-        outputs, seconds = translate(session, sample, batch_size)
-        result["decoding"][f"batch_{batch_size}"] = {
-            "sentences": len(sample),
-            "seconds": seconds,
-            "sentences_per_second": len(sample) / seconds,
-            "target_words": peer_config.words(outputs),
-            "tokens_per_second": peer_config.words(outputs) / seconds,
-        }
+    result["decoding"] = peer_config.decoding_speeds(
+        lambda sentences, batch_size: translate(session, sentences, batch_size), sample
+    )
     session.close()
     args.out.write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
     return 0

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 ONMT_VERSION = "3.5.1"
 """The OpenNMT-py release the benchmark installs (`requirements.txt`)."""
@@ -293,6 +293,26 @@ def parameter_count(log: str) -> int:
 def words(texts: Sequence[str]) -> int:
     """Target tokens, counted the same for every system: whitespace-separated words."""
     return sum(len(text.split()) for text in texts)
+
+
+def decoding_speeds(translate: Callable, sample: Sequence[str]) -> dict:
+    """Decoding speed at each of `DECODE_BATCH_SIZES`, the same way for every system.
+
+    `translate(sentences, batch_size)` returns `(outputs, seconds)`; each batch size is
+    warmed up on one batch, then timed over all of `sample`.
+    """
+    speeds = {}
+    for batch_size in DECODE_BATCH_SIZES:
+        translate(sample[:batch_size], batch_size)  # warm-up
+        outputs, seconds = translate(sample, batch_size)
+        speeds[f"batch_{batch_size}"] = {
+            "sentences": len(sample),
+            "seconds": seconds,
+            "sentences_per_second": len(sample) / seconds,
+            "target_words": words(outputs),
+            "tokens_per_second": words(outputs) / seconds,
+        }
+    return speeds
 
 
 def table_rows(results: Mapping) -> list[dict]:
