@@ -8,6 +8,7 @@ the page sent, and against the stand-in export's NumPy reference
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import numpy as np
@@ -38,6 +39,24 @@ def ui(page, page_server):
     page.goto(page_server.rest_url + "/")
     page.wait_for_selector("body[data-ready=true]")
     return page
+
+
+@contextlib.contextmanager
+def beam_page(page, trained_models, field: str):
+    """Our server with the trained exports and the page on its tiny model with beam search
+    chosen; skips when the export's `search` has no `field` input; stops the server after."""
+    server = start_server(trained_models)
+    try:
+        page.set_default_timeout(60_000)
+        page.goto(server.rest_url + "/")
+        choose_model(page, "tiny")
+        page.check('input[name="strategy"][value="beam"]')
+        if not page.is_visible(field):
+            note = page.locator("#decoding-info").inner_text()
+            pytest.skip(f"the export has no search signature with {field[1:]}: {note}")
+        yield server
+    finally:
+        server.stop(grace=0)
 
 
 def _translate(page, text: str, strategy: str = "greedy") -> dict:
@@ -182,15 +201,7 @@ def test_the_page_is_readable_400_pixels_wide_and_every_control_is_labelled(ui):
 @pytest.mark.slow
 def test_n_best_and_sampling_with_a_trained_export(page, trained_models):
     """A real export (trained, exported): beam search with n-best 3, then seeded sampling."""
-    server = start_server(trained_models)
-    try:
-        page.set_default_timeout(60_000)
-        page.goto(server.rest_url + "/")
-        choose_model(page, "tiny")
-        page.check('input[name="strategy"][value="beam"]')
-        if not page.is_visible("#n-best"):
-            note = page.locator("#decoding-info").inner_text()
-            pytest.skip(f"the export has no search signature with n_best: {note}")
+    with beam_page(page, trained_models, "#n-best"):
         page.fill("#n-best", "3")
         sentences = ["I see the cat .", "we like a big red apple ."]
         request = _translate(page, "\n".join(sentences), "beam")
@@ -252,8 +263,6 @@ def test_n_best_and_sampling_with_a_trained_export(page, trained_models):
         # The same seed draws the same translations: the page shows the REST answer.
         answer = post_json(request.url, body)["outputs"]
         assert page.locator(".translation").all_inner_texts() == answer["translation"]
-    finally:
-        server.stop(grace=0)
 
 
 @pytest.mark.slow
@@ -262,15 +271,7 @@ def test_glossary_constraints_apply_per_sentence_with_a_trained_export(page, tra
     hold its source term (whole words, any case), so its target is in their translations;
     an entry whose source term a sentence lacks is not sent for it, and that sentence
     translates as with no constraints."""
-    server = start_server(trained_models)
-    try:
-        page.set_default_timeout(60_000)
-        page.goto(server.rest_url + "/")
-        choose_model(page, "tiny")
-        page.check('input[name="strategy"][value="beam"]')
-        if not page.is_visible("#constraints"):
-            note = page.locator("#decoding-info").inner_text()
-            pytest.skip(f"the export has no search signature with constraints: {note}")
+    with beam_page(page, trained_models, "#constraints"):
         page.fill("#constraints", "Cat = pomme\ndog\tchien")
         sentences = ["I see the cat .", "we like a big red apple ."]
         request = _translate(page, "\n".join(sentences), "beam")
@@ -288,5 +289,3 @@ def test_glossary_constraints_apply_per_sentence_with_a_trained_export(page, tra
         # The second sentence decodes as with no constraints at all.
         plain = post_json(request.url, {**body, "inputs": {**body["inputs"], "constraints": []}})
         assert shown[1] == plain["outputs"]["translation"][1]
-    finally:
-        server.stop(grace=0)
