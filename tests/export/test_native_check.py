@@ -123,6 +123,16 @@ def test_compare_outputs_names_each_difference():
     assert largest == pytest.approx(0.1, rel=1e-5)
 
 
+def test_equal_infinite_scores_are_the_same_and_left_out_of_the_largest_difference():
+    expected = {"scores": np.array([[-1.0, -np.inf]], np.float32)}
+    with np.errstate(invalid="raise"):  # -inf - -inf would be nan
+        assert compare_outputs(expected, {"scores": np.array([[-1.5, -np.inf]], np.float32)}) == (
+            ["'scores' differs from the Session path's"],
+            0.5,
+        )
+        assert compare_outputs(expected, {"scores": expected["scores"].copy()}) == ([], 0.0)
+
+
 def test_check_export_native_command(exported, capsys):
     assert main(["check-export", str(exported.path), "--native"]) == 0
     assert "TF_LoadSessionFromSavedModel" in capsys.readouterr().out
