@@ -525,7 +525,7 @@ def main(argv=None) -> int:
         args.prefix_words,
         args.repeats,
     )
-    if translator.target_vectorizer.unk_id not in translator.target_vectorizer.forbidden_output_ids:
+    if translator.replace_unknown:  # on by default where the model may emit [UNK]
         payload["unknown_words"] = measure_unknown(
             translator, *harness.test_sources(args.run_dir), args.beam_width
         )

@@ -13,7 +13,7 @@ decide it:
   count is checked against the count `make_stream` keeps of the same pairs.
 - the test set is what `keras-attention evaluate` scores: the run's test
   split, each distinct source once with all its references
-  (`group_references`), in the order of its first pair.
+  (`harness.test_sources`), in the order of its first pair.
 
 `write_run_data(run_dir, work)` writes `train.src` / `train.tgt` (one sentence a
 line, aligned), `test.src` and `test.references.json`, and returns a summary.
@@ -26,9 +26,10 @@ import json
 import types
 from pathlib import Path
 
+import harness
 import tensorflow as tf
 
-from keras_attention.data import DatasetOptions, group_references, load_corpus, make_stream
+from keras_attention.data import DatasetOptions, load_corpus, make_stream
 from keras_attention.data.corpus_files import corpus_list
 from keras_attention.data.corpus_scan import scan_corpora
 from keras_attention.data.corpus_stream import TRAIN, corpus_pairs
@@ -39,12 +40,6 @@ from keras_attention.runs.run_vectorizers import load_vectorizers
 from keras_attention.runs.train_config import TrainConfig
 
 _BATCH = 4096  # pairs vectorized per call
-
-
-def test_set(run_dir: str | Path) -> tuple[list[str], list[list[str]]]:
-    """The run's test sources, each once, and all the references of each (as `evaluate`)."""
-    grouped = group_references(load_corpus(RunDirectory(run_dir).test_split).pairs)
-    return [source for source, _ in grouped], [references for _, references in grouped]
 
 
 def stream_training_pairs(run_dir: str | Path) -> tuple[list[tuple[str, str]], dict]:
@@ -139,7 +134,7 @@ def write_run_data(run_dir: str | Path, work: str | Path) -> dict:
         )
     write_lines(work / "train.src", (s for s, _ in kept))
     write_lines(work / "train.tgt", (t for _, t in kept))
-    sources, references = test_set(run.path)
+    sources, references = harness.test_sources(run.path)  # as `evaluate` scores them
     write_lines(work / "test.src", sources)
     (work / "test.references.json").write_text(
         json.dumps(references, ensure_ascii=False), encoding="utf-8"
