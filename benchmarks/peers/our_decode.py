@@ -97,12 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         },
         "hypotheses": hypotheses,
         "test_seconds": seconds,
-        "decoding": {},
+        "decoding": peer_config.decoding_speeds(
+            lambda sentences, batch_size: translate(session, sentences, batch_size),
+            json.loads((args.work / "speed_sample.json").read_text(encoding="utf-8")),
+        ),
     }
-    sample = json.loads((args.work / "speed_sample.json").read_text(encoding="utf-8"))
-    result["decoding"] = peer_config.decoding_speeds(
-        lambda sentences, batch_size: translate(session, sentences, batch_size), sample
-    )
     session.close()
     args.out.write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
     return 0
