@@ -377,6 +377,6 @@ def test_library_defaults_are_the_measured_recipe():
     )
     layer = LuongAttention()
     assert (layer.score, layer.scale, layer.scale_by_dimension) == ("cosine", False, False)
-    # The budget: at most 8 x 500 steps, planned to fit the 20 minutes, cosine decay.
-    assert (config.epochs, config.maximum_epochs, config.steps_per_epoch) == ("auto", 8, 500)
+    # The budget: at most 16 x 500 steps, planned to fit the 20 minutes, cosine decay.
+    assert (config.epochs, config.maximum_epochs, config.steps_per_epoch) == ("auto", 16, 500)
     assert (config.learning_rate_schedule, config.time_budget_minutes) == ("cosine", 20.0)

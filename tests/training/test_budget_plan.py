@@ -11,7 +11,7 @@ import pytest
 
 from keras_attention.runs import run_state
 from keras_attention.runs.run_directory import RunDirectory
-from keras_attention.runs.train_config import TrainConfig
+from keras_attention.runs.train_config import AUTO_EPOCHS, TrainConfig
 from keras_attention.training import budget_plan, time_budget
 from keras_attention.training.budget_plan import BudgetPlan, plan_steps
 from keras_attention.training.interrupt_on_signal import TrainingInterrupted
@@ -51,11 +51,11 @@ def test_the_planned_schedule_ends_where_the_plan_says():
 
 
 def test_auto_epochs_plan_only_with_a_budget():
-    assert TrainConfig().plans_to_budget and TrainConfig().maximum_epochs == 8
+    assert TrainConfig().plans_to_budget and TrainConfig().maximum_epochs == 16
     assert not TrainConfig(epochs=8).plans_to_budget, "an explicit epoch count is kept"
     assert not TrainConfig(time_budget_minutes=None).plans_to_budget
     schedule = learning_rate(TrainConfig(steps_per_epoch=500))
-    assert int(schedule.planned_steps.numpy()) == 4000
+    assert int(schedule.planned_steps.numpy()) == 8000
     with pytest.raises(ValueError, match="epochs"):
         TrainConfig(epochs=0)
 
@@ -94,7 +94,7 @@ def fake_clock(monkeypatch):
 
 
 def planned_config(make_train_config, corpus, out):
-    # 8 epochs of 5 steps at most; a minute at 1 s/step holds fewer.
+    # AUTO_EPOCHS epochs of 5 steps at most; a minute at 1 s/step holds fewer.
     return make_train_config(
         corpus, out, epochs="auto", steps_per_epoch=STEPS, time_budget_minutes=1
     )
@@ -114,7 +114,7 @@ def test_a_planned_run_ends_its_schedule_at_the_plan_and_resumes_with_it(
     assert plans[-1][1] == plan
     # Measured over steps 3-5 of the fake clock; planned at step 5, below the maximum.
     assert (plan.seconds_per_step, plan.planned_at_step) == (SECONDS_PER_STEP, 5)
-    assert plan.maximum_steps == 8 * STEPS
+    assert plan.maximum_steps == AUTO_EPOCHS * STEPS
     validation_pairs = len(run.validation_split.read_text(encoding="utf-8").splitlines())
     # Length buckets: at least the batches of one bucket.
     assert plan.validation_batches >= math.ceil(validation_pairs / config.batch_size)
