@@ -486,11 +486,13 @@ def test_check_export_native_fills_the_defaults_and_runs_every_input(new_export)
 
     report = ExportChecker(native=True).check(new_export.path)
     assert report.ok, report.errors
-    # 13 warmup records (2 each for serving_default, beam_search and score_translation, 4
-    # for search, one of them with constraints, 3 for sample), their missing inputs filled
-    # from the defaults, plus one request with every input given for search and for sample.
-    assert len(report.warmup) == 13
-    assert report.native["requests"] == 13 + 2
+    # 16 warmup records (2 each for serving_default, beam_search and score_translation, 4
+    # for search, one of them with constraints, 3 for sample and for steered_beam_search,
+    # one of them with prefixes and constraints), their missing inputs filled from the
+    # defaults, plus one request with every input given for search and for sample.
+    assert len(report.warmup) == 16
+    assert [e["signature"] for e in report.warmup].count("steered_beam_search") == 3
+    assert report.native["requests"] == 16 + 2
     assert report.native["max_float_difference"] <= 1e-5
 
 
