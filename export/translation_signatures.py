@@ -323,17 +323,16 @@ class TranslationSignatures:
             with tf.control_dependencies(checks):
                 text = tf.identity(text)
             phrases, constrained = _phrases(constraints)
+            steered = tf.logical_or(constrained, tf.reduce_any(tf.strings.length(prefix) > 0))
 
-            def prefixed():
+            def run_steered():
                 outputs = self._steered_beam(text, beam, phrases, constrained, prefixes=prefix)
                 return {key: outputs[key] for key in TRANSLATION_OUTPUTS}
 
             return tf.cond(
                 tf.size(text) > 0,
                 lambda: tf.cond(
-                    tf.reduce_any(tf.strings.length(prefix) > 0),
-                    prefixed,
-                    lambda: self._steered_beam(text, beam, phrases, constrained),
+                    steered, run_steered, lambda: self.translator.translate(text, beam)
                 ),
                 lambda: empty_outputs(TRANSLATION_OUTPUTS),
             )
