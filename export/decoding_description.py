@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from keras_attention.export.translation_signatures import TranslationSignatures
+from keras_attention_client.wire.contract import STEERED_BEAM_SEARCH
 
 
 def describe_decoding(signatures: TranslationSignatures) -> dict[str, dict[str, Any]]:
@@ -12,7 +13,8 @@ def describe_decoding(signatures: TranslationSignatures) -> dict[str, dict[str, 
 
     `serving_default` (greedy) and `beam_search` (beam); with decoding
     inputs also `search` (greedy or beam, up to `max_beam_width`) and
-    `sample`, each with `inputs`: alias -> `{"default", "range"}`.
+    `sample`, each with `inputs`: alias -> `{"default", "range"}`, and
+    `steered_beam_search` (beam, as `beam_search`).
     """
     decoding = {
         name: _strategy_config(strategy)
@@ -30,6 +32,10 @@ def describe_decoding(signatures: TranslationSignatures) -> dict[str, dict[str, 
             "max_beam_width": signatures.max_beam_width,
         }
         decoding["search"].pop("beam_width", None)
+        decoding[STEERED_BEAM_SEARCH] = {
+            **_strategy_config(signatures.beam_strategy),
+            "search": "beam, steered per row (the prefix and constraints inputs)",
+        }
         decoding["sample"] = {
             **_strategy_config(signatures.sample_strategy),
             "search": "sample",

@@ -23,7 +23,6 @@ from keras_attention.export.translation_signatures import (
     BEAM_SEARCH,
     INPUT_KEY,
     SAMPLE,
-    SCORE_OUTPUTS,
     SCORE_TRANSLATION,
     SEARCH,
     SERVING_DEFAULT,
@@ -35,6 +34,9 @@ from keras_attention_client.wire.contract import (
     CONFIDENCE_OUTPUTS,
     DECODING_INPUTS,
     OPTIONAL_STEERING_INPUTS,
+    SCORE_OUTPUTS,
+    STEERED_BEAM_SEARCH,
+    STEERED_BEAM_SEARCH_INPUTS,
     STEERING_INPUTS,
     STEERING_OUTPUTS,
 )
@@ -48,6 +50,7 @@ _EXPECTED_OUTPUTS = {
     BEAM_SEARCH: TRANSLATION_OUTPUTS,
     SEARCH: TRANSLATION_OUTPUTS,
     SAMPLE: TRANSLATION_OUTPUTS,
+    STEERED_BEAM_SEARCH: TRANSLATION_OUTPUTS,
     SCORE_TRANSLATION: SCORE_OUTPUTS,
 }
 # Ops the graph must hold for each `TrainConfig.tokenizer` named in the manifest.
@@ -57,7 +60,10 @@ _TOKENIZER_OPS = {
         {"SentencepieceOp", "SentencepieceTokenizeOp", "SentencepieceDetokenizeOp"}
     ),
 }
-_EXPECTED_INPUTS = {SCORE_TRANSLATION: (INPUT_KEY, TRANSLATION_KEY)}
+_EXPECTED_INPUTS = {
+    SCORE_TRANSLATION: (INPUT_KEY, TRANSLATION_KEY),
+    STEERED_BEAM_SEARCH: (INPUT_KEY, *STEERED_BEAM_SEARCH_INPUTS),
+}
 
 
 class ExportChecker:
@@ -244,6 +250,12 @@ class ExportChecker:
                     report.errors.append(
                         f"Input {alias!r} of {name!r} must be DT_STRING [batch] (shape [-1]). "
                         f"Received: {spec['dtype']} {spec['shape']}"
+                    )
+                elif alias in defaults and name == STEERED_BEAM_SEARCH:
+                    report.errors.append(
+                        f"Input {alias!r} of {name!r} has a default in the SignatureDef: TF "
+                        "Serving would fill it for a request that leaves it out, and a batching "
+                        "server could not merge that request with others"
                     )
             outputs = _EXPECTED_OUTPUTS.get(name)
             if steered:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -9,6 +10,17 @@ import tensorflow as tf
 
 from keras_attention.export.compiled_strategy import CompiledStrategy
 from keras_attention.export.signature_options import DEFAULT_MAX_BEAM_WIDTH, SignatureOptions
+from keras_attention.export.signature_tensors import (
+    DTYPES,
+    best_of,
+    check,
+    check_one_per_text,
+    check_range,
+    empty_outputs,
+    scalar_specs,
+    tensor_specs,
+)
+from keras_attention.export.translation_scores import score_translations
 from keras_attention.inference.translator import Translator
 from keras_attention_client.wire.contract import (
     BEAM_SEARCH,
@@ -18,10 +30,11 @@ from keras_attention_client.wire.contract import (
     N_BEST_OUTPUTS,
     SAMPLE,
     SAMPLE_INPUTS,
-    SCORE_OUTPUTS,
     SCORE_TRANSLATION,
     SEARCH,
     SEARCH_INPUTS,
+    STEERED_BEAM_SEARCH,
+    STEERED_BEAM_SEARCH_INPUTS,
     STEERING_INPUTS,
     STEERING_OUTPUTS,
     TEXT_INPUT,
@@ -39,7 +52,6 @@ SERVING_DEFAULT = DEFAULT_SIGNATURE
 
 _TEXT_SPEC = tf.TensorSpec([None], tf.string, name=INPUT_KEY)
 _TRANSLATION_SPEC = tf.TensorSpec([None], tf.string, name=TRANSLATION_KEY)
-_DTYPES = {"DT_STRING": tf.string, "DT_FLOAT": tf.float32, "DT_INT32": tf.int32}
 
 
 class TranslationSignatures:
@@ -57,6 +69,10 @@ class TranslationSignatures:
       returning `STEERING_OUTPUTS` besides the translation outputs.
     - `sample` (with `decoding_inputs`): `Translator.translate` with random
       sampling.
+    - `steered_beam_search` (with `decoding_inputs`; inputs `text`, `prefix`,
+      `constraints`, all `[batch]` and required): `beam_search` steered per
+      row by a prefix and constraints (`""`: none), so that server-side
+      batching can merge its requests; `beam_search`'s outputs.
     - `score_translation` (inputs `text` and `translation`): the model's
       log-probability of a given translation, by teacher forcing (the same
       numbers the decoder computes step by step): `score` float32 `[batch]`
@@ -130,11 +146,15 @@ class TranslationSignatures:
         if self.decoding_inputs:
             endpoints[SEARCH] = (
                 self.search_function(),
-                [_TEXT_SPEC, *_input_specs(SEARCH_INPUTS), *_steering_specs()],
+                [_TEXT_SPEC, *scalar_specs(SEARCH_INPUTS), *tensor_specs(STEERING_INPUTS)],
             )
             endpoints[SAMPLE] = (
                 self.sample_function(),
-                [_TEXT_SPEC, *_input_specs(SAMPLE_INPUTS)],
+                [_TEXT_SPEC, *scalar_specs(SAMPLE_INPUTS)],
+            )
+            endpoints[STEERED_BEAM_SEARCH] = (
+                self.steered_beam_function(),
+                [_TEXT_SPEC, *tensor_specs(STEERED_BEAM_SEARCH_INPUTS)],
             )
         if self.options.score_signature:
             endpoints[SCORE_TRANSLATION] = (self.score, [_TEXT_SPEC, _TRANSLATION_SPEC])
@@ -195,7 +215,7 @@ class TranslationSignatures:
             return tf.cond(
                 tf.size(text) > 0,
                 lambda: self.translator.translate(text, strategy),
-                lambda: _empty(TRANSLATION_OUTPUTS),
+                lambda: empty_outputs(TRANSLATION_OUTPUTS),
             )
 
         return translate
@@ -229,21 +249,21 @@ class TranslationSignatures:
             prefix = tf.reshape(prefix, [-1])
             constraints = tf.reshape(constraints, [-1])
             checks = [
-                _check_one_per_text("constraints", constraints, text),
-                _check_one_per_text("prefix", prefix, text),
-                _check(next_words >= 0, "`next_words` must be >= 0. Received:", [next_words]),
-                _check_range("beam_width", beam_width, 1, cap),
-                _check(
+                check_one_per_text("constraints", constraints, text),
+                check_one_per_text("prefix", prefix, text),
+                check(next_words >= 0, "`next_words` must be >= 0. Received:", [next_words]),
+                check_range("beam_width", beam_width, 1, cap),
+                check(
                     tf.logical_and(n_best >= 1, n_best <= beam_width),
                     "`n_best` must be in [1, beam_width]. Received n_best, beam_width:",
                     [n_best, beam_width],
                 ),
-                _check(
+                check(
                     tf.logical_and(tf.math.is_finite(length_penalty), length_penalty >= 0.0),
                     "`length_penalty` must be a finite number >= 0. Received:",
                     [length_penalty],
                 ),
-                _check_range("max_output_length", max_output_length, 1, limit),
+                check_range("max_output_length", max_output_length, 1, limit),
             ]
             with tf.control_dependencies(checks):
                 text = tf.reshape(tf.identity(text), [-1])
@@ -251,40 +271,79 @@ class TranslationSignatures:
                 tf.equal(tf.size(prefix), 0), lambda: tf.fill(tf.shape(text), ""), lambda: prefix
             )
             steering = {"prefixes": prefix, "next_words": next_words}
-            phrases = tf.strings.split(constraints, CONSTRAINT_SEPARATOR).to_tensor("")  # (B, C)
-            constrained = tf.reduce_any(tf.strings.length(tf.strings.strip(phrases)) > 0)
+            phrases, constrained = _phrases(constraints)
 
             def run_greedy():
                 return translator.translate(text, greedy, max_length=max_output_length, **steering)
 
-            def run_beam(**constraint):
-                outputs = translator.translate(
+            def run_beam():
+                outputs = self._steered_beam(
                     text,
                     beam,
+                    phrases,
+                    constrained,
                     **steering,
-                    **constraint,
                     beam_width=beam_width,
                     length_penalty=length_penalty,
                     n_best=n_best,
                     max_length=max_output_length,
                 )
-                return tf.cond(n_best > 1, lambda: outputs, lambda: _best_of(outputs))
+                return tf.cond(n_best > 1, lambda: outputs, lambda: best_of(outputs))
 
             return tf.cond(
                 tf.size(text) > 0,
-                lambda: tf.cond(
-                    constrained,
-                    lambda: run_beam(constraints=phrases),
-                    lambda: tf.cond(beam_width > 1, run_beam, run_greedy),
-                ),
+                lambda: tf.cond(tf.logical_or(constrained, beam_width > 1), run_beam, run_greedy),
                 lambda: tf.cond(
                     n_best > 1,
-                    lambda: _empty({**N_BEST_OUTPUTS, **STEERING_OUTPUTS}),
-                    lambda: _empty({**TRANSLATION_OUTPUTS, **STEERING_OUTPUTS}),
+                    lambda: empty_outputs({**N_BEST_OUTPUTS, **STEERING_OUTPUTS}),
+                    lambda: empty_outputs({**TRANSLATION_OUTPUTS, **STEERING_OUTPUTS}),
                 ),
             )
 
         return translate
+
+    def steered_beam_function(self) -> Callable[..., dict[str, tf.Tensor]]:
+        """The `steered_beam_search` function: `text, prefix, constraints -> outputs`.
+
+        Beam search at the export's beam width and length penalty, as
+        `beam_search`, each row starting with its `prefix` and containing its
+        `constraints` (`""`: none). Every input is `[batch]` and required;
+        a batch without any prefix or phrase runs `beam_search`'s decoding.
+        """
+        beam = self.beam_strategy
+        if self.jit_compile:
+            beam = CompiledStrategy(beam)
+
+        def steered_beam_search(text, prefix, constraints):
+            text, prefix, constraints = (tf.reshape(t, [-1]) for t in (text, prefix, constraints))
+            checks = [
+                check_one_per_text(name, value, text, or_none=False)
+                for name, value in (("prefix", prefix), ("constraints", constraints))
+            ]
+            with tf.control_dependencies(checks):
+                text = tf.identity(text)
+            phrases, constrained = _phrases(constraints)
+            steered = tf.logical_or(constrained, tf.reduce_any(tf.strings.length(prefix) > 0))
+
+            def run_steered():
+                outputs = self._steered_beam(text, beam, phrases, constrained, prefixes=prefix)
+                return {key: outputs[key] for key in TRANSLATION_OUTPUTS}
+
+            return tf.cond(
+                tf.size(text) > 0,
+                lambda: tf.cond(
+                    steered, run_steered, lambda: self.translator.translate(text, beam)
+                ),
+                lambda: empty_outputs(TRANSLATION_OUTPUTS),
+            )
+
+        return steered_beam_search
+
+    def _steered_beam(self, text, strategy, phrases, constrained, **options):
+        """`Translator.translate(text, strategy, **options)`, with the constraints `phrases`
+        (`[batch, C]`, `""`: none) when `constrained` (any row holds a phrase)."""
+        translate = functools.partial(self.translator.translate, text, strategy, **options)
+        return tf.cond(constrained, lambda: translate(constraints=phrases), translate)
 
     def sample_function(self) -> Callable[..., dict[str, tf.Tensor]]:
         """The `sample` function: `text, temperature, top_k, top_p, seed, max_output_length`."""
@@ -304,23 +363,23 @@ class TranslationSignatures:
             max_output_length=defaults[4],
         ):
             checks = [
-                _check(
+                check(
                     tf.logical_and(tf.math.is_finite(temperature), temperature > 0.0),
                     "`temperature` must be a finite number > 0. Received:",
                     [temperature],
                 ),
-                _check(
+                check(
                     top_k >= 0, "`top_k` must be >= 0 (0: the whole vocabulary). Received:", [top_k]
                 ),
-                _check(
+                check(
                     tf.logical_and(top_p > 0.0, top_p <= 1.0),
                     "`top_p` must be in (0, 1]. Received:",
                     [top_p],
                 ),
-                _check(
+                check(
                     seed >= -1, "`seed` must be >= -1 (-1: drawn per request). Received:", [seed]
                 ),
-                _check_range("max_output_length", max_output_length, 1, limit),
+                check_range("max_output_length", max_output_length, 1, limit),
             ]
             with tf.control_dependencies(checks):
                 text = tf.reshape(tf.identity(text), [-1])
@@ -335,7 +394,7 @@ class TranslationSignatures:
                     seed=seed,
                     max_length=max_output_length,
                 ),
-                lambda: _empty(TRANSLATION_OUTPUTS),
+                lambda: empty_outputs(TRANSLATION_OUTPUTS),
             )
 
         return sample
@@ -345,106 +404,17 @@ class TranslationSignatures:
         dtypes = DECODING_INPUTS[signature_name]
         with tf.init_scope():  # the defaults are constants, whatever the caller's context
             return tuple(
-                tf.constant(value, _DTYPES[dtypes[alias]])
+                tf.constant(value, DTYPES[dtypes[alias]])
                 for alias, value in self.input_defaults(signature_name).items()
             )
 
     def score(self, text, translation) -> dict[str, tf.Tensor]:
         """The `score_translation` function (see the class docstring)."""
-        text = tf.reshape(tf.convert_to_tensor(text, tf.string), [-1])
-        translation = tf.reshape(tf.convert_to_tensor(translation, tf.string), [-1])
-        same_size = tf.debugging.assert_equal(
-            tf.size(text),
-            tf.size(translation),
-            message="`text` and `translation` must have the same batch size",
-        )
-        # An explicit dependency: on the Session path nothing else orders the
-        # check before the ops that would fail on mismatched batches.
-        with tf.control_dependencies([same_size]):
-            text, translation = tf.identity(text), tf.identity(translation)
-        return tf.cond(
-            tf.size(text) > 0,
-            lambda: self._score(text, translation),
-            lambda: _empty(SCORE_OUTPUTS),
-        )
-
-    def _score(self, text, translation):
-        translator = self.translator
-        source_ids, source_tokens = translator.encode_source(text)
-        target = translator.target_vectorizer
-        target_ids = target.encode(translation, add_start=True, add_end=True)
-        target_in, target_out = target_ids[:, :-1], target_ids[:, 1:]
-        logits, attention = translator.model.call_with_attention(
-            (source_ids, target_in), training=False
-        )
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
-        # The tokens and [END]; nothing for a source with no token, which
-        # `translate` turns into "" with score 0.
-        has_tokens = tf.reduce_any(tf.not_equal(source_ids, 0), axis=1)
-        scored = tf.logical_and(tf.not_equal(target_out, target.pad_id), has_tokens[:, tf.newaxis])
-        token_scores = tf.gather(log_probs, target_out, batch_dims=2)
-        token_scores = tf.where(scored, token_scores, 0.0)
-        is_token = tf.logical_and(scored, tf.not_equal(target_out, target.end_id))
-        tokens = tf.where(is_token, target.ids_to_tokens(target_out), "")
-        attention = tf.where(scored[:, :, tf.newaxis], tf.cast(attention, tf.float32), 0.0)
-        return {
-            "score": tf.reduce_sum(token_scores, axis=1),
-            "length": tf.reduce_sum(tf.cast(is_token, tf.int32), axis=1),
-            "tokens": tokens[:, :-1],
-            "token_scores": token_scores,
-            "source_tokens": source_tokens,
-            "attention": attention,
-        }
+        return score_translations(self.translator, text, translation)
 
 
-def _steering_specs() -> list[tf.TensorSpec]:
-    """`TensorSpec`s of `STEERING_INPUTS` (`prefix` and `constraints` `[batch]`,
-    `next_words` a scalar)."""
-    return [
-        tf.TensorSpec([None] * len(shape), _DTYPES[dtype], name=alias)
-        for alias, (dtype, shape) in STEERING_INPUTS.items()
-    ]
-
-
-def _input_specs(inputs: dict[str, str]) -> list[tf.TensorSpec]:
-    """Scalar `TensorSpec`s named after the decoding inputs, in the contract's order."""
-    return [tf.TensorSpec([], _DTYPES[dtype], name=alias) for alias, dtype in inputs.items()]
-
-
-def _check(condition: tf.Tensor, message: str, values: list[tf.Tensor]) -> tf.Operation:
-    """`tf.debugging.Assert`: INVALID_ARGUMENT with `message` and `values` when false."""
-    return tf.debugging.Assert(condition, [message, *values])
-
-
-def _check_one_per_text(name: str, value: tf.Tensor, text: tf.Tensor) -> tf.Operation:
-    sizes = [tf.size(value), tf.size(text)]
-    return _check(
-        tf.logical_or(tf.equal(sizes[0], 0), tf.equal(sizes[0], sizes[1])),
-        f"`{name}` must hold one string per `text`, or none. Received sizes {name}, text:",
-        sizes,
-    )
-
-
-def _check_range(name: str, value: tf.Tensor, low: int, high: int) -> tf.Operation:
-    return _check(
-        tf.logical_and(value >= low, value <= high),
-        f"`{name}` must be in [{low}, {high}]. Received:",
-        [value],
-    )
-
-
-def _best_of(outputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-    """Outputs with an n-best axis of size 1 -> the outputs without it."""
-    return {
-        key: value if key in ("source_tokens", *STEERING_OUTPUTS) else value[:, 0]
-        for key, value in outputs.items()
-    }
-
-
-def _empty(outputs: dict[str, tuple[str, list[int]]]) -> dict[str, tf.Tensor]:
-    return {
-        key: tf.zeros([0] * len(shape), _DTYPES[dtype])
-        if dtype != "DT_STRING"
-        else tf.fill([0] * len(shape), "")
-        for key, (dtype, shape) in outputs.items()
-    }
+def _phrases(constraints: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """`[batch]` strings of `CONSTRAINT_SEPARATOR`-joined phrases -> `[batch, C]` phrases
+    (`""`-padded) and whether any row holds one (not blank)."""
+    phrases = tf.strings.split(constraints, CONSTRAINT_SEPARATOR).to_tensor("")
+    return phrases, tf.reduce_any(tf.strings.length(tf.strings.strip(phrases)) > 0)

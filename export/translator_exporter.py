@@ -44,6 +44,7 @@ from keras_attention.vocabulary_shortlist import (
     auto_shortlist_size,
     check_shortlist_size,
 )
+from keras_attention_client.wire.contract import STEERED_BEAM_SEARCH, STEERED_BEAM_SEARCH_INPUTS
 
 WARMUP_DECODING_INPUTS: dict[str, dict[str, np.ndarray]] = {
     "search": {
@@ -314,7 +315,9 @@ class TranslatorExporter:
         """`PredictionLog`s: each signature at batch 1 and at all warmup pairs, and `search`
         and `sample` at all warmup pairs with every decoding input given (for `search`, each
         target's first word as the `prefix`, and `next_words` 2), and `search` once more
-        with `constraints` (`_warmup_constraints`)."""
+        with `constraints` (`_warmup_constraints`); `steered_beam_search` with `""` for
+        each row's prefix and constraints, and once more at all pairs with a prefix (the
+        target's first word) on the odd rows and those constraints on the even rows."""
         sources = np.array([s.encode("utf-8") for s, _ in self.warmup_pairs], dtype=object)
         targets = np.array([t.encode("utf-8") for _, t in self.warmup_pairs], dtype=object)
         batches = [slice(0, 1)] + ([slice(None)] if len(sources) > 1 else [])
@@ -324,7 +327,15 @@ class TranslatorExporter:
                 inputs = {INPUT_KEY: sources[batch]}
                 if name == SCORE_TRANSLATION:
                     inputs[TRANSLATION_KEY] = targets[batch]
+                if name == STEERED_BEAM_SEARCH:  # required, one per text: no prefix, none
+                    none = np.full(len(inputs[INPUT_KEY]), b"", dtype=object)
+                    inputs.update(dict.fromkeys(STEERED_BEAM_SEARCH_INPUTS, none))
                 logs.append(predict_log(name, inputs))
+            if name == STEERED_BEAM_SEARCH:  # steered: odd rows a prefix, even a constraint
+                prefixes = _first_words(targets)
+                prefixes[::2] = b""
+                steered = {"prefix": prefixes, "constraints": self._warmup_constraints(targets)}
+                logs.append(predict_log(name, {INPUT_KEY: sources, **steered}))
             every_input = (
                 WARMUP_DECODING_INPUTS.get(name) if self.signatures.decoding_inputs else None
             )
@@ -332,9 +343,7 @@ class TranslatorExporter:
                 inputs = {INPUT_KEY: sources, **every_input}
                 inputs["max_output_length"] = np.int32(self.translator.max_output_length)
                 if name == SEARCH:  # steering too: each target's first word as the prefix
-                    inputs["prefix"] = np.array(
-                        [t.split(b" ")[0] if t else b"" for t in targets], dtype=object
-                    )
+                    inputs["prefix"] = _first_words(targets)
                     inputs["next_words"] = np.int32(2)
                 logs.append(predict_log(name, inputs))
                 if name == SEARCH:  # and constrained: a known word of every other target
@@ -397,6 +406,11 @@ class TranslatorExporter:
             warmup_records=warmup_records,
             saved_model_sha256=file_sha256(directory / SAVED_MODEL_PB),
         )
+
+
+def _first_words(targets: np.ndarray) -> np.ndarray:
+    """The first word of each target (`b""` for an empty one), as warmup prefixes."""
+    return np.array([t.split(b" ")[0] if t else b"" for t in targets], dtype=object)
 
 
 def export_translator(

@@ -341,6 +341,95 @@ def test_constraints_through_the_export_equal_the_library(new_export, server, tr
         assert [r.text for r in results] == want
 
 
+STEERED_PREFIXES = ["", "", "elle", "le", "", "", "", "", "", ""]
+
+
+def test_steered_beam_search_equals_the_library_on_every_path(
+    new_export, server, batching_server, translator
+):
+    """`steered_beam_search` (each row its prefix and constraints, `""` for none): the local
+    `Translator`'s beam search with them, on the Session path, through both clients and as
+    REST rows through a batching server; the rows with neither are `beam_search`'s."""
+    import tensorflow as tf
+
+    from keras_attention.export import SavedModelSession
+
+    width = max(len(row) for row in CONSTRAINTS)
+    local = translator.translate(
+        tf.constant(TEXTS),
+        translator.strategy(beam_width=3, length_penalty=0.6),
+        prefixes=tf.constant(STEERED_PREFIXES),
+        constraints=tf.constant([row + [""] * (width - len(row)) for row in CONSTRAINTS]),
+    )
+    want = [t.decode() for t in local["translation"].numpy()]
+    joined = ["\t".join(row) for row in CONSTRAINTS]
+    inputs = {
+        "text": np.array(TEXTS, object),
+        "prefix": np.array(STEERED_PREFIXES, object),
+        "constraints": np.array(joined, object),
+    }
+    none = np.array([""] * len(TEXTS), object)
+    with SavedModelSession(new_export.path) as session:
+        outputs = session.run("steered_beam_search", inputs)
+        beam = session.run("beam_search", {"text": inputs["text"]})
+        unsteered = session.run(
+            "steered_beam_search", {"text": inputs["text"], "prefix": none, "constraints": none}
+        )
+    assert [t.decode() for t in outputs["translation"]] == want
+    np.testing.assert_allclose(outputs["score"], local["score"].numpy(), atol=1e-4)
+    assert sorted(outputs) == sorted(beam)
+    for row, (prefix, phrases) in enumerate(zip(STEERED_PREFIXES, CONSTRAINTS, strict=True)):
+        assert want[row].lower().startswith(prefix)
+        assert all(phrase in want[row] for phrase in phrases), (want[row], phrases)
+        if not prefix and not phrases:
+            assert outputs["translation"][row] == beam["translation"][row]
+            np.testing.assert_allclose(outputs["score"][row], beam["score"][row], atol=1e-5)
+    for alias, value in beam.items():  # no prefix, no constraint: beam_search's outputs
+        assert raw_bytes(unsteered[alias]) == raw_bytes(value), alias
+    steering = {"prefixes": STEERED_PREFIXES, "constraints": CONSTRAINTS}
+    for address in (server.address, batching_server.address):
+        with TranslationClient(address, model_name="after") as client:
+            grpc = client.translate(TEXTS, signature_name="steered_beam_search", **steering)
+            assert [r.text for r in grpc] == want
+    rest = RestTranslationClient(server.rest_url, model_name="after")
+    assert [
+        r.text for r in rest.translate(TEXTS, **steering, signature_name="steered_beam_search")
+    ] == want
+    # TF Serving's REST row format, each row its own inputs, through a batching server.
+    rows = [
+        {"text": text, "prefix": prefix, "constraints": phrases}
+        for text, prefix, phrases in zip(TEXTS, STEERED_PREFIXES, joined, strict=True)
+    ]
+    answer = post_instances(batching_server.rest_url, "after", "steered_beam_search", rows)
+    assert [row["translation"] for row in answer["predictions"]] == want
+
+
+@pytest.mark.parametrize(
+    "phrase, message",
+    [
+        ("zorglub", "no translation can contain it. Received:] [zorglub]"),
+        (" ".join(["le"] * 10), "(at most 9, max_output_length - 1)"),
+    ],
+)
+def test_steered_beam_search_refuses_a_constraint_as_search_does(server, phrase, message):
+    with TranslationClient(server.address, model_name="after", max_retries=0) as client:
+        answers = []
+        for signature, extra in [
+            ("search", {"beam_width": np.int32(3)}),
+            ("steered_beam_search", {"prefix": np.array(["", ""], object)}),
+        ]:
+            inputs = {"text": np.array(TEXTS[:2], object), **extra}
+            inputs["constraints"] = np.array(["", phrase], object)
+            with pytest.raises(ServingError) as error:
+                client.predict(inputs, signature_name=signature)
+            assert error.value.code == "INVALID_ARGUMENT"
+            assert message in error.value.message
+            answers.append(error.value.message.split("[[")[0])
+        assert answers[0] == answers[1]
+        with pytest.raises(ValueError, match="steered_beam_search decodes at the export's"):
+            client.translate(TEXTS, signature_name="steered_beam_search", beam_width=3)
+
+
 def test_constraint_and_glossary_flags_remote_and_local(server, golden, capsys, tmp_path):
     """`--constraint P --glossary FILE`: the same lines from the run and from the served
     export (both command lines); a glossary entry applies where its source term occurs."""
@@ -397,11 +486,13 @@ def test_check_export_native_fills_the_defaults_and_runs_every_input(new_export)
 
     report = ExportChecker(native=True).check(new_export.path)
     assert report.ok, report.errors
-    # 13 warmup records (2 each for serving_default, beam_search and score_translation, 4
-    # for search, one of them with constraints, 3 for sample), their missing inputs filled
-    # from the defaults, plus one request with every input given for search and for sample.
-    assert len(report.warmup) == 13
-    assert report.native["requests"] == 13 + 2
+    # 16 warmup records (2 each for serving_default, beam_search and score_translation, 4
+    # for search, one of them with constraints, 3 for sample and for steered_beam_search,
+    # one of them with prefixes and constraints), their missing inputs filled from the
+    # defaults, plus one request with every input given for search and for sample.
+    assert len(report.warmup) == 16
+    assert [e["signature"] for e in report.warmup].count("steered_beam_search") == 3
+    assert report.native["requests"] == 16 + 2
     assert report.native["max_float_difference"] <= 1e-5
 
 

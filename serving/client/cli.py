@@ -192,9 +192,10 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
         "--signature",
         dest="signature_name",
         default=None,
-        help="signature of a request without decoding options: serving_default (greedy) or "
-        "beam_search (the width fixed at export); decoding options call search, --sample "
-        "calls sample (default: serving_default)",
+        help="signature of a request without decoding options: serving_default (greedy), "
+        "beam_search (the width fixed at export) or steered_beam_search (beam_search with "
+        "--prefix and --constraint per sentence, which a batching server can merge); "
+        "decoding options call search, --sample calls sample (default: serving_default)",
     )
     version = group.add_mutually_exclusive_group()
     version.add_argument(

@@ -14,7 +14,11 @@ from keras_attention_client.client_settings import (
     option_property,
     with_settings,
 )
-from keras_attention_client.decoding_request import decoding_request, explain_missing_inputs
+from keras_attention_client.decoding_request import (
+    decoding_request,
+    explain_missing_inputs,
+    steering,
+)
 from keras_attention_client.defaults import DEFAULT_MODEL_NAME
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.model_version_status import ModelVersionStatus
@@ -23,9 +27,7 @@ from keras_attention_client.retry_policy import RetryPolicy
 from keras_attention_client.served_model import ServedModel
 from keras_attention_client.translation import Translation, split_batches
 from keras_attention_client.wire.contract import (
-    CONSTRAINT_SEPARATOR,
     DEFAULT_SIGNATURE,
-    SEARCH,
     TEXT_INPUT,
 )
 from keras_attention_client.wire.decoding_options import DecodingOptions
@@ -141,6 +143,12 @@ class TranslationClientBase:
         - With none of them the request goes to `signature_name` (the
           client's, `serving_default` by default, or `beam_search`) with
           `text` only, as before exports took decoding inputs.
+        - `signature_name="steered_beam_search"` sends `prefixes` and
+          `constraints` (each `""` for none when not given) to that
+          signature instead of `search`: beam search at the export's beam
+          width and length penalty, whose requests a server with
+          `--enable_batching` can merge. It takes no decoding option and no
+          `next_words` (a `ValueError`).
 
         The server checks the values: one outside its range is answered
         `INVALID_ARGUMENT` naming it and the range. An export made before
@@ -181,59 +189,21 @@ class TranslationClientBase:
             if not isinstance(text, str):
                 raise TypeError(f"Each text must be a str. Received: {text!r}")
         batch_size = self.batch_size if batch_size is None else batch_size
-        signature_name, inputs = decoding_request(
+        request = decoding_request(
             signature_name or self.signature_name,
             options,
             explicit_signature=signature_name is not None,
         )
-        if prefixes is not None:
-            prefixes = list(prefixes)
-            if len(prefixes) != len(texts) or not all(isinstance(p, str) for p in prefixes):
-                raise ValueError(
-                    "prefixes must hold one str per text. "
-                    f"Received: {len(prefixes)} prefixes for {len(texts)} texts"
-                )
-        if isinstance(next_words, bool) or not isinstance(next_words, int) or next_words < 0:
-            raise ValueError(f"next_words must be an int >= 0. Received: {next_words!r}")
-        if constraints is not None:
-            constraints = [[row] if isinstance(row, str) else list(row) for row in constraints]
-            if len(constraints) != len(texts) or not all(
-                isinstance(p, str) and CONSTRAINT_SEPARATOR not in p
-                for row in constraints
-                for p in row
-            ):
-                raise ValueError(
-                    "constraints must hold one list of phrases (str, without tabs) per text. "
-                    f"Received: {len(constraints)} lists for {len(texts)} texts"
-                )
-        if prefixes is not None or next_words or constraints is not None:
-            if options.sample:
-                raise ValueError("prefixes, next_words and constraints steer search, not sampling")
-            signature_name = SEARCH
-            if next_words:
-                inputs["next_words"] = np.int32(next_words)
-            if prefixes is not None:  # each batch sends its own; named here to check the export
-                inputs["prefix"] = np.array([], dtype=object)
-            if constraints is not None:
-                inputs["constraints"] = np.array([], dtype=object)
+        steered = steering(request, options, len(texts), prefixes, next_words, constraints)
+        signature_name = steered.signature_name
         listed = options.listed
         seed = options.seed
-        inputs = self._complete_inputs(signature_name, inputs, timeout)
+        inputs = self._complete_inputs(signature_name, steered.inputs, timeout)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         results: list = [None] * len(texts)
         for batch_index, indices in enumerate(split_batches(order, batch_size)):
             batch = [texts[i] for i in indices]
-            request = {TEXT_INPUT: np.array(batch, dtype=object), **inputs}
-            if prefixes is not None:
-                request["prefix"] = np.array([prefixes[i] for i in indices], dtype=object)
-            if constraints is not None:
-                request["constraints"] = np.array(
-                    [
-                        CONSTRAINT_SEPARATOR.join(p for p in constraints[i] if p.strip())
-                        for i in indices
-                    ],
-                    dtype=object,
-                )
+            request = {TEXT_INPUT: np.array(batch, dtype=object), **inputs, **steered.rows(indices)}
             if seed is not None and "seed" in inputs:
                 request["seed"] = np.int32((seed + batch_index) % 2**31)
             try:

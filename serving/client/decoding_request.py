@@ -4,17 +4,19 @@ for decoding inputs a served version lacks."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from keras_attention_client.model_metadata import ModelMetadata
 from keras_attention_client.wire.contract import (
     BEAM_SEARCH,
+    CONSTRAINT_SEPARATOR,
     DECODING_INPUTS,
     DEFAULT_SIGNATURE,
     SAMPLE,
     SEARCH,
+    STEERED_BEAM_SEARCH,
 )
 from keras_attention_client.wire.decoding_options import (
     SAMPLING_FIELDS,
@@ -54,6 +56,94 @@ def decoding_request(
         if value is not None:
             inputs[alias] = np.int32(value) if dtypes[alias] == "DT_INT32" else np.float32(value)
     return signature_name, inputs
+
+
+class Steering(NamedTuple):
+    """A `translate` call's checked steering: one prefix and one list of phrases per text
+    (`None`: not given), and the signature and decoding inputs to send."""
+
+    signature_name: str
+    inputs: dict[str, np.ndarray]
+    prefixes: list[str] | None
+    constraints: list[list[str]] | None
+
+    def rows(self, indices: Sequence[int]) -> dict[str, np.ndarray]:
+        """The `prefix` and `constraints` inputs of the batch of texts `indices` (those
+        given; both, `""` for none, for `steered_beam_search`, which requires them)."""
+        every = self.signature_name == STEERED_BEAM_SEARCH
+        prefixes, constraints = self.prefixes, self.constraints
+        rows = {}
+        if prefixes is not None or every:
+            rows["prefix"] = [prefixes[i] if prefixes is not None else "" for i in indices]
+        if constraints is not None or every:
+            rows["constraints"] = [
+                CONSTRAINT_SEPARATOR.join(p for p in constraints[i] if p.strip())
+                if constraints is not None
+                else ""
+                for i in indices
+            ]
+        return {alias: np.array(values, dtype=object) for alias, values in rows.items()}
+
+
+def steering(
+    request: tuple[str, dict[str, np.ndarray]],
+    options: DecodingOptions,
+    count: int,
+    prefixes: Sequence[str] | None,
+    next_words: int,
+    constraints: Sequence[Sequence[str]] | None,
+) -> Steering:
+    """Checks a `translate` call's steering arguments for `count` texts and routes it.
+
+    `request` is `decoding_request`'s answer. Prefixes, next words or
+    constraints call `search` (with `prefix`, `constraints` named `[]` in
+    the inputs, so that the export is checked for them; each batch sends its
+    own rows), unless the signature is `steered_beam_search`, which takes
+    them per row and no other input.
+
+    Raises:
+        ValueError: a bad argument, steering with sampling, or a
+            `steered_beam_search` call with decoding options or `next_words`.
+    """
+    signature_name, inputs = request
+    if prefixes is not None:
+        prefixes = list(prefixes)
+        if len(prefixes) != count or not all(isinstance(p, str) for p in prefixes):
+            raise ValueError(
+                "prefixes must hold one str per text. "
+                f"Received: {len(prefixes)} prefixes for {count} texts"
+            )
+    if isinstance(next_words, bool) or not isinstance(next_words, int) or next_words < 0:
+        raise ValueError(f"next_words must be an int >= 0. Received: {next_words!r}")
+    if constraints is not None:
+        constraints = [[row] if isinstance(row, str) else list(row) for row in constraints]
+        if len(constraints) != count or not all(
+            isinstance(p, str) and CONSTRAINT_SEPARATOR not in p for row in constraints for p in row
+        ):
+            raise ValueError(
+                "constraints must hold one list of phrases (str, without tabs) per text. "
+                f"Received: {len(constraints)} lists for {count} texts"
+            )
+    steered = prefixes is not None or next_words or constraints is not None
+    if steered and options.sample:
+        raise ValueError("prefixes, next_words and constraints steer search, not sampling")
+    if signature_name == STEERED_BEAM_SEARCH:
+        if inputs or next_words:
+            given = sorted(inputs) + (["next_words"] if next_words else [])
+            raise ValueError(
+                "steered_beam_search decodes at the export's beam width and length penalty "
+                "and takes only prefixes and constraints; call search for decoding options "
+                f"or next words. Received: {', '.join(given)}"
+            )
+    elif steered:
+        signature_name = SEARCH
+        if next_words:
+            inputs["next_words"] = np.int32(next_words)
+        if prefixes is not None:  # each batch sends its own; named here to check the export
+            inputs["prefix"] = np.array([], dtype=object)
+        if constraints is not None:
+            inputs["constraints"] = np.array([], dtype=object)
+    return Steering(signature_name, inputs, prefixes, constraints)
 
 
 def lacking_inputs_error(

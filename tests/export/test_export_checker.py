@@ -32,6 +32,7 @@ def test_good_export_passes(good_report, exported):
         "beam_search",
         "search",
         "sample",
+        "steered_beam_search",
         "score_translation",
     }
     text = good_report.signatures["serving_default"]["inputs"]["text"]
@@ -40,15 +41,9 @@ def test_good_export_passes(good_report, exported):
     assert good_report.ops["While"] == "core"
     assert "NOT ALLOWED" not in good_report.ops.values()
     # 2 each for serving_default, beam_search and scoring, 4 for search (one constrained),
-    # 3 for sample.
-    assert len(good_report.warmup) == 13
-    assert {entry["signature"] for entry in good_report.warmup} == {
-        "serving_default",
-        "beam_search",
-        "search",
-        "sample",
-        "score_translation",
-    }
+    # 3 for sample and for steered_beam_search (one with prefixes and constraints).
+    assert len(good_report.warmup) == 16
+    assert {entry["signature"] for entry in good_report.warmup} == set(good_report.signatures)
     assert good_report.warnings == []
     assert good_report.manifest["version"] == 1
 
@@ -60,7 +55,7 @@ def test_report_lists_signatures_ops_and_warmup(good_report):
         "text            DT_STRING  [-1]",
         "attention       DT_FLOAT   [-1, -1, -1]",
         "tf-text (1): NormalizeUTF8",
-        "Warmup: 13 requests replayed",
+        "Warmup: 16 requests replayed",
         "Result: OK",
     ):
         assert expected in text

@@ -35,12 +35,13 @@ def native_report(exported):
 
 def test_the_checker_runs_every_warmup_request_on_the_c_api(native_report):
     assert native_report.ok, native_report.format()
-    # The 13 warmup requests (defaults filled as GetInputValues does; one constrained
-    # search) and, for search and sample, one request giving every decoding input.
-    assert len(native_report.warmup) == 13
-    assert native_report.native["requests"] == 13 + 2
+    # The 16 warmup requests (defaults filled as GetInputValues does; one constrained
+    # search, one steered steered_beam_search) and, for search and sample, one request
+    # giving every decoding input.
+    assert len(native_report.warmup) == 16
+    assert native_report.native["requests"] == 16 + 2
     assert native_report.native["max_float_difference"] <= 1e-5
-    assert "TF_LoadSessionFromSavedModel, no Python TensorFlow): 15 requests" in (
+    assert "TF_LoadSessionFromSavedModel, no Python TensorFlow): 18 requests" in (
         native_report.format()
     )
 

@@ -114,26 +114,50 @@ def batching_server(shortlisted, tmp_path_factory):
         yield server
 
 
+# Target words of the tiny run; with a shortlist, a row's constraints join its candidates.
+PHRASES = ["chat", "pomme", "le", "chien", "rouge", "nous", "maison", "petit"]
+
+
+def steering_of(signature: str, index: int) -> dict[str, np.ndarray]:
+    """`steered_beam_search`'s inputs for request `index`: its own constraint, and a prefix
+    every fourth request; every fourth other request has neither."""
+    if signature != "steered_beam_search":
+        return {}
+    kind = index % 4
+    phrase = PHRASES[index % len(PHRASES)] if kind != 3 else ""
+    prefix = ("je", "le", "nous")[index % 3] if kind == 1 else ""
+    return {
+        "prefix": np.array([prefix], dtype=object),
+        "constraints": np.array([phrase], dtype=object),
+    }
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("signature", ("serving_default", "beam_search"))
+@pytest.mark.parametrize("signature", ("serving_default", "beam_search", "steered_beam_search"))
 def test_a_sentence_translates_alike_alone_and_through_server_side_batching(
     shortlisted, batching_server, signature
 ):
     """64 concurrent one-sentence requests over gRPC to our server with batching on: the
     server merges them into shared Session runs, where each row keeps to its own shortlist
     candidates (k=1 + 1 frequent: batch-mates would widen the search space), and each
-    request gets what its sentence gets alone on TF Serving's Session path."""
+    request gets what its sentence gets alone on TF Serving's Session path. For
+    `steered_beam_search` each request carries its own constraint (some a prefix too,
+    some neither), so constrained, prefixed and plain rows share a batch."""
     import threading
 
     from keras_attention.export import SavedModelSession
     from keras_attention_client import TranslationClient
 
     texts = ((SMALL_BATCH + SENTENCES) * 8)[:64]
+    requests = [
+        {"text": np.array([text], dtype=object), **steering_of(signature, index)}
+        for index, text in enumerate(texts)
+    ]
+    alone = {}
     with SavedModelSession(shortlisted[2]) as session:
-        alone = {
-            text: session.run(signature, {"text": np.array([text], dtype=object)})
-            for text in dict.fromkeys(texts)
-        }
+        for inputs in requests:
+            key = str(sorted(inputs.items()))
+            alone[key] = alone.get(key) or session.run(signature, inputs)
     batching_server.batcher.batch_sizes.clear()
     answers, failures, start = [None] * len(texts), [], threading.Barrier(len(texts))
 
@@ -141,8 +165,7 @@ def test_a_sentence_translates_alike_alone_and_through_server_side_batching(
         try:
             with TranslationClient(batching_server.address, model_name="shortlisted") as client:
                 start.wait(60)
-                inputs = {"text": np.array([texts[index]], dtype=object)}
-                answers[index] = client.predict(inputs, signature_name=signature)
+                answers[index] = client.predict(requests[index], signature_name=signature)
         except Exception as error:  # noqa: BLE001 - reported below
             failures.append((index, error))
 
@@ -154,8 +177,11 @@ def test_a_sentence_translates_alike_alone_and_through_server_side_batching(
     assert not failures, failures[:3]
     sizes = list(batching_server.batcher.batch_sizes)
     assert sum(sizes) == len(texts) and max(sizes) > 1, sizes  # requests were merged
-    for text, got in zip(texts, answers, strict=True):
-        want = alone[text]
+    for text, inputs, got in zip(texts, requests, answers, strict=True):
+        want = alone[str(sorted(inputs.items()))]
+        phrase, prefix = (inputs.get(k, [""])[0] for k in ("constraints", "prefix"))
+        assert not phrase or phrase in [t.decode() for t in got["tokens"][0]], (text, phrase)
+        assert got["translation"][0].decode().startswith(prefix), (text, prefix)
         length = int(want["length"][0])
         assert got["translation"].tolist() == want["translation"].tolist(), text
         assert got["length"].tolist() == want["length"].tolist(), text

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import types_pb2
 
-from keras_attention.export import translation_signatures
+from keras_attention.export import translation_scores, translation_signatures
 from keras_attention.serving.server import inference
 from keras_attention_client.translation import Translation
 from keras_attention_client.wire import contract
@@ -22,7 +22,7 @@ def test_the_contracts_copies_are_tensorflows_constants():
 
 def test_the_exporter_builds_its_signatures_from_the_contract():
     assert translation_signatures.TRANSLATION_OUTPUTS is contract.TRANSLATION_OUTPUTS
-    assert translation_signatures.SCORE_OUTPUTS is contract.SCORE_OUTPUTS
+    assert translation_scores.SCORE_OUTPUTS is contract.SCORE_OUTPUTS
     assert translation_signatures.INPUT_KEY == contract.TEXT_INPUT
     assert translation_signatures.SERVING_DEFAULT == contract.DEFAULT_SIGNATURE
 
@@ -33,6 +33,7 @@ def test_an_export_matches_the_contract_and_the_client_parses_it(serving_session
         (contract.BEAM_SEARCH, contract.TRANSLATION_OUTPUTS),
         (contract.SEARCH, {**contract.TRANSLATION_OUTPUTS, **contract.STEERING_OUTPUTS}),
         (contract.SAMPLE, contract.TRANSLATION_OUTPUTS),
+        (contract.STEERED_BEAM_SEARCH, contract.TRANSLATION_OUTPUTS),
         (contract.SCORE_TRANSLATION, contract.SCORE_OUTPUTS),
     ]:
         signature = serving_session.signature_defs[name]
@@ -48,6 +49,13 @@ def test_an_export_matches_the_contract_and_the_client_parses_it(serving_session
             for alias, info in signature.inputs.items()
             if alias in contract.DECODING_INPUTS.get(name, {})
         } == contract.DECODING_INPUTS.get(name, {})
+    # steered_beam_search: [batch] strings only, each required (no default to fill).
+    steered = serving_session.signature_defs[contract.STEERED_BEAM_SEARCH]
+    assert {
+        alias: (types_pb2.DataType.Name(info.dtype), len(info.tensor_shape.dim))
+        for alias, info in steered.inputs.items()
+    } == {alias: ("DT_STRING", 1) for alias in (contract.TEXT_INPUT, "prefix", "constraints")}
+    assert not steered.defaults
     # The outputs of a request, the n-best ones included, have the contract's ranks.
     texts = np.array([b"you like the cat .", b""], dtype=object)
     for name, inputs, outputs in [
@@ -59,6 +67,11 @@ def test_an_export_matches_the_contract_and_the_client_parses_it(serving_session
             {**contract.N_BEST_OUTPUTS, **contract.STEERING_OUTPUTS},
         ),
         (contract.SAMPLE, {"seed": np.int32(1)}, contract.TRANSLATION_OUTPUTS),
+        (
+            contract.STEERED_BEAM_SEARCH,
+            dict.fromkeys(contract.STEERED_BEAM_SEARCH_INPUTS, np.array([b"", b""], object)),
+            contract.TRANSLATION_OUTPUTS,
+        ),
     ]:
         got = serving_session.run(name, {contract.TEXT_INPUT: texts, **inputs})
         assert {a: v.ndim for a, v in got.items()} == {a: len(s) for a, (_, s) in outputs.items()}

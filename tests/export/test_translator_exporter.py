@@ -257,16 +257,23 @@ def test_signature_defs_take_text_and_return_dense_outputs(serving_session):
         "beam_search",
         "search",
         "sample",
+        "steered_beam_search",
         "score_translation",
     }
-    for name in (*SIGNATURES, "search", "sample"):
+    for name in (*SIGNATURES, "search", "sample", "steered_beam_search"):
         signature = signature_defs[name]
         steering = STEERING_INPUTS if name == "search" else {}
+        if name == "steered_beam_search":  # [batch] strings, required: no defaults
+            steering = {"prefix": None, "constraints": None}
+            for alias in ("prefix", "constraints"):
+                info = signature.inputs[alias]
+                assert info.dtype == string and [d.size for d in info.tensor_shape.dim] == [-1]
+            assert not signature.defaults
         assert sorted(signature.inputs) == sorted(
             ["text", *DECODING_INPUTS.get(name, {}), *steering]
         )
-        for alias in steering:  # prefix [batch], next_words a scalar, both with defaults
-            assert alias in signature.defaults
+        for alias in STEERING_INPUTS if name == "search" else ():  # with defaults
+            assert alias in signature.defaults  # prefix [batch], next_words a scalar
         if name in SIGNATURES:  # text only, as before decoding inputs: REST and batching
             assert not signature.defaults
         text = signature.inputs["text"]
@@ -372,11 +379,22 @@ def test_warmup_covers_every_signature_with_test_split_sentences(exported, run_d
         "beam_search",
         "search",
         "sample",
+        "steered_beam_search",
         "score_translation",
     }
+    # steered_beam_search: its required inputs, one per text, in every request; once with
+    # prefixes and constraints (some rows each, none both).
+    steered = [r for r in requests if r.model_spec.signature_name == "steered_beam_search"]
+    assert len(steered) == 3
+    for request in steered:
+        assert set(request.inputs) == {"text", "prefix", "constraints"}
+        rows = {alias: tf.make_ndarray(v).tolist() for alias, v in request.inputs.items()}
+        assert len(rows["prefix"]) == len(rows["constraints"]) == len(rows["text"])
+    assert any(rows["prefix"]) and any(rows["constraints"])
+    assert not any(p and c for p, c in zip(rows["prefix"], rows["constraints"], strict=True))
     # search and sample once each with every decoding input given (search's steering but
     # constraints), and search once more with constraints.
-    every = [r for r in requests if len(r.inputs) > 2]
+    every = [r for r in requests if len(r.inputs) > 2 and r not in steered]
     assert sorted(r.model_spec.signature_name for r in every) == ["sample", "search", "search"]
     constrained = [r for r in every if "constraints" in r.inputs]
     assert len(constrained) == 1
@@ -501,7 +519,13 @@ def test_every_model_variant_exports_and_matches(variant, tmp_path):
     texts = ["I see the cat .", "", "dog " * 20, "the the cat"]
     bfloat16 = variant.get("dtype") == "mixed_bfloat16"
     with SavedModelSession(exported.path) as session:
-        assert set(session.signature_defs) == {"serving_default", "beam_search", "search", "sample"}
+        assert set(session.signature_defs) == {
+            "serving_default",
+            "beam_search",
+            "search",
+            "sample",
+            "steered_beam_search",
+        }
         for signature in SIGNATURES:
             outputs = session.run(signature, {"text": as_bytes(texts)})
             expected = eager_outputs(exporter, signature, texts)

@@ -84,7 +84,19 @@ the decoding inputs live on signatures of their own.
 SAMPLE = "sample"
 """The random-sampling signature: one translation drawn per sentence."""
 
-TRANSLATE_SIGNATURES = (DEFAULT_SIGNATURE, BEAM_SEARCH, SEARCH, SAMPLE)
+STEERED_BEAM_SEARCH = "steered_beam_search"
+"""`beam_search` steered per row by a prefix and constraints (`STEERED_BEAM_SEARCH_INPUTS`).
+
+Unlike `search`, every input is `[batch]` and required, with no scalar
+decoding input: TF Serving's `--enable_batching` concatenates requests along
+dimension 0 (it refuses scalars, and could not join a default `[]` with
+another request's `[n]`), and a REST request may use the row format
+(`{"instances": [{"text": ..., "prefix": "", "constraints": ""}]}`). It
+decodes at the export's fixed beam width and length penalty; a batch whose
+rows carry no prefix and no constraint returns exactly `beam_search`'s outputs.
+"""
+
+TRANSLATE_SIGNATURES = (DEFAULT_SIGNATURE, BEAM_SEARCH, SEARCH, SAMPLE, STEERED_BEAM_SEARCH)
 """The signatures that translate `text` (and return `TRANSLATION_OUTPUTS`)."""
 
 SEARCH_INPUTS: dict[str, str] = {
@@ -133,6 +145,14 @@ STEERING_INPUTS: dict[str, tuple[str, list[int]]] = {
   `INVALID_ARGUMENT` naming it. An export made before constraints lacks this
   input (`check-export` accepts it without).
 """
+
+STEERED_BEAM_SEARCH_INPUTS: dict[str, tuple[str, list[int]]] = {
+    "prefix": ("DT_STRING", [-1]),
+    "constraints": ("DT_STRING", [-1]),
+}
+"""Required inputs of `steered_beam_search` besides `text`, one string per text and no
+SignatureDef default: `prefix` as in `STEERING_INPUTS` (`""`: none) and `constraints`
+as there (`""`: none), with the same errors. Its outputs are `TRANSLATION_OUTPUTS`."""
 
 OPTIONAL_STEERING_INPUTS: tuple[str, ...] = ("constraints",)
 """The `STEERING_INPUTS` an export with the others may lack (added later)."""
