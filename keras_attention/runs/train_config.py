@@ -37,13 +37,13 @@ need more entries to cover a corpus; subword pieces spell every word.
 Measurements: docs/results.md and docs/research/model-notes.md."""
 
 MIN_VOCABULARY_SIZE = 5
+"""The smallest vocabulary size: the 4 reserved tokens and one more."""
 
 AUTO_EPOCHS = 16
 """The most epochs `epochs="auto"` trains: 16 x 500 steps. The default recipe still
 gained from 4,000 to 8,000 steps (docs/results.md, "Steps"); a CPU with native bfloat16
-fits about that many in the default 20-minute budget, and early stopping ends a run
+plans more than 4,000 in the default 20-minute budget, and early stopping ends a run
 that stops improving sooner."""
-"""The smallest vocabulary size: the 4 reserved tokens and one more."""
 
 
 FIELD_HELP = {
