@@ -7,9 +7,9 @@ reads the run directory's `config.json` and `metrics.json` (the `training` and
 `evaluation` sections that `train` and `evaluate` wrote) and writes them, with
 the machine's provenance (`harness.machine_info()`: date, commit, CPU model and
 flags) and the run's precision, as the record `runs.<kind>` of the results file:
-`native_bf16` or `no_native_bf16`, from the CPU's flags, unless `--kind` names
-the record (e.g. `native_bf16_earlier_split`, the default recipe trained on
-another split with `--data`, `--validation-data` and `--test-data`; give
+`native_bf16` or `no_native_bf16`, from the CPU's flags and `ONEDNN_MAX_CPU_ISA`
+(a cap below AVX512_CORE_BF16 means no native bfloat16), unless `--kind` names
+the record (e.g. `native_bf16_earlier_split`, the default recipe trained on another split with `--data`, `--validation-data` and `--test-data`; give
 `--command` then).
 Run it from the checkout that trained the run, right after `evaluate`. The
 README's and the docs' default-run figures are rendered from this file
@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 
 import harness
+
+from keras_attention.precision import ONEDNN_ISAS_WITHOUT_BF16
 
 RESULTS = Path(__file__).resolve().parent / "results" / "default_run.json"
 RUN_COMMAND = "keras-attention train && keras-attention evaluate runs/fra-eng"
@@ -117,9 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     machine = harness.print_machine_header()
     machine["command"] = args.command
-    kind = args.kind or (
-        "native_bf16" if NATIVE_BF16_FLAGS & set(machine["cpu_flags"]) else "no_native_bf16"
-    )
+    capped = (machine["onednn_max_cpu_isa"] or "").upper() in ONEDNN_ISAS_WITHOUT_BF16
+    native = NATIVE_BF16_FLAGS & set(machine["cpu_flags"]) and not capped
+    kind = args.kind or ("native_bf16" if native else "no_native_bf16")
     results = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
     results.setdefault("runs", {})[kind] = record(args.run_dir, machine)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -299,6 +299,8 @@ def machine_info(repo: Path = REPO, cpuinfo: Path = CPUINFO) -> dict:
         "cores": os.cpu_count(),
         "cpu_flags": flags,
         "memory_gib": _memory_gib(),
+        # oneDNN's instruction-set cap (e.g. AVX2 on a CPU with AMX), when one is set.
+        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA") or None,
         "platform": platform.platform(terse=True),
         "python": platform.python_version(),
         "tensorflow": _version("tensorflow", "tensorflow", "tensorflow-cpu", "tf-nightly"),
@@ -312,6 +314,8 @@ def machine_header(info: Mapping | None = None) -> str:
     info = machine_info() if info is None else info
     memory = f", {info['memory_gib']:g} GiB" if info.get("memory_gib") else ""
     flags = " ".join(info["cpu_flags"]) or "no AVX2, AVX-512 or AMX"
+    if info.get("onednn_max_cpu_isa"):
+        flags += f" (oneDNN capped at {info['onednn_max_cpu_isa']})"
     return (
         f"{info['date']}, commit {info['commit']}: {info['command']}\n"
         f"{info['cpu']}, {info['cores']} cores{memory}, {flags}; {info['platform']}, "

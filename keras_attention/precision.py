@@ -6,11 +6,15 @@ A policy (`float32`, `mixed_bfloat16`, `mixed_float16`) is resolved from
 1. A GPU that TensorFlow sees: `mixed_bfloat16`, unless TensorFlow reports a
    compute capability below 8.0 (before Ampere GPUs had no bfloat16 units):
    then `float32`.
-2. A CPU whose `/proc/cpuinfo` flags name a native bfloat16 instruction set
+2. A CPU whose oneDNN is capped below bfloat16 instructions by the
+   environment variable `ONEDNN_MAX_CPU_ISA` (`ONEDNN_ISAS_WITHOUT_BF16`,
+   e.g. `AVX2`): `float32`, whatever the CPU has (TensorFlow 2.21's oneDNN
+   then has no bfloat16 matmul: one aborts the process).
+3. A CPU whose `/proc/cpuinfo` flags name a native bfloat16 instruction set
    (`NATIVE_BF16_FLAGS`: `avx512_bf16`, `amx_bf16`, or Arm's `bf16`):
    `mixed_bfloat16`; flags without one: `float32` (bfloat16 matmuls are then
    emulated, no faster than float32).
-3. No `/proc/cpuinfo` (macOS, Windows): a probe of about one second times a
+4. No `/proc/cpuinfo` (macOS, Windows): a probe of about one second times a
    bfloat16 and a float32 matmul (`matmul_probe`) and picks
    `mixed_bfloat16` when it runs at least `PROBE_MARGIN` times as fast.
 
@@ -27,7 +31,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -39,6 +43,19 @@ POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16", "bf16")
 """`/proc/cpuinfo` flags of CPUs with native bfloat16 arithmetic: x86 AMX and
 AVX512_BF16, and Arm's BF16 extension (on the `Features` line)."""
+
+ONEDNN_ISAS_WITHOUT_BF16 = (
+    "SSE41",
+    "AVX",
+    "AVX2",
+    "AVX2_VNNI",
+    "AVX2_VNNI_2",
+    "AVX512_CORE",
+    "AVX512_CORE_VNNI",
+)
+"""Values of `ONEDNN_MAX_CPU_ISA` (oneDNN's CPU dispatcher control) that keep
+oneDNN from bfloat16 dot-product instructions: every instruction set below
+`AVX512_CORE_BF16`."""
 
 PROBE_MARGIN = 1.2
 """The probe picks bfloat16 when its matmul runs at least this many times as
@@ -122,6 +139,7 @@ def detect_precision(
     cpuinfo: str | os.PathLike = CPUINFO,
     gpus: list[tuple[int, int] | None] | None = None,
     probe: Callable[[], float] = matmul_probe,
+    environ: Mapping[str, str] = os.environ,
 ) -> PrecisionChoice:
     """Resolves `auto` on this machine (see the module docstring for the rule).
 
@@ -132,6 +150,7 @@ def detect_precision(
             `gpu_compute_capabilities()`).
         probe: returns bfloat16's matmul speed over float32's; called only
             when there are no GPUs and no CPU flags.
+        environ: the environment to read `ONEDNN_MAX_CPU_ISA` from.
 
     Returns:
         A `PrecisionChoice` with `requested="auto"`.
@@ -146,6 +165,9 @@ def detect_precision(
                 f"GPU compute capability {'.'.join(map(str, min(known)))} has no bfloat16 units",
             )
         return _auto("mixed_bfloat16", f"{len(gpus)} GPU{'s' if len(gpus) > 1 else ''}")
+    isa = environ.get("ONEDNN_MAX_CPU_ISA", "").strip().upper()
+    if isa in ONEDNN_ISAS_WITHOUT_BF16:
+        return _auto("float32", f"ONEDNN_MAX_CPU_ISA={isa} keeps oneDNN from bfloat16 instructions")
     flags = cpu_flags(cpuinfo)
     if flags is not None:
         native = sorted(set(flags) & set(NATIVE_BF16_FLAGS))

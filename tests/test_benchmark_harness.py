@@ -17,6 +17,7 @@ FIELDS = {
     "cores",
     "cpu_flags",
     "memory_gib",
+    "onednn_max_cpu_isa",
     "platform",
     "python",
     "tensorflow",
@@ -68,6 +69,15 @@ def test_cpu_model_and_the_bf16_and_amx_flags_come_from_cpuinfo(harness, tmp_pat
     info = harness.machine_info(cpuinfo=cpuinfo)
     assert info["cpu_flags"] == flags
     assert "AVX512_BF16 AMX_TILE AMX_BF16" in harness.machine_header(info)
+
+
+def test_a_onednn_cap_is_recorded_and_shown(harness, monkeypatch):
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert harness.machine_info()["onednn_max_cpu_isa"] is None
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    info = harness.machine_info()
+    assert info["onednn_max_cpu_isa"] == "AVX2"
+    assert "(oneDNN capped at AVX2)" in harness.machine_header(info)
 
 
 def test_cpu_description_without_cpuinfo_names_no_flags(harness, tmp_path):

@@ -187,3 +187,21 @@ def test_train_prints_the_resolved_precision_when_it_trains(
     lines = printed_lines(capsys.readouterr().out)
     assert not any(line.startswith("Precision:") for line in lines), lines
     assert "already completed" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "isa, expected",
+    [
+        ("AVX2", "float32"),
+        ("avx512_core_vnni", "float32"),  # any case, as oneDNN reads it
+        ("AVX512_CORE_BF16", "mixed_bfloat16"),  # not a cap below bfloat16: the flags decide
+        ("", "mixed_bfloat16"),
+    ],
+)
+def test_a_onednn_cap_below_bfloat16_means_float32(tmp_path, isa, expected):
+    path = tmp_path / "cpuinfo"
+    path.write_text(X86_CPUINFO.format(extra="amx_bf16 avx512_bf16"))
+    choice = detect_precision(path, gpus=[], probe=no_probe, environ={"ONEDNN_MAX_CPU_ISA": isa})
+    assert choice.policy == expected
+    if expected == "float32":
+        assert f"ONEDNN_MAX_CPU_ISA={isa.upper()}" in choice.reason

@@ -18,6 +18,9 @@ what its training split shows (`CorpusStatistics`). The rule
 The measurements behind the rule and its thresholds: docs/training.md
 ("Choosing the tokenizer") and benchmarks/results/tokenizer_choice.json.
 
+A run computing in float32 (`precision`, resolved before the tokenizer) has
+an `auto` target word vocabulary of at most `FLOAT32_TARGET_WORDS` entries.
+
 An explicit `tokenizer` or vocabulary size is kept; a size of `None` is the
 chosen tokenizer's fixed default (`VOCABULARY_SIZES`). A run that resumes, or
 is found completed, keeps the choice saved in its config.json
@@ -32,7 +35,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from keras_attention.runs import run_data
-from keras_attention.runs.train_config import AUTO, VOCABULARY_SIZES, TrainConfig
+from keras_attention.runs.train_config import (
+    AUTO,
+    FLOAT32_TARGET_WORDS,
+    VOCABULARY_SIZES,
+    TrainConfig,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +72,10 @@ CHOICE_INPUTS = (
     "validation_fraction",
     "test_fraction",
     "seed",
+    "precision",
 )
-"""The `TrainConfig` fields the choice depends on: those that draw the training split."""
+"""The `TrainConfig` fields the choice depends on: those that draw the training split,
+and the precision (`FLOAT32_TARGET_WORDS`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,7 +231,8 @@ def resolve_tokenizer(
     """Resolves `config`'s `auto` tokenizer and sizes in place from its training split.
 
     `tokenizer="auto"` is `choose_tokenizer`'s; an `auto` size is the chosen
-    tokenizer's (`SUBWORD_PIECES`, or `word_vocabulary_sizes`); `None` is its
+    tokenizer's (`SUBWORD_PIECES`, or `word_vocabulary_sizes`, the target side at most
+    `FLOAT32_TARGET_WORDS` in float32); `None` is its
     `VOCABULARY_SIZES` entry; explicit values are kept.
 
     Args:
@@ -253,6 +264,13 @@ def resolve_tokenizer(
             choice,
             reason=f"{choice.reason}; from {statistics.train_pairs:,} sampled training pairs",
         )
+        capped = config.precision == "float32" and config.target_vocabulary_size == AUTO
+        if capped and choice.target_vocabulary_size > FLOAT32_TARGET_WORDS:
+            choice = dataclasses.replace(
+                choice,
+                target_vocabulary_size=FLOAT32_TARGET_WORDS,
+                reason=f"{choice.reason}; target words at most {FLOAT32_TARGET_WORDS:,} in float32",
+            )
     sizes = []
     for name, default in zip(SIZE_FIELDS, VOCABULARY_SIZES[choice.tokenizer], strict=True):
         value = getattr(config, name)

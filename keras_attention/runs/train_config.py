@@ -36,6 +36,13 @@ means, and the most entries an `auto` word vocabulary has. Word vocabularies
 need more entries to cover a corpus; subword pieces spell every word.
 Measurements: docs/results.md and docs/research/model-notes.md."""
 
+FLOAT32_TARGET_WORDS = 8000
+"""The most entries an `auto` target word vocabulary has in a run computing in float32
+(no native bfloat16: `--precision auto` resolved so, or given). The output layer's cost
+grows with the target vocabulary, and `[UNK]` replacement (on by default) translates the
+rarer words through attention; with float32's slower steps, the steps saved are worth more
+than the words (measured: docs/results.md, "Without native bfloat16")."""
+
 MIN_VOCABULARY_SIZE = 5
 """The smallest vocabulary size: the 4 reserved tokens and one more."""
 
@@ -92,7 +99,7 @@ FIELD_HELP = {
     "12000); none = 8000 with subwords, 12000 with words (default: auto)",
     "target_vocabulary_size": "target vocabulary size (words or subword pieces), reserved "
     "tokens included; auto = 8000 pieces, or every word of the training split (at most "
-    "16000); none = 8000 with subwords, 16000 with words (default: auto)",
+    "16000, or 8000 in float32); none = 8000 with subwords, 16000 with words (default: auto)",
     "french_spacing": "override the target spacing measured on the training targets: French "
     "(space before ! ? : ;, inside « ») or, with --no-french-spacing, none; needs --tokenizer "
     "words (default: measured)",

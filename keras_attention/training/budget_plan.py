@@ -38,6 +38,10 @@ EPOCH_END_SECONDS = 3.0
 FIRST_VALIDATION_SECONDS = 15.0
 """Seconds the first validation takes to trace its step."""
 
+LENGTHEN_SHARE = 0.05
+"""An epoch end lengthens the plan only by at least this share of its steps (so that a
+pace measured a little faster once does not move the schedule back and forth)."""
+
 clock = time.monotonic
 """The planner's clock (a test may replace it)."""
 
@@ -55,8 +59,8 @@ class BudgetPlan:
         planned_at_step: the step at which the plan was made.
         validation_batches: the batches of each validation pass it counted.
         history: `(step, planned_steps)` from that step on: the plan, then each
-            revision (an epoch that took longer than planned shortens it), so
-            that a resumed run replays the same schedule.
+            revision (epochs that ran slower than planned shorten it, faster ones
+            lengthen it), so that a resumed run replays the same schedule.
     """
 
     budget_seconds: float
@@ -101,8 +105,9 @@ class BudgetPlan:
         )
         if len(self.history) > 1:
             since, _ = self.history[-1]
+            pace = "slower" if self.planned_steps < self.history[-2][1] else "faster"
             text += (
-                f" (revised after step {since:,}: the epochs took longer than measured; "
+                f" (revised after step {since:,}: the epochs ran {pace} than planned; "
                 f"first {self.history[0][1]:,})"
             )
         elif self.planned_steps >= self.maximum_steps:
@@ -158,9 +163,11 @@ class BudgetPlanner(keras.callbacks.Callback):
     `schedule_steps` (the learning-rate schedule's length) and calls
     `on_plan(plan)` (the trainer saves and prints it). At each epoch end
     from the call's second on, it projects the rest of the plan at the
-    last epoch's pace (validation included) and, where that overruns the
-    budget, shortens the plan to what fits (`BudgetPlan.revised`), never
-    lengthens it. Training stops after the planned step.
+    last epoch's pace (validation included) and revises the plan to the
+    steps that fit (`BudgetPlan.revised`): shorter where the rest would
+    overrun the budget, longer where it leaves time for at least
+    `LENGTHEN_SHARE` more of the plan's steps (never past `maximum_steps`).
+    Training stops after the planned step.
 
     A resumed run passes its saved `plan` and `start_step`: the schedule
     follows the plan's history exactly (a revision recorded after
@@ -248,10 +255,9 @@ class BudgetPlanner(keras.callbacks.Callback):
         # Agreed, so that every worker takes the same decision.
         per_step = self.agree(last_epoch) / self.steps_per_epoch
         remaining = self.agree(self.budget_seconds - (now - self._started)) * BUDGET_SHARE
-        if (self.plan.planned_steps - step) * per_step <= remaining:
-            return
-        fits = step + max(1, int(remaining / per_step))
-        if fits < self.plan.planned_steps:
+        planned = self.plan.planned_steps
+        fits = min(step + max(1, int(remaining / per_step)), self.maximum_steps)
+        if fits < planned or fits >= planned * (1 + LENGTHEN_SHARE):
             self.plan = self.plan.revised(step, fits)
             self._set_schedule(fits)
             self.on_plan(self.plan)

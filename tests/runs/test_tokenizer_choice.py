@@ -205,6 +205,25 @@ def test_none_means_the_chosen_tokenizers_fixed_sizes():
     ).source_vocabulary_size == (8000)
 
 
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ({"precision": "float32"}, ("words", 8, 6)),  # the target side capped
+        ({"precision": "mixed_bfloat16"}, ("words", 8, 8)),
+        ({"precision": "float32", "target_vocabulary_size": 8}, ("words", 8, 8)),  # explicit
+        ({"precision": "float32", "tokenizer": "subwords"}, ("subwords", 8000, 8000)),
+    ],
+)
+def test_float32_caps_an_auto_target_word_vocabulary(monkeypatch, given, expected):
+    # SMALL's target side has 4 distinct words + 4 reserved tokens = 8 entries; a cap of 6.
+    monkeypatch.setattr(tokenizer_choice, "FLOAT32_TARGET_WORDS", 6)
+    config = TrainConfig(**given)
+    choice = resolve_tokenizer(config, splits_of(SMALL))
+    resolved = (config.tokenizer, config.source_vocabulary_size, config.target_vocabulary_size)
+    assert resolved == expected
+    assert ("target words at most 6 in float32" in choice.reason) == (expected[2] == 6)
+
+
 def test_auto_is_the_default():
     config = TrainConfig()
     assert (config.tokenizer, config.source_vocabulary_size, config.target_vocabulary_size) == (
@@ -267,6 +286,7 @@ def test_a_run_with_a_saved_choice_keeps_it_without_reading_the_data(tmp_path):
         {"tokenizer": "subwords"},  # an explicit value the saved run does not have
         {"source_vocabulary_size": 21},
         {"source_vocabulary_size": None},  # none = 12000, not the saved 20
+        {"precision": "float32"},  # another precision (float32 caps the target words)
     ],
 )
 def test_a_saved_choice_of_other_inputs_or_values_is_decided_afresh(tmp_path, given):

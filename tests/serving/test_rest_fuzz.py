@@ -17,6 +17,7 @@ from keras_attention.serving.server.model_server import free_port
 
 MAX_EXAMPLES = 150
 TIME_CAP_S = 60.0  # past it, the remaining examples are not sent (a loaded machine)
+MIN_SENT = 10  # requests sent at the least, however slow the machine
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +64,7 @@ def test_fuzz_openapi_operations(translator_server):
         response_schema_conformance,
     ]
     statuses: dict[int, int] = {}
+    request_seconds: list[float] = []
     session = requests.Session()
     started = time.monotonic()
 
@@ -75,18 +77,26 @@ def test_fuzz_openapi_operations(translator_server):
     )
     @given(case=cases)
     def fuzz(case):
-        if time.monotonic() - started > TIME_CAP_S:
+        if len(request_seconds) >= MIN_SENT and time.monotonic() - started > TIME_CAP_S:
             return
+        sent = time.monotonic()
         response = case.call(base_url=url, session=session, timeout=30)
+        request_seconds.append(time.monotonic() - sent)
         statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
         case.validate_response(response, checks=checks)
 
     fuzz()
-    print(f"{sum(statuses.values())} requests in {time.monotonic() - started:.1f} s: {statuses}")
-    assert statuses.get(200, 0) >= 5, (
-        statuses
-    )  # the model was reached (7 of the 150 derandomized cases)
-    assert sum(count for status, count in statuses.items() if status >= 400) > 10, statuses
+    report = (
+        f"{len(request_seconds)} requests in {time.monotonic() - started:.1f} s "
+        f"({sum(request_seconds):.1f} s waiting for replies, the slowest "
+        f"{max(request_seconds):.2f} s): {statuses}"
+    )
+    print(report)
+    # The model was reached (7 of the 150 derandomized cases on an idle machine; 2 of the
+    # first 10), and most requests were refused as they should be.
+    assert statuses.get(200, 0) >= 1, report
+    errors = sum(count for status, count in statuses.items() if status >= 400)
+    assert errors >= len(request_seconds) / 2, report
     request = urllib.request.Request(
         url + "/v1/models/translator:predict",
         data=json.dumps({"instances": ["the cat"]}).encode(),

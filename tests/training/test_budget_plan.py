@@ -60,6 +60,53 @@ def test_auto_epochs_plan_only_with_a_budget():
         TrainConfig(epochs=0)
 
 
+def run_planner_epochs(monkeypatch, maximum_steps, epochs, seconds_per_step=0.5):
+    """Feeds a planner, planned at 1 s/step for 60 steps of a 100-s budget, `epochs` epochs of
+    10 steps at `seconds_per_step` on a fake clock; returns its plans."""
+    now = [0.0]
+    monkeypatch.setattr(budget_plan, "clock", lambda: now[0])
+    plans = []
+    planner = budget_plan.BudgetPlanner(
+        budget_seconds=100,
+        maximum_steps=maximum_steps,
+        steps_per_epoch=10,
+        validation_batches=0,
+        plan=BudgetPlan(100, 1.0, 60, maximum_steps, 10, planned_at_step=5),
+        on_plan=plans.append,
+    )
+    planner.set_model(types.SimpleNamespace(stop_training=False))
+    planner.on_train_begin()
+    for epoch in range(epochs):
+        for batch in range(10):
+            now[0] += seconds_per_step
+            planner.on_train_batch_end(batch)
+        planner.on_epoch_end(epoch)
+    return plans
+
+
+def test_epochs_faster_than_planned_lengthen_the_plan(monkeypatch):
+    # By hand: the second epoch ends at step 20 after 10 s; 97 % of the 90 s left hold
+    # int(87.3 / 0.5) = 174 more steps: 194 in all, more than 5 % over the 60 planned.
+    # The third (step 30, 15 s) fits int(82.45 / 0.5) = 164 more: 194 again, kept.
+    plans = run_planner_epochs(monkeypatch, maximum_steps=1000, epochs=3)
+    assert [plan.history for plan in plans] == [((5, 60), (20, 194))]
+    assert "(revised after step 20: the epochs ran faster than planned; first 60)" in (
+        plans[0].describe()
+    )
+    capped = run_planner_epochs(monkeypatch, maximum_steps=100, epochs=3)
+    assert [plan.history for plan in capped] == [((5, 60), (20, 100))], "never past the maximum"
+
+
+def test_a_pace_a_little_faster_keeps_the_plan_and_a_slower_one_shortens_it(monkeypatch):
+    # 1.6 s/step: step 20 at 32 s; 97 % of the 68 s left hold int(65.96 / 1.6) = 41 more
+    # steps: 61 in all, within 5 % of the 60 planned: kept.
+    assert run_planner_epochs(monkeypatch, 1000, epochs=2, seconds_per_step=1.6) == []
+    # 2 s/step: step 20 at 40 s; int(58.2 / 2) = 29 more: 49 < 60 shortens.
+    slower = run_planner_epochs(monkeypatch, 1000, epochs=2, seconds_per_step=2.0)
+    assert [plan.history for plan in slower] == [((5, 60), (20, 49))]
+    assert "the epochs ran slower than planned" in slower[0].describe()
+
+
 STEPS = 5  # per epoch
 SECONDS_PER_STEP = 1.0  # on the fake clock, for the first 10 steps
 SLOWER = 4.0  # after them: the plan made at step 5 no longer fits
