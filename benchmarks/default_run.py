@@ -95,7 +95,7 @@ def record(run_dir: Path, machine: dict) -> dict:
         "evaluation": {
             key: value
             for key, value in evaluation.items()
-            if key in ("sentences", "greedy", "beam", "epochs", "training_state")
+            if key in ("sentences", "greedy", "beam", "epochs", "training_state", "replace_unknown")
         },
         "machine": {**machine, "precision": config.get("precision")},
     }

@@ -39,6 +39,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from keras_attention.precision import ONEDNN_ISAS_WITHOUT_BF16
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 RESULTS = REPOSITORY / "benchmarks" / "results"
 
@@ -195,9 +197,14 @@ def _cpu(machine: dict) -> str:
     bf16 = machine.get("native_bfloat16")
     if bf16 is None and flags:
         bf16 = "AVX512_BF16" in flags or "AMX_BF16" in flags
+    cap = machine.get("onednn_max_cpu_isa")
+    if cap and cap.upper() in ONEDNN_ISAS_WITHOUT_BF16:  # oneDNN kept from bfloat16
+        bf16 = False
     cores = machine.get("cores")
     cpu = f"{machine.get('cpu', '?')}" + (f", {cores} cores" if isinstance(cores, int) else "")
     flag_text = ", ".join(flags) if flags else "flags not recorded"
+    if cap:
+        flag_text += f", oneDNN capped at {cap}"
     bf16_text = {True: "native bfloat16", False: "no native bfloat16"}.get(
         bf16, "bfloat16 support not recorded"
     )

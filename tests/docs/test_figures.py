@@ -122,6 +122,19 @@ def test_a_page_renders_figures_and_their_provenance(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "cap, expected",
+    [
+        (None, "(AVX2, AMX_BF16; native bfloat16)"),
+        ("AVX2", "(AVX2, AMX_BF16, oneDNN capped at AVX2; no native bfloat16)"),
+        ("AVX512_CORE_AMX", "(AVX2, AMX_BF16, oneDNN capped at AVX512_CORE_AMX; native bfloat16)"),
+    ],
+)
+def test_a_onednn_cap_below_bfloat16_is_no_native_bfloat16(cap, expected):
+    machine = {"cpu": "CPU X", "cores": 2, "cpu_flags": ["AVX2", "AMX_BF16"]}
+    assert figures._cpu({**machine, "onednn_max_cpu_isa": cap}) == f"CPU X, 2 cores {expected}"
+
+
+@pytest.mark.parametrize(
     "call",
     [
         'figure("bench", "rows[name=z].ms")',
