@@ -165,9 +165,11 @@ class BudgetPlanner(keras.callbacks.Callback):
     from the call's second on, it projects the rest of the plan at the
     last epoch's pace (validation included) and revises the plan to the
     steps that fit (`BudgetPlan.revised`): shorter where the rest would
-    overrun the budget, longer where it leaves time for at least
-    `LENGTHEN_SHARE` more of the plan's steps (never past `maximum_steps`).
-    Training stops after the planned step.
+    overrun the budget; longer, from the call's third epoch on, where the
+    rest at the slower of the last epoch's pace and the mean pace of the
+    epochs timed so far leaves time for at least `LENGTHEN_SHARE` more of the
+    plan's steps (never past `maximum_steps`): one fast epoch alone does not
+    lengthen it. Training stops after the planned step.
 
     A resumed run passes its saved `plan` and `start_step`: the schedule
     follows the plan's history exactly (a revision recorded after
@@ -213,11 +215,13 @@ class BudgetPlanner(keras.callbacks.Callback):
         self.reached = False
         self._started = self._timed_from = self._epoch_ended = None
         self._batches = 0
+        self._epoch_seconds: list[float] = []  # the call's timed epochs (its second on)
 
     def on_train_begin(self, logs=None):
         self._started = clock()
         self._batches = 0
         self._epoch_ended = None
+        self._epoch_seconds = []
         if self.plan is not None:
             self._set_schedule(self.plan.in_effect(self.start_step))
 
@@ -253,11 +257,21 @@ class BudgetPlanner(keras.callbacks.Callback):
         ):
             return
         # Agreed, so that every worker takes the same decision.
-        per_step = self.agree(last_epoch) / self.steps_per_epoch
+        self._epoch_seconds.append(self.agree(last_epoch))
         remaining = self.agree(self.budget_seconds - (now - self._started)) * BUDGET_SHARE
         planned = self.plan.planned_steps
-        fits = min(step + max(1, int(remaining / per_step)), self.maximum_steps)
-        if fits < planned or fits >= planned * (1 + LENGTHEN_SHARE):
+
+        def steps_that_fit(epoch_seconds: float) -> int:
+            more = max(1, int(remaining * self.steps_per_epoch / epoch_seconds))
+            return min(step + more, self.maximum_steps)
+
+        fits = steps_that_fit(self._epoch_seconds[-1])
+        if fits >= planned:  # lengthen only at a pace that held over the epochs timed
+            mean = sum(self._epoch_seconds) / len(self._epoch_seconds)
+            fits = steps_that_fit(max(self._epoch_seconds[-1], mean))
+            if len(self._epoch_seconds) < 2 or fits < planned * (1 + LENGTHEN_SHARE):
+                return
+        if fits != planned:
             self.plan = self.plan.revised(step, fits)
             self._set_schedule(fits)
             self.on_plan(self.plan)

@@ -62,7 +62,9 @@ def test_auto_epochs_plan_only_with_a_budget():
 
 def run_planner_epochs(monkeypatch, maximum_steps, epochs, seconds_per_step=0.5):
     """Feeds a planner, planned at 1 s/step for 60 steps of a 100-s budget, `epochs` epochs of
-    10 steps at `seconds_per_step` on a fake clock; returns its plans."""
+    10 steps at `seconds_per_step` (or the list of each epoch's) on a fake clock; returns its
+    plans."""
+    paces = seconds_per_step if isinstance(seconds_per_step, list) else [seconds_per_step] * epochs
     now = [0.0]
     monkeypatch.setattr(budget_plan, "clock", lambda: now[0])
     plans = []
@@ -76,31 +78,40 @@ def run_planner_epochs(monkeypatch, maximum_steps, epochs, seconds_per_step=0.5)
     )
     planner.set_model(types.SimpleNamespace(stop_training=False))
     planner.on_train_begin()
-    for epoch in range(epochs):
+    for epoch, pace in enumerate(paces):
         for batch in range(10):
-            now[0] += seconds_per_step
+            now[0] += pace
             planner.on_train_batch_end(batch)
         planner.on_epoch_end(epoch)
     return plans
 
 
 def test_epochs_faster_than_planned_lengthen_the_plan(monkeypatch):
-    # By hand: the second epoch ends at step 20 after 10 s; 97 % of the 90 s left hold
-    # int(87.3 / 0.5) = 174 more steps: 194 in all, more than 5 % over the 60 planned.
-    # The third (step 30, 15 s) fits int(82.45 / 0.5) = 164 more: 194 again, kept.
-    plans = run_planner_epochs(monkeypatch, maximum_steps=1000, epochs=3)
-    assert [plan.history for plan in plans] == [((5, 60), (20, 194))]
-    assert "(revised after step 20: the epochs ran faster than planned; first 60)" in (
+    # By hand: the second epoch (the first timed) ends at step 20 after 10 s: one epoch
+    # alone does not lengthen the plan. The third ends at step 30 after 15 s; 97 % of the
+    # 85 s left hold int(82.45 / 0.5) = 164 more steps: 194 in all, more than 5 % over the
+    # 60 planned. The fourth (step 40, 20 s) fits int(77.6 / 0.5) = 155 more: 195, kept.
+    plans = run_planner_epochs(monkeypatch, maximum_steps=1000, epochs=4)
+    assert [plan.history for plan in plans] == [((5, 60), (30, 194))]
+    assert "(revised after step 30: the epochs ran faster than planned; first 60)" in (
         plans[0].describe()
     )
-    capped = run_planner_epochs(monkeypatch, maximum_steps=100, epochs=3)
-    assert [plan.history for plan in capped] == [((5, 60), (20, 100))], "never past the maximum"
+    capped = run_planner_epochs(monkeypatch, maximum_steps=100, epochs=4)
+    assert [plan.history for plan in capped] == [((5, 60), (30, 100))], "never past the maximum"
+
+
+def test_a_plan_is_lengthened_at_the_slower_of_the_last_and_the_mean_pace(monkeypatch):
+    # Epochs at 1, 1 and 0.5 s/step: the third ends at step 30 after 25 s. At its own pace
+    # the 97 % of 75 s left would hold int(72.75 / 0.5) = 145 more steps; at the mean of
+    # the timed epochs (10 s and 5 s: 0.75 s/step), int(72.75 / 0.75) = 97: 127 in all.
+    plans = run_planner_epochs(monkeypatch, 1000, epochs=3, seconds_per_step=[1.0, 1.0, 0.5])
+    assert [plan.history for plan in plans] == [((5, 60), (30, 127))]
 
 
 def test_a_pace_a_little_faster_keeps_the_plan_and_a_slower_one_shortens_it(monkeypatch):
-    # 1.6 s/step: step 20 at 32 s; 97 % of the 68 s left hold int(65.96 / 1.6) = 41 more
+    # 1.6 s/step: step 30 at 48 s; 97 % of the 52 s left hold int(50.44 / 1.6) = 31 more
     # steps: 61 in all, within 5 % of the 60 planned: kept.
-    assert run_planner_epochs(monkeypatch, 1000, epochs=2, seconds_per_step=1.6) == []
+    assert run_planner_epochs(monkeypatch, 1000, epochs=3, seconds_per_step=1.6) == []
     # 2 s/step: step 20 at 40 s; int(58.2 / 2) = 29 more: 49 < 60 shortens.
     slower = run_planner_epochs(monkeypatch, 1000, epochs=2, seconds_per_step=2.0)
     assert [plan.history for plan in slower] == [((5, 60), (20, 49))]
