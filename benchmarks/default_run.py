@@ -10,7 +10,8 @@ flags) and the run's precision, as the record `runs.<kind>` of the results file:
 `native_bf16` or `no_native_bf16`, from the CPU's flags and `ONEDNN_MAX_CPU_ISA`
 (a cap below AVX512_CORE_BF16 means no native bfloat16), unless `--kind` names
 the record (e.g. `native_bf16_earlier_split`, the default recipe trained on another split with `--data`, `--validation-data` and `--test-data`; give
-`--command` then).
+`--command` then). `--replaced-metrics` adds a second evaluation of the same run, with
+unknown-word replacement, as `evaluation_replaced`.
 Run it from the checkout that trained the run, right after `evaluate`. The
 README's and the docs' default-run figures are rendered from this file
 (`python docs/gen_readme_figures.py`, and the docs build).
@@ -63,16 +64,33 @@ def record_name(name: str) -> str:
     return name
 
 
-def record(run_dir: Path, machine: dict) -> dict:
-    """The `runs.<kind>` record of a trained and evaluated run directory."""
-    config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
-    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+def read_metrics(path: Path) -> tuple[dict, dict]:
+    """The `training` and `evaluation` sections of a run's metrics.json at `path`."""
+    metrics = json.loads(path.read_text(encoding="utf-8"))
     training, evaluation = metrics.get("training"), metrics.get("evaluation")
     if not training or not evaluation:
         raise ValueError(
-            f"{run_dir}/metrics.json needs `training` and `evaluation` sections: run "
+            f"{path} needs `training` and `evaluation` sections: run "
             f"`keras-attention train` and `keras-attention evaluate`. Received: {sorted(metrics)}"
         )
+    return training, evaluation
+
+
+def evaluation_record(evaluation: dict) -> dict:
+    """What a record keeps of an `evaluation` section."""
+    kept = ("sentences", "greedy", "beam", "epochs", "training_state", "replace_unknown")
+    return {key: value for key, value in evaluation.items() if key in kept}
+
+
+def record(run_dir: Path, machine: dict, replaced: Path | None = None) -> dict:
+    """The `runs.<kind>` record of a trained and evaluated run directory.
+
+    `replaced`: a copy of the run's metrics.json from an `evaluate` with unknown-word
+    replacement, recorded as `evaluation_replaced` beside `evaluation` (the run
+    directory's own metrics.json, e.g. from `evaluate --no-replace-unknown`).
+    """
+    config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    training, evaluation = read_metrics(run_dir / "metrics.json")
     steps = training["epochs_run"] * config["steps_per_epoch"]
     plan_file = run_dir / "plan.json"
     plan = json.loads(plan_file.read_text(encoding="utf-8")) if plan_file.is_file() else None
@@ -89,16 +107,18 @@ def record(run_dir: Path, machine: dict) -> dict:
         "val_loss_by_epoch": validation_losses(run_dir / "history.csv"),
         "plan": plan,
     }
-    return {
+    result = {
         "config": {name: config.get(name) for name in CONFIG_FIELDS},
         "training": summary,
-        "evaluation": {
-            key: value
-            for key, value in evaluation.items()
-            if key in ("sentences", "greedy", "beam", "epochs", "training_state", "replace_unknown")
-        },
+        "evaluation": evaluation_record(evaluation),
         "machine": {**machine, "precision": config.get("precision")},
     }
+    if replaced is not None:
+        other = evaluation_record(read_metrics(replaced)[1])
+        if other.get("replace_unknown") is not True:
+            raise ValueError(f"{replaced}: its evaluation did not replace unknown words")
+        result["evaluation_replaced"] = other
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,15 +135,29 @@ def main(argv: list[str] | None = None) -> int:
         "native_bf16_earlier_split (default: native_bf16 or no_native_bf16 from the CPU's flags)",
     )
     parser.add_argument("--command", default=RUN_COMMAND, help="the command that made the run")
+    parser.add_argument(
+        "--commit",
+        help="the code version that trained the run, where it is not the checkout's "
+        "(default: the checkout's HEAD)",
+    )
+    parser.add_argument(
+        "--replaced-metrics",
+        type=Path,
+        help="a copy of the run's metrics.json from an evaluate with unknown-word replacement "
+        "(the default), recorded as evaluation_replaced beside the run directory's own "
+        "(e.g. from evaluate --no-replace-unknown) (default: none)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     machine = harness.print_machine_header()
     machine["command"] = args.command
+    if args.commit:
+        machine["commit"] = args.commit
     capped = (machine["onednn_max_cpu_isa"] or "").upper() in ONEDNN_ISAS_WITHOUT_BF16
     native = NATIVE_BF16_FLAGS & set(machine["cpu_flags"]) and not capped
     kind = args.kind or ("native_bf16" if native else "no_native_bf16")
     results = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
-    results.setdefault("runs", {})[kind] = record(args.run_dir, machine)
+    results.setdefault("runs", {})[kind] = record(args.run_dir, machine, args.replaced_metrics)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"{args.out}: runs.{kind} from {args.run_dir}")
     return 0

@@ -198,11 +198,16 @@ def test_default_run_records_what_the_docs_read(tmp_path, monkeypatch):
             "planned_at_step": 5, "planned_steps": 80, "seconds_per_step": 1.4,
             "steps_per_epoch": 10, "validation_batches": 2}  # fmt: skip
     (run / "plan.json").write_text(json.dumps(plan))
+    replaced = tmp_path / "metrics.replace.json"
+    metrics["evaluation"] = {**metrics["evaluation"], "replace_unknown": True}
+    replaced.write_text(json.dumps(metrics))
     out = tmp_path / "default_run.json"
-    assert (
-        default_run.main(["--run-dir", str(run), "--kind", "native_bf16", "--out", str(out)]) == 0
-    )
+    argv = ["--run-dir", str(run), "--kind", "native_bf16", "--out", str(out)]
+    assert default_run.main([*argv, "--replaced-metrics", str(replaced)]) == 0
     written = json.loads(out.read_text())["runs"]["native_bf16"]
+    assert written["evaluation_replaced"]["replace_unknown"] is True
+    with pytest.raises(ValueError, match="did not replace unknown words"):
+        default_run.main([*argv, "--replaced-metrics", str(run / "metrics.json")])
     assert written["training"]["steps"] == 80 and written["training"]["seconds_per_step"] == 1.5
     assert written["training"]["val_loss_by_epoch"] == losses
     assert written["machine"]["precision"] == "float32" and written["machine"]["commit"]
