@@ -143,6 +143,7 @@ NOT_MEASURED = {
     "docs/training.md": {
         "2 %": "the cosine schedule decays to 2 % of the learning rate (a setting)",
         "1.2x": "the precision probe's threshold (a setting)",
+        "5 %": "the budget plan's lengthening threshold, `LENGTHEN_SHARE` (a setting)",
         "98 %": _WORDS_COVERAGE,
         "98%": _WORDS_COVERAGE,
         "0.15": _ONCE_PER_PAIR,
