@@ -9,9 +9,10 @@ the machine's provenance (`harness.machine_info()`: date, commit, CPU model and
 flags) and the run's precision, as the record `runs.<kind>` of the results file:
 `native_bf16` or `no_native_bf16`, from the CPU's flags and `ONEDNN_MAX_CPU_ISA`
 (a cap below AVX512_CORE_BF16 means no native bfloat16), unless `--kind` names
-the record (e.g. `native_bf16_earlier_split`, the default recipe trained on another split with `--data`, `--validation-data` and `--test-data`; give
-`--command` then). `--replaced-metrics` adds a second evaluation of the same run, with
-unknown-word replacement, as `evaluation_replaced`.
+the record (e.g. `native_bf16_earlier_split`, the default recipe trained on another
+split with `--data`, `--validation-data` and `--test-data`; give `--command` then).
+`--replaced-metrics` adds a second evaluation of the same run, with unknown-word
+replacement, as `evaluation_replaced`.
 Run it from the checkout that trained the run, right after `evaluate`. The
 README's and the docs' default-run figures are rendered from this file
 (`python docs/gen_readme_figures.py`, and the docs build).
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import harness
 
-from keras_attention.precision import ONEDNN_ISAS_WITHOUT_BF16
+from keras_attention.precision import onednn_cap_without_bf16
 
 RESULTS = Path(__file__).resolve().parent / "results" / "default_run.json"
 RUN_COMMAND = "keras-attention train && keras-attention evaluate runs/fra-eng"
@@ -153,8 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     machine["command"] = args.command
     if args.commit:
         machine["commit"] = args.commit
-    capped = (machine["onednn_max_cpu_isa"] or "").upper() in ONEDNN_ISAS_WITHOUT_BF16
-    native = NATIVE_BF16_FLAGS & set(machine["cpu_flags"]) and not capped
+    native = NATIVE_BF16_FLAGS & set(machine["cpu_flags"]) and not onednn_cap_without_bf16(
+        machine["onednn_max_cpu_isa"]
+    )
     kind = args.kind or ("native_bf16" if native else "no_native_bf16")
     results = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
     results.setdefault("runs", {})[kind] = record(args.run_dir, machine, args.replaced_metrics)

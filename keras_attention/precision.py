@@ -57,6 +57,13 @@ ONEDNN_ISAS_WITHOUT_BF16 = (
 oneDNN from bfloat16 dot-product instructions: every instruction set below
 `AVX512_CORE_BF16`."""
 
+
+def onednn_cap_without_bf16(isa: str | None) -> bool:
+    """Whether an `ONEDNN_MAX_CPU_ISA` value (any case; `None` or `""`: no cap) keeps
+    oneDNN from bfloat16 instructions (`ONEDNN_ISAS_WITHOUT_BF16`)."""
+    return (isa or "").strip().upper() in ONEDNN_ISAS_WITHOUT_BF16
+
+
 PROBE_MARGIN = 1.2
 """The probe picks bfloat16 when its matmul runs at least this many times as
 fast as float32's (a margin over the probe's own noise)."""
@@ -165,9 +172,12 @@ def detect_precision(
                 f"GPU compute capability {'.'.join(map(str, min(known)))} has no bfloat16 units",
             )
         return _auto("mixed_bfloat16", f"{len(gpus)} GPU{'s' if len(gpus) > 1 else ''}")
-    isa = environ.get("ONEDNN_MAX_CPU_ISA", "").strip().upper()
-    if isa in ONEDNN_ISAS_WITHOUT_BF16:
-        return _auto("float32", f"ONEDNN_MAX_CPU_ISA={isa} keeps oneDNN from bfloat16 instructions")
+    isa = environ.get("ONEDNN_MAX_CPU_ISA", "")
+    if onednn_cap_without_bf16(isa):
+        return _auto(
+            "float32",
+            f"ONEDNN_MAX_CPU_ISA={isa.strip().upper()} keeps oneDNN from bfloat16 instructions",
+        )
     flags = cpu_flags(cpuinfo)
     if flags is not None:
         native = sorted(set(flags) & set(NATIVE_BF16_FLAGS))

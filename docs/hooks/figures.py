@@ -39,7 +39,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from keras_attention.precision import ONEDNN_ISAS_WITHOUT_BF16
+from keras_attention.precision import onednn_cap_without_bf16
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 RESULTS = REPOSITORY / "benchmarks" / "results"
@@ -198,7 +198,7 @@ def _cpu(machine: dict) -> str:
     if bf16 is None and flags:
         bf16 = "AVX512_BF16" in flags or "AMX_BF16" in flags
     cap = machine.get("onednn_max_cpu_isa")
-    if cap and cap.upper() in ONEDNN_ISAS_WITHOUT_BF16:  # oneDNN kept from bfloat16
+    if onednn_cap_without_bf16(cap):
         bf16 = False
     cores = machine.get("cores")
     cpu = f"{machine.get('cpu', '?')}" + (f", {cores} cores" if isinstance(cores, int) else "")
