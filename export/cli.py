@@ -136,7 +136,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=COMMAND_SETTINGS.replace_unknown,
         help="the signatures replace each [UNK] the model emits by the source word it "
-        "attended to most, so that names and numbers outside the vocabulary come through; "
+        "attended to most, so that names and numbers outside the vocabulary come through "
+        "(with --format litert: LiteRTTranslator does, as the manifest records); "
         "--no-replace-unknown keeps [UNK] (default: on for word vocabularies; subwords have "
         "no [UNK])",
     )
@@ -306,6 +307,7 @@ def run_litert_export(args: argparse.Namespace) -> int:
         exporter = LiteRTExporter.from_run(
             args.run_dir,
             max_output_length=args.max_output_length,
+            replace_unknown=args.replace_unknown,
             beam_width=args.beam_width,
             length_penalty=args.length_penalty,
             weights=weights,

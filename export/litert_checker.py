@@ -19,6 +19,9 @@ from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE,
 SIGNATURES = {"greedy": DEFAULT_SIGNATURE, "beam": BEAM_SEARCH}
 """The SavedModel signature each LiteRT mode is compared with."""
 
+MAX_NAMED = 3
+"""Differing warmup sentences a comparison's message names (with both outputs)."""
+
 
 class LiteRTChecker:
     """Checks a LiteRT export (`keras-attention export RUN --format litert`).
@@ -34,10 +37,14 @@ class LiteRTChecker:
        directory (`saved_model`) run on TF Serving's Session path
        (`serving_default` for greedy, `beam_search` for beam: its beam width
        and length penalty must be the LiteRT export's), or else the run's own
-       `Translator` in float32 (the graph the SavedModel's signatures hold),
-       when the manifest's run directory is there. Tokens must be identical
-       for every sentence unless the weights are quantized (`float16`,
-       `int8`), where a difference is a warning. A shortlisted export
+       `Translator` in float32 (the graph the SavedModel's signatures hold)
+       with the export's `replace_unknown`, when the manifest's run
+       directory is there. Where a SavedModel's `replace_unknown` is not the
+       export's, the LiteRT side is translated again with the SavedModel's.
+       Tokens and translations must be identical for every sentence unless
+       the weights are quantized (`float16`, `int8`), where a difference is
+       a warning; the message names the differing sentences and both
+       outputs. A shortlisted export
        (the manifest's `shortlist`) is compared with the Translator over
        the same shortlist (`vocabulary_shortlist`, else built again from
        the run with the manifest's `k` and `frequent`); an `int8` export with
@@ -93,41 +100,71 @@ class LiteRTChecker:
             from keras_attention_client.litert_translator import LiteRTTranslator
 
             translator = LiteRTTranslator(path)
-            results = {}
-            for mode in modes:
-                start = time.perf_counter()
-                results[mode] = translator.translate(sources, mode, batch_size=len(sources) or 1)
-                results[mode + ".seconds"] = time.perf_counter() - start
+            results = self._translate(translator, modes, sources)
         except Exception as error:  # the interpreter's and the text side's failures alike
             report.errors.append(f"the LiteRT interpreter could not translate: {error}")
             return report
         if self.compare and sources:
             reference = self._reference(report, modes, sources)
-            if reference is not None:
-                quantized = report.manifest.get("weights") != "float32"
-                for mode, expected in reference.items():
-                    got = results[mode]
-                    identical = sum(
-                        a["tokens"] == b["tokens"] for a, b in zip(expected, got, strict=True)
-                    )
-                    report.comparisons[mode] = {
-                        "sentences": len(sources),
-                        "identical": identical,
-                        "max_score_difference": max(
-                            abs(a["score"] - b["score"]) for a, b in zip(expected, got, strict=True)
-                        ),
-                        "seconds": results[mode + ".seconds"],
-                    }
-                    if identical < len(sources):
-                        message = (
-                            f"{mode}: {len(sources) - identical} of {len(sources)} warmup "
-                            f"translations differ from {report.reference}"
-                        )
-                        (report.warnings if quantized else report.errors).append(message)
+            if reference is None:
+                return report
+            expected_results, replace_unknown = reference
+            if replace_unknown != translator.replace_unknown:
+                # Like with like: the reference's unknown-word setting on the same models.
+                report.warnings.append(
+                    f"the export's replace_unknown is {translator.replace_unknown}, "
+                    f"{report.reference}'s is {replace_unknown}: compared with "
+                    f"LiteRTTranslator(replace_unknown={replace_unknown})"
+                )
+                translator = LiteRTTranslator(path, replace_unknown=replace_unknown)
+                results = self._translate(translator, modes, sources)
+            quantized = report.manifest.get("weights") != "float32"
+            for mode, expected in expected_results.items():
+                self._compare(report, mode, sources, expected, results, quantized)
         return report
 
-    def _reference(self, report, modes, sources) -> dict | None:
-        """mode -> the reference's results for `sources` (`Translator.translate_all`'s form)."""
+    @staticmethod
+    def _translate(translator, modes, sources) -> dict:
+        """mode -> `translator`'s results for `sources` in one batch, and mode + ".seconds"."""
+        results = {}
+        for mode in modes:
+            start = time.perf_counter()
+            results[mode] = translator.translate(sources, mode, batch_size=len(sources) or 1)
+            results[mode + ".seconds"] = time.perf_counter() - start
+        return results
+
+    @staticmethod
+    def _compare(report, mode, sources, expected, results, quantized) -> None:
+        """Records how LiteRT's `results[mode]` agree with `expected`; differences are
+        errors (warnings for quantized weights), each naming the sentence and both outputs."""
+        got = results[mode]
+        pairs = list(zip(expected, got, strict=True))
+        differing = [
+            (source, want, have)
+            for source, (want, have) in zip(sources, pairs, strict=True)
+            if want["tokens"] != have["tokens"] or want["translation"] != have["translation"]
+        ]
+        report.comparisons[mode] = {
+            "sentences": len(sources),
+            "identical": len(sources) - len(differing),
+            "max_score_difference": max(abs(a["score"] - b["score"]) for a, b in pairs),
+            "seconds": results[mode + ".seconds"],
+        }
+        if differing:
+            named = "; ".join(
+                f"{source!r}: LiteRT {have['translation']!r}, reference {want['translation']!r}"
+                for source, want, have in differing[:MAX_NAMED]
+            )
+            more = f" (and {len(differing) - MAX_NAMED} more)" if len(differing) > MAX_NAMED else ""
+            message = (
+                f"{mode}: {len(differing)} of {len(sources)} warmup translations differ from "
+                f"{report.reference}: {named}{more}"
+            )
+            (report.warnings if quantized else report.errors).append(message)
+
+    def _reference(self, report, modes, sources) -> tuple[dict, bool] | None:
+        """`(mode -> the reference's results for sources, the reference's replace_unknown)`,
+        the results in `Translator.translate_all`'s form; `None` without a reference."""
         manifest = report.manifest
         beam = manifest["decoding"]["beam"]
         if self.saved_model is not None:
@@ -144,9 +181,12 @@ class LiteRTChecker:
         from keras_attention.inference.trained_run import load_translator
 
         report.reference = f"the run's Translator in float32 ({run_dir})"
-        translator = with_precision(
-            load_translator(run_dir, max_output_length=manifest["max_output_length"]), "float32"
+        translator = load_translator(
+            run_dir,
+            max_output_length=manifest["max_output_length"],
+            replace_unknown=bool(manifest.get("replace_unknown", False)),
         )
+        translator = with_precision(translator, "float32")
         if manifest.get("weights") == "int8":
             # The values an int8 export stores (the SavedModel's int8 ones): the same tokens.
             _use_int8_values(translator.model)
@@ -166,10 +206,11 @@ class LiteRTChecker:
             "greedy": {},
             "beam": {"beam_width": beam["beam_width"], "length_penalty": beam["length_penalty"]},
         }
-        return {
+        results = {
             mode: translator.translate_all(sources, batch_size=len(sources), **options[mode])
             for mode in modes
         }
+        return results, translator.replace_unknown
 
 
 def _use_int8_values(model) -> None:
@@ -190,8 +231,9 @@ def _use_int8_values(model) -> None:
 
 def _saved_model_results(
     saved_model: str, modes: Sequence[str], sources: list[str], beam: dict, report
-) -> dict:
-    """mode -> results of the SavedModel's matching signature for `sources`."""
+) -> tuple[dict, bool]:
+    """`(mode -> results of the SavedModel's matching signature for sources, whether its
+    signatures replace unknown words)`."""
     from keras_attention.export.export_manifest import ExportManifest
     from keras_attention.export.saved_model_session import SavedModelSession
 
@@ -215,6 +257,7 @@ def _saved_model_results(
             )
             results[mode] = [
                 {
+                    "translation": outputs["translation"][row].decode("utf-8"),
                     "tokens": [
                         token.decode("utf-8")
                         for token in outputs["tokens"][row][: int(outputs["length"][row])]
@@ -223,4 +266,4 @@ def _saved_model_results(
                 }
                 for row in range(len(sources))
             ]
-    return results
+    return results, bool(manifest.vocabulary.get("replace_unknown", False))

@@ -82,6 +82,10 @@ class LiteRTExporter:
     translates strings with NumPy, `regex` and (for SentencePiece) the
     `sentencepiece` package only.
 
+    The translator's `replace_unknown` is recorded in the manifest: a
+    `LiteRTTranslator` then replaces each `[UNK]` the models emit by the
+    source token at its attention peak, as the SavedModel's signatures do.
+
     Args:
         translator: a `Translator` (computing in float32: see `from_run`).
         settings: a `LiteRTSettings` (beam width, length penalty, n-best,
@@ -159,6 +163,7 @@ class LiteRTExporter:
         run_dir: str | os.PathLike,
         *,
         max_output_length: int | None = None,
+        replace_unknown: bool | None = None,
         **settings,
     ) -> LiteRTExporter:
         """An exporter for the model of a trained run directory, computing in float32.
@@ -166,6 +171,8 @@ class LiteRTExporter:
         Args:
             run_dir: a run directory written by `keras_attention.training.train`.
             max_output_length: most tokens of a translation (default: the run's).
+            replace_unknown: `Translator`'s `replace_unknown` (None, the
+                default: on for a word target vocabulary, off for subwords).
             **settings: the constructor's keyword arguments (`settings`,
                 `LiteRTSettings` fields such as `beam_width` or `weights`,
                 `warmup_pairs`: by default the first sentences of the run's
@@ -176,7 +183,9 @@ class LiteRTExporter:
         from keras_attention.runs.run_directory import RunDirectory
         from keras_attention.runs.train_config import TrainConfig
 
-        translator = load_translator(run_dir, max_output_length=max_output_length)
+        translator = load_translator(
+            run_dir, max_output_length=max_output_length, replace_unknown=replace_unknown
+        )
         # LiteRT's CPU kernels compute in float32 (bfloat16 has none).
         translator = with_precision(translator, "float32")
         named = {k: v for k, v in settings.items() if k in _SETTINGS_FIELDS}
@@ -334,6 +343,7 @@ class LiteRTExporter:
             "input": {"name": INPUT, "dtype": "int32", "shape": [-1, self.attention_width]},
             "attention_width": self.attention_width,
             "max_output_length": translator.max_output_length,
+            "replace_unknown": translator.replace_unknown,
             "decoding": {
                 "greedy": {"strategy": "GreedySearch"},
                 "beam": {

@@ -127,7 +127,11 @@ class _Side:
                 )
         if self.sentencepiece is not None:
             return self.sentencepiece.decode(kept)
-        return self._detokenize(" ".join(self.vocabulary[i] for i in kept))
+        return self.detokenize([self.vocabulary[i] for i in kept])
+
+    def detokenize(self, tokens) -> str:
+        """Word tokens to a sentence: joined by spaces, then the detokenization rules."""
+        return self._detokenize(" ".join(token for token in tokens if token))
 
 
 class LiteRTText:
@@ -185,6 +189,10 @@ class LiteRTText:
     def decode(self, ids) -> str:
         """Target ids to the translation (see the class docstring)."""
         return self.target.decode(ids)
+
+    def detokenize(self, tokens) -> str:
+        """Target word tokens (e.g. with `[UNK]`s replaced) to the translation."""
+        return self.target.detokenize(tokens)
 
 
 def _read_vocabulary(path: Path) -> list[str]:

@@ -30,12 +30,22 @@ class LiteRTTranslator:
        the score, and the attention `(length, source tokens)`. A sentence
        with no token translates to `""` with score 0 and length 0, without
        running the model.
+    4. With `replace_unknown`, each `[UNK]` the model emits becomes, in
+       `tokens` and `translation`, the source token at that step's attention
+       peak (the first, on a tie), as the SavedModel's signatures and
+       `Translator` do; the translation is then the detokenized tokens.
 
     Args:
         directory: the export directory (`keras-attention export RUN
             --format litert`).
         num_threads: the interpreter's CPU threads. Defaults to `None` (the
             runtime's choice).
+        replace_unknown: bool or None, whether each `[UNK]` becomes the
+            source token attended to most (step 4). Defaults to `None`: the
+            export's own setting (its manifest's `replace_unknown`; off for
+            exports written before it was recorded). True is an error for a
+            SentencePiece target, which never emits `[UNK]`. The attribute
+            holds the resolved bool.
 
     Example:
 
@@ -46,12 +56,29 @@ class LiteRTTranslator:
     ```
     """
 
-    def __init__(self, directory: str | os.PathLike, num_threads: int | None = None):
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        num_threads: int | None = None,
+        replace_unknown: bool | None = None,
+    ):
         self.directory = Path(directory)
         with open(self.directory / MANIFEST_FILE, encoding="utf-8") as f:
             self.manifest = json.load(f)
         self.text = LiteRTText(self.directory)
         self.num_threads = num_threads
+        if not isinstance(replace_unknown, (bool, type(None))):
+            raise ValueError(
+                f"`replace_unknown` must be a bool or None. Received: {replace_unknown!r}"
+            )
+        if replace_unknown and self.text.target.sentencepiece is not None:
+            raise ValueError(
+                "`replace_unknown` needs a target vocabulary whose [UNK] the model may emit "
+                "(a word vocabulary); this export's target is a SentencePiece model"
+            )
+        if replace_unknown is None:
+            replace_unknown = bool(self.manifest.get("replace_unknown", False))
+        self.replace_unknown = replace_unknown
         self._runners: dict = {}
 
     @property
@@ -142,9 +169,23 @@ class LiteRTTranslator:
         length = int(outputs["lengths"][index])
         ids = outputs["tokens"][index][:length]
         attention = outputs["attention"][index][:length, : len(source_tokens)]
-        return _result(
+        result = _result(
             self.text, ids, float(outputs["scores"][index]), length, attention, source_tokens
         )
+        if self.replace_unknown:
+            self._replace_unknown(result, ids)
+        return result
+
+    def _replace_unknown(self, result: dict, ids) -> None:
+        """Each `[UNK]` of `result` as the source token at its step's attention peak."""
+        unk_id = self.text.reserved["unk_id"]
+        unknown = [step for step, token_id in enumerate(ids) if int(token_id) == unk_id]
+        if not unknown or not result["source_tokens"]:
+            return
+        tokens = result["tokens"]
+        for step in unknown:
+            tokens[step] = result["source_tokens"][int(np.argmax(result["attention"][step]))]
+        result["translation"] = self.text.detokenize(tokens)
 
 
 def _result(text: LiteRTText, ids, score, length, attention, source_tokens) -> dict:
