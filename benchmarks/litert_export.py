@@ -191,7 +191,7 @@ def main(argv=None):
         return sum(len(t) for t in outputs[0])
 
     def count_litert(results):
-        return sum(r["length"] for r in results)
+        return sum(r.length for r in results)
 
     reference = {}
     with SavedModelSession(exported.path) as session:
@@ -270,8 +270,8 @@ def main(argv=None):
         translator = LiteRTTranslator(directory, num_threads=args.threads)
         for mode in MODES:
             got = translator.translate(sources, mode, batch_size=args.agreement_batch)
-            identical = sum(r["tokens"] == t for r, t in zip(got, reference[mode], strict=True))
-            bleu = score_translations([r["translation"] for r in got], references)
+            identical = sum(r.tokens == t for r, t in zip(got, reference[mode], strict=True))
+            bleu = score_translations([r.text for r in got], references)
             entry[mode] = {
                 "token_identical": identical / len(sources),
                 "identical_sentences": identical,
@@ -279,7 +279,7 @@ def main(argv=None):
                 "bleu_difference": bleu.bleu - result["saved_model"][mode]["bleu"],
             }
             for key, tokens in references_by_name.items():
-                same = sum(r["tokens"] == t for r, t in zip(got, tokens[mode], strict=True))
+                same = sum(r.tokens == t for r, t in zip(got, tokens[mode], strict=True))
                 entry[mode][f"token_identical_with_{key}"] = same / len(sources)
             entry[mode].update(
                 speed(

@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> dict:
     report = ExportChecker(native=True).check(exported.path)
     print(report.format())
     sentences = ["I am hungry.", "Where is the station?"]
-    translations = [r["translation"] for r in translator.translate_all(sentences)]
+    translations = [r.text for r in translator.translate_all(sentences)]
     for sentence, translation in zip(sentences, translations, strict=True):
         print(f"{sentence} -> {translation}")
     return {

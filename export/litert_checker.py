@@ -15,6 +15,7 @@ from keras_attention.export.litert_check_report import LiteRTCheckReport
 from keras_attention.export.litert_ops import model_ops
 from keras_attention_client.litert_contract import MANIFEST_FILE, MODEL_FILES
 from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE, TEXT_INPUT
+from keras_attention_client.wire.translation import Translation
 
 SIGNATURES = {"greedy": DEFAULT_SIGNATURE, "beam": BEAM_SEARCH}
 """The SavedModel signature each LiteRT mode is compared with."""
@@ -142,17 +143,17 @@ class LiteRTChecker:
         differing = [
             (source, want, have)
             for source, (want, have) in zip(sources, pairs, strict=True)
-            if want["tokens"] != have["tokens"] or want["translation"] != have["translation"]
+            if want.tokens != have.tokens or want.text != have.text
         ]
         report.comparisons[mode] = {
             "sentences": len(sources),
             "identical": len(sources) - len(differing),
-            "max_score_difference": max(abs(a["score"] - b["score"]) for a, b in pairs),
+            "max_score_difference": max(abs(a.score - b.score) for a, b in pairs),
             "seconds": results[mode + ".seconds"],
         }
         if differing:
             named = "; ".join(
-                f"{source!r}: LiteRT {have['translation']!r}, reference {want['translation']!r}"
+                f"{source!r}: LiteRT {have.text!r}, reference {want.text!r}"
                 for source, want, have in differing[:MAX_NAMED]
             )
             more = f" (and {len(differing) - MAX_NAMED} more)" if len(differing) > MAX_NAMED else ""
@@ -163,8 +164,8 @@ class LiteRTChecker:
             (report.warnings if quantized else report.errors).append(message)
 
     def _reference(self, report, modes, sources) -> tuple[dict, bool] | None:
-        """`(mode -> the reference's results for sources, the reference's replace_unknown)`,
-        the results in `Translator.translate_all`'s form; `None` without a reference."""
+        """`(mode -> the reference's `Translation`s of sources, the reference's
+        replace_unknown)`; `None` without a reference."""
         manifest = report.manifest
         beam = manifest["decoding"]["beam"]
         if self.saved_model is not None:
@@ -255,15 +256,5 @@ def _saved_model_results(
             outputs = session.run(
                 SIGNATURES[mode], {TEXT_INPUT: np.array([s.encode("utf-8") for s in sources])}
             )
-            results[mode] = [
-                {
-                    "translation": outputs["translation"][row].decode("utf-8"),
-                    "tokens": [
-                        token.decode("utf-8")
-                        for token in outputs["tokens"][row][: int(outputs["length"][row])]
-                    ],
-                    "score": float(outputs["score"][row]),
-                }
-                for row in range(len(sources))
-            ]
+            results[mode] = Translation.from_outputs(outputs)
     return results, bool(manifest.vocabulary.get("replace_unknown", False))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from keras_attention.export.signature_options import DEFAULT_EXPORT_BEAM_WIDTH
+from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH
 from keras_attention.shortlist_defaults import DEFAULT_FREQUENT
 from keras_attention_client.litert_contract import MODES, WEIGHTS
 from keras_attention_client.wire.decoding_options import DEFAULT_LENGTH_PENALTY
@@ -21,7 +21,7 @@ class LiteRTSettings:
 
     Args:
         beam_width: int >= 2, the `beam` model's beam width. Defaults to
-            `DEFAULT_EXPORT_BEAM_WIDTH` (4).
+            `DEFAULT_BEAM_WIDTH` (4).
         length_penalty: float >= 0, its GNMT length penalty. Defaults to
             `DEFAULT_LENGTH_PENALTY`.
         n_best: int in `[1, beam_width]`, the hypotheses the `beam` model
@@ -42,7 +42,7 @@ class LiteRTSettings:
         ValueError: a value out of range.
     """
 
-    beam_width: int = DEFAULT_EXPORT_BEAM_WIDTH
+    beam_width: int = DEFAULT_BEAM_WIDTH
     length_penalty: float = DEFAULT_LENGTH_PENALTY
     n_best: int | None = None
     attention_width: int | None = None

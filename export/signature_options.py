@@ -5,10 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH
 from keras_attention_client.wire.decoding_options import DEFAULT_LENGTH_PENALTY, DecodingOptions
-
-DEFAULT_EXPORT_BEAM_WIDTH = 4
-"""The `beam_search` signature's beam width unless the export sets another."""
 
 DEFAULT_MAX_BEAM_WIDTH = 16
 """The largest `beam_width` a request may ask for, unless the export sets another cap."""
@@ -20,7 +18,7 @@ class SignatureOptions:
 
     Args:
         beam_width: int >= 2, the `beam_search` beam width (fixed in its
-            graph). Defaults to `DEFAULT_EXPORT_BEAM_WIDTH` (4).
+            graph). Defaults to `DEFAULT_BEAM_WIDTH` (4).
         length_penalty: float >= 0, the GNMT length penalty of
             `beam_search`, and the default `length_penalty` input of
             `search`. Defaults to `DEFAULT_LENGTH_PENALTY`.
@@ -39,7 +37,7 @@ class SignatureOptions:
             `length_penalty` fails when the beam search is built).
     """
 
-    beam_width: int = DEFAULT_EXPORT_BEAM_WIDTH
+    beam_width: int = DEFAULT_BEAM_WIDTH
     length_penalty: float = DEFAULT_LENGTH_PENALTY
     max_beam_width: int | None = None
     decoding_inputs: bool = True

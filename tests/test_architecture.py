@@ -21,7 +21,7 @@ from helpers.code_shape import (
 )
 
 LAYERS = [
-    {"installation", "tensorflow_logging", "client"},
+    {"installation", "tensorflow_logging", "client", "decoding_defaults"},
     {
         "keras_attention",
         "version_action",
@@ -129,7 +129,22 @@ def test_the_default_count_sees_every_way_to_write_a_default(source, count):
     assert len(literal_defaults(ast.parse(source), "length_penalty")) == count
 
 
-@pytest.mark.parametrize("option", ["length_penalty", "temperature"])
-def test_a_decoding_default_is_written_once(option):
-    places = literal_default_places(option)
+@pytest.mark.parametrize(
+    ("option", "modes"),
+    [
+        ("length_penalty", ()),
+        ("temperature", ()),
+        # beam_width=1 asks for greedy search; it is not a default.
+        ("beam_width", (1,)),
+        ("max_output_length", ()),
+    ],
+)
+def test_a_decoding_default_is_written_once(option, modes):
+    places = literal_default_places(option, modes=modes)
     assert len(places) == 1, places
+
+
+def test_the_default_count_tells_options_and_modes_apart():
+    source = "def f(beam_width=4, max_beam_width=16): pass\ng(beam_width=1)"
+    assert len(literal_defaults(ast.parse(source), "beam_width")) == 2
+    assert len(literal_defaults(ast.parse(source), "beam_width", (1,))) == 1

@@ -151,7 +151,7 @@ def test_beam_width_has_one_spelling_and_an_alias(command):
     spellings = vars(spelled).pop("beam_option", None), vars(alias).pop("beam_option", None)
     assert spellings in ((None, None), ("--beam-width", "--beam"))
     assert vars(spelled) == vars(alias)
-    assert 3 in (getattr(spelled, "beam", None), getattr(spelled, "beam_width", None))
+    assert spelled.beam_width == 3  # one name for the flag on every command
 
 
 @pytest.mark.parametrize(
@@ -257,12 +257,12 @@ def test_both_translate_commands_take_the_same_flags_with_the_same_defaults():
     assert {flag for flags in local for flag in flags} == LOCAL_TRANSLATE_FLAGS
     shared = {flags: value for flags, value in ours.items() if flags not in local}
     assert shared == translate_flags(client_cli.build_parser())
-    assert shared[("--beam-width", "--beam")] == ("beam", 1, None)
+    assert shared[("--beam-width", "--beam")] == ("beam_width", 1, None)
     assert shared[("--batch-size",)] == ("batch_size", 64, None)
     assert shared[("--format",)] == ("output_format", "text", ["text", "json"])
     assert shared[("--timeout",)] == ("timeout", 30.0, None)
     args = client_cli.build_parser().parse_args(["translate", "--beam-width", "4", "x"])
-    assert (args.beam, args.texts) == (4, ["x"])
+    assert (args.beam_width, args.texts) == (4, ["x"])
 
 
 def test_beam_width_help_says_it_is_the_exports_input(capsys):
@@ -281,7 +281,7 @@ OPTIONS_ANYWHERE = [
     (
         ["translate", "--beam-width", "4", "RUN", "I am very happy."],
         ["translate", "RUN", "I am very happy.", "--beam-width", "4"],
-        ("run_dir", "texts", "beam"),
+        ("run_dir", "texts", "beam_width"),
     ),
     (
         ["translate", "RUN", "--batch-size", "3", "a", "--show-attention", "b"],
@@ -325,7 +325,7 @@ def test_options_go_before_between_or_after_positionals(first, last, fields):
 
 def test_double_dash_still_ends_the_options():
     args = build_parser().parse_args(["translate", "RUN", "--beam-width", "2", "--", "-5 °C"])
-    assert (args.run_dir, args.texts, args.beam) == ("RUN", ["-5 °C"], 2)
+    assert (args.run_dir, args.texts, args.beam_width) == ("RUN", ["-5 °C"], 2)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["translate", "RUN", "text", "--no-such-option"])
 
@@ -337,6 +337,25 @@ def test_the_client_and_the_export_module_take_options_anywhere():
     client = client_parser().parse_args(
         ["translate", "--server", "h:1", "a", "--beam-width", "3", "b"]
     )
-    assert (client.texts, client.beam) == (["a", "b"], 3)
+    assert (client.texts, client.beam_width) == (["a", "b"], 3)
     exported = export_parser().parse_args(["export", "--export-dir", "B", "RUN"])
     assert (exported.run_dir, exported.export_dir) == ("RUN", "B")
+
+
+@pytest.mark.parametrize(
+    "flags, signature",
+    [
+        ([], "serving_default"),
+        (["--signature", "beam_search"], "beam_search"),
+        (["--beam", "3"], "search"),
+        (["--signature", "beam_search", "--n-best", "2", "--beam", "2"], "search"),
+        (["--sample", "--seed", "1"], "sample"),
+    ],
+)
+def test_plot_titles_name_the_signature_the_client_calls(flags, signature):
+    """`translate --server`'s plot title names the signature the client's own routing
+    rule (`decoding_request`) sends the request to."""
+    from keras_attention.cli.translate_command import decoding_name
+
+    args = build_parser().parse_args(["translate", "--server", "localhost:1", *flags, "x"])
+    assert decoding_name(args).endswith(f", {signature} signature")

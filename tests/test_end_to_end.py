@@ -39,11 +39,11 @@ def test_grpc_client_equals_in_process_decoding(served, trained_digits_run, sign
     with TranslationClient(served.address, model_name="digits", signature_name=signature) as client:
         got = client.translate(TEXTS)
     for want, have in zip(expected, got, strict=True):
-        assert have.text == want["translation"]
-        assert list(have.tokens) == want["tokens"]
-        assert list(have.source_tokens) == want["source_tokens"]
-        np.testing.assert_allclose(have.score, want["score"], rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(have.attention, want["attention"], rtol=1e-5, atol=1e-6)
+        assert have.text == want.text
+        assert list(have.tokens) == want.tokens
+        assert list(have.source_tokens) == want.source_tokens
+        np.testing.assert_allclose(have.score, want.score, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(have.attention, want.attention, rtol=1e-5, atol=1e-6)
     assert got[0].text.split()[0] == "un"
     assert got[2].text == "" and got[2].score == 0.0
 

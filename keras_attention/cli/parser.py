@@ -15,7 +15,7 @@ import typing
 from keras_attention import distribution
 from keras_attention.cli.run_commands import run_evaluate, run_plot, run_status, run_train
 from keras_attention.cli.translate_command import run_translate
-from keras_attention.evaluation.evaluation_defaults import EVALUATION_BEAM_WIDTH
+from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH
 from keras_attention.runs.train_config import AUTO, CHOICES, FIELD_HELP, TrainConfig
 
 VERBOSE_HELP = (
@@ -179,8 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("run_dir", metavar="RUN_DIR", help="a trained run directory")
     add_evaluate_arguments(
         evaluate,
-        beam_width=EVALUATION_BEAM_WIDTH,
-        beam_help=f"beam width (default: {EVALUATION_BEAM_WIDTH}; 1 = greedy only)",
+        beam_width=DEFAULT_BEAM_WIDTH,
+        beam_help=f"beam width (default: {DEFAULT_BEAM_WIDTH}; 1 = greedy only)",
     )
     evaluate.add_argument(
         "--max-sentences", type=int, default=None, help="evaluate only the first N test sources"

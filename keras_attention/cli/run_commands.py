@@ -97,7 +97,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     warn_if_partial(args.run_dir, "evaluate")
     evaluation = evaluate_run(
         args.run_dir,
-        DecodingOptions(beam_width=args.beam, length_penalty=args.length_penalty),
+        DecodingOptions(beam_width=args.beam_width, length_penalty=args.length_penalty),
         batch_size=args.batch_size,
         max_sentences=args.max_sentences,
         progress=True,

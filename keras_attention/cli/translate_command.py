@@ -30,27 +30,11 @@ def read_texts(args: argparse.Namespace) -> list[str]:
 
 
 def translate_remotely(args: argparse.Namespace, texts: list[str]) -> list:
-    """Translations from a TF Serving endpoint, as dicts like `translate_all`'s (a list of
-    dicts per text with `--n-best` above 1)."""
+    """`Translation`s from a TF Serving endpoint (a list of them per text with `--n-best`
+    above 1), as `translate_all` returns them."""
     from keras_attention_client.cli import remote_translations
 
-    def as_dict(t) -> dict:
-        return {
-            "translation": t.text,
-            "score": t.score,
-            "length": t.length,
-            "tokens": list(t.tokens),
-            "source_tokens": list(t.source_tokens),
-            "attention": t.attention,
-            "token_probabilities": t.token_probabilities,
-            "confidence": t.confidence,
-            **({} if t.next_words is None else {"next_words": t.next_words}),
-        }
-
-    return [
-        [as_dict(t) for t in result] if isinstance(result, list) else as_dict(result)
-        for result in remote_translations(args, texts)
-    ]
+    return remote_translations(args, texts)
 
 
 def run_translate(args: argparse.Namespace) -> int:
@@ -93,34 +77,24 @@ def run_translate(args: argparse.Namespace) -> int:
         listed = isinstance(result, list)
         if args.output_format == "json":
             if listed:
-                record = {"source": text, "n_best": [_json_result(r) for r in result]}
+                record = {"source": text, "n_best": [r.to_dict() for r in result]}
             else:
-                record = {"source": text, **_json_result(result)}
+                record = {"source": text, **result.to_dict()}
             print(json.dumps(record, ensure_ascii=False))
         else:
             for one in result if listed else [result]:
                 if args.confidence:
                     line = confidence_line(
-                        one["translation"],
-                        one["confidence"],
-                        one["tokens"],
-                        one["token_probabilities"],
+                        one.text, one.confidence, one.tokens, one.token_probabilities
                     )
                 else:
-                    line = one["translation"]
+                    line = one.text
                 if args.next_words:
-                    line += "\t" + next_words_text(one.get("next_words"))
+                    line += "\t" + next_words_text(one.next_words)
                 print(line)
         if args.show_attention:
             show_attention(args, index, result[0] if listed else result)
     return 0
-
-
-def _json_result(result: dict) -> dict:
-    return {
-        **{k: v for k, v in result.items() if k != "attention"},
-        "attention": [[round(float(w), 4) for w in row] for row in result["attention"]],
-    }
 
 
 def decoding_name(args: argparse.Namespace) -> str:
@@ -136,18 +110,21 @@ def decoding_name(args: argparse.Namespace) -> str:
         width = options.value("beam_width")
         name = f"beam search, width {width}" if width > 1 else "greedy decoding"
     if args.server:
-        signature = (
-            "sample"
-            if options.sample
-            else "search"
-            if remote_decoding_options(args).given()
-            else args.signature_name or ("beam_search" if args.beam > 1 else "serving_default")
+        from keras_attention_client.decoding_request import decoding_request
+        from keras_attention_client.wire.contract import DEFAULT_SIGNATURE
+
+        # The client's own routing rule (`client_from_args` sets the signature).
+        signature, _ = decoding_request(
+            args.signature_name or DEFAULT_SIGNATURE,
+            remote_decoding_options(args),
+            explicit_signature=False,
         )
         return f"{name}, {signature} signature"
     return name
 
 
-def show_attention(args: argparse.Namespace, index: int, result: dict) -> None:
+def show_attention(args: argparse.Namespace, index: int, result) -> None:
+    """The attention of `result` (a `Translation`): a heatmap file, or a text table."""
     from keras_attention.plotting import format_alignment, plot_attention
 
     if args.attention_dir:
@@ -156,13 +133,13 @@ def show_attention(args: argparse.Namespace, index: int, result: dict) -> None:
         path = Path(args.attention_dir) / f"attention_{index:04d}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         plot_attention(
-            result["attention"],
-            result["source_tokens"],
-            result["tokens"],
+            result.attention,
+            result.source_tokens,
+            result.tokens,
             path,
-            title=result["translation"],
+            title=result.text,
             decoding=decoding_name(args),
         )
         print(f"  attention heatmap: {path}", file=sys.stderr)
     else:
-        print(format_alignment(result["attention"], result["source_tokens"], result["tokens"]))
+        print(format_alignment(result.attention, result.source_tokens, result.tokens))

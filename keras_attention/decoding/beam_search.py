@@ -22,6 +22,7 @@ from keras_attention.decoding.lexical_constraints import (
     initial_search,
     prepare_constraints,
 )
+from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH, DEFAULT_MAX_OUTPUT_LENGTH
 from keras_attention_client.wire.decoding_options import DEFAULT_LENGTH_PENALTY
 
 
@@ -144,9 +145,9 @@ class BeamSearch(DecodingStrategy):
 
     def __init__(
         self,
-        beam_width: int = 4,
+        beam_width: int = DEFAULT_BEAM_WIDTH,
         length_penalty: float = DEFAULT_LENGTH_PENALTY,
-        max_length: int = 50,
+        max_length: int = DEFAULT_MAX_OUTPUT_LENGTH,
         end_id: int = 3,
         pad_id: int = 0,
         n_best: int | None = None,

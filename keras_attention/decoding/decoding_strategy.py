@@ -30,6 +30,7 @@ import tensorflow as tf
 from keras_attention.decoding.decode_result import DecodeResult
 from keras_attention.decoding.drop_finished_loop import drop_finished_loop
 from keras_attention.decoding.next_fn import NextFn, call_next_fn, relaxed_shape
+from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
 
 
 def check_int(name: str, value: Any, minimum: int) -> int:
@@ -174,7 +175,9 @@ class DecodingStrategy:
     into builtin ops for any batch size (it lowers a `TensorArray` only when
     the batch is fixed). Not with `drop_finished`."""
 
-    def __init__(self, max_length: int = 50, end_id: int = 3, pad_id: int = 0):
+    def __init__(
+        self, max_length: int = DEFAULT_MAX_OUTPUT_LENGTH, end_id: int = 3, pad_id: int = 0
+    ):
         self.max_length = check_int("max_length", max_length, minimum=1)
         self.end_id = check_int("end_id", end_id, minimum=0)
         self.pad_id = check_int("pad_id", pad_id, minimum=0)

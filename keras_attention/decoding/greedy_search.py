@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from keras_attention.decoding.decode_result import DecodeResult
 from keras_attention.decoding.decoding_strategy import DecodingStrategy, check_bool, write_column
+from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -76,7 +77,11 @@ class GreedySearch(DecodingStrategy):
     """
 
     def __init__(
-        self, max_length: int = 50, end_id: int = 3, pad_id: int = 0, drop_finished: bool = False
+        self,
+        max_length: int = DEFAULT_MAX_OUTPUT_LENGTH,
+        end_id: int = 3,
+        pad_id: int = 0,
+        drop_finished: bool = False,
     ):
         super().__init__(max_length=max_length, end_id=end_id, pad_id=pad_id)
         self.drop_finished = check_bool("drop_finished", drop_finished)

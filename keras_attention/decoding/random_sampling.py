@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from keras_attention.decoding.decoding_strategy import check_int
 from keras_attention.decoding.greedy_search import GreedySearch
+from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
 from keras_attention_client.wire.decoding_options import DEFAULT_TEMPERATURE
 
 _MAX_SEED = 2**31 - 1
@@ -99,7 +100,7 @@ class RandomSampling(GreedySearch):
         temperature: float = DEFAULT_TEMPERATURE,
         top_k: int | None = None,
         seed: int | None = None,
-        max_length: int = 50,
+        max_length: int = DEFAULT_MAX_OUTPUT_LENGTH,
         end_id: int = 3,
         pad_id: int = 0,
         top_p: float | None = None,

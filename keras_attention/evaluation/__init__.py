@@ -1,7 +1,7 @@
 """Evaluation: corpus BLEU and chrF with sacreBLEU, overall and by sentence length.
 
-Names are imported lazily (through `lazy_loader`), so the command line reads
-`EVALUATION_BEAM_WIDTH` without importing sacreBLEU.
+Names are imported lazily (through `lazy_loader`), so importing the package does not
+import sacreBLEU.
 """
 
 import lazy_loader
@@ -16,6 +16,5 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "reference_streams",
             "score_translations",
         ],
-        "evaluation_defaults": ["EVALUATION_BEAM_WIDTH"],
     },
 )

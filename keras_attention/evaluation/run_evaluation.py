@@ -8,8 +8,8 @@ import os
 from collections.abc import Sequence
 
 from keras_attention.data import group_references, load_corpus
+from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH
 from keras_attention.evaluation.bleu import DEFAULT_BUCKETS, bleu_by_length, score_translations
-from keras_attention.evaluation.evaluation_defaults import EVALUATION_BEAM_WIDTH
 from keras_attention.inference.trained_run import load_translator
 from keras_attention.runs import run_state
 from keras_attention.runs.run_directory import RunDirectory
@@ -48,7 +48,7 @@ def evaluate_run(
         run_dir: a trained run directory.
         options: `DecodingOptions` of the beam-search pass (or its fields as
             keywords in `decoding`): `beam_width` (default
-            `EVALUATION_BEAM_WIDTH`; 1 = greedy only) and `length_penalty`.
+            `DEFAULT_BEAM_WIDTH`; 1 = greedy only) and `length_penalty`.
         batch_size: sentences per batch.
         max_sentences: evaluate only the first N unique test sources.
         progress: show a progress bar.
@@ -76,7 +76,7 @@ def evaluate_run(
             "evaluate scores greedy and beam search with `beam_width` and `length_penalty`; "
             f"it takes no {', '.join(unused)}. Received: {options!r}"
         )
-    beam_width = EVALUATION_BEAM_WIDTH if options.beam_width is None else options.beam_width
+    beam_width = DEFAULT_BEAM_WIDTH if options.beam_width is None else options.beam_width
     if beam_width < 1:
         raise ValueError(f"`beam_width` must be >= 1 (1: greedy only). Received: {beam_width}")
     length_penalty = options.value("length_penalty")
@@ -113,7 +113,7 @@ def evaluate_run(
             batch_size=batch_size,
             progress=progress,
         )
-        hypotheses = [r["translation"] for r in results]
+        hypotheses = [r.text for r in results]
         scores = score_translations(hypotheses, references)
         evaluation[name] = {
             **dataclasses.asdict(scores),

@@ -1,11 +1,12 @@
-"""What `Translator.translate` returns for a `DecodeResult`, and `translate_all`'s dicts."""
+"""What `Translator.translate` returns for a `DecodeResult`, and `translate_all`'s
+`Translation`s."""
 
 from __future__ import annotations
 
-import numpy as np
 import tensorflow as tf
 
 from keras_attention.text.tokenization import detokenize
+from keras_attention_client.wire.translation import Translation
 
 OUTPUT_KEYS = (
     "translation",
@@ -125,24 +126,13 @@ def sentence_confidence(scores, lengths, steps):
     return tf.exp(scores / tf.cast(tf.maximum(scored, 1), tf.float32))
 
 
-def result_dict(outputs: dict, index: tuple[int, ...], source: list[str]) -> dict:
-    """One translation of `translate`'s NumPy outputs (`index`: the row, and the rank in an n-best list)."""
-    length = int(outputs["length"][index])
-    return {
-        "translation": outputs["translation"][index].decode("utf-8"),
-        "score": float(outputs["score"][index]),
-        "length": length,
-        "tokens": [t.decode("utf-8") for t in outputs["tokens"][index][:length]],
-        "source_tokens": source,
-        "attention": outputs["attention"][index][:length, : len(source)],
-        "token_probabilities": [float(p) for p in np.exp(outputs["token_scores"][index][:length])],
-        "confidence": float(outputs["confidence"][index]),
-    }
-
-
 def results_in_order(translate, texts, order, batch_size: int, progress: bool) -> list:
-    """`translate_all`'s dicts, in input order, from `translate(batch, batch_index)` run
-    over the texts in `order`, `batch_size` at a time (a progress bar with `progress`)."""
+    """`translate_all`'s `Translation`s (lists of them with an n-best axis), in input
+    order, from `translate(batch, batch_index)` run over the texts in `order`,
+    `batch_size` at a time (a progress bar with `progress`).
+
+    The outputs carry the translation contract's aliases, so they are parsed as a
+    server's answer is (`Translation.from_outputs`, `from_n_best_outputs`)."""
     import keras
 
     results: list = [None] * len(texts)
@@ -151,28 +141,12 @@ def results_in_order(translate, texts, order, batch_size: int, progress: bool) -
         indices = order[start : start + batch_size]
         batch = tf.constant([texts[i] for i in indices])
         outputs = {k: v.numpy() for k, v in translate(batch, batch_index).items()}
-        for row, index in enumerate(indices):
-            source = [t.decode("utf-8") for t in outputs["source_tokens"][row] if t]
-            if outputs["translation"].ndim == 2:
-                results[index] = [
-                    result_dict(outputs, (row, rank), source)
-                    for rank in range(outputs["translation"].shape[1])
-                ]
-            else:
-                results[index] = result_dict(outputs, (row,), source)
-            if "next_words" in outputs:
-                words = [
-                    (word.decode("utf-8"), float(score))
-                    for word, score in zip(
-                        outputs["next_words"][row],
-                        outputs["next_word_scores"][row],
-                        strict=True,
-                    )
-                ]
-                for result in (
-                    results[index] if isinstance(results[index], list) else [results[index]]
-                ):
-                    result["next_words"] = words
+        if outputs["translation"].ndim == 2:
+            translations = Translation.from_n_best_outputs(outputs)
+        else:
+            translations = Translation.from_outputs(outputs)
+        for index, translation in zip(indices, translations, strict=True):
+            results[index] = translation
         if bar is not None:
             bar.add(len(indices))
     return results

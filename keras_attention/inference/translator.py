@@ -8,6 +8,7 @@ import random
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch, RandomSampling
+from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
 from keras_attention.inference.constraints import (
     allow_constraints,
     as_beam_search,
@@ -90,7 +91,7 @@ class Translator:
         model,
         source_vectorizer: BaseVectorizer,
         target_vectorizer: BaseVectorizer,
-        max_output_length: int = 50,
+        max_output_length: int = DEFAULT_MAX_OUTPUT_LENGTH,
         *,
         shortlist=None,
         gather_weights=None,
@@ -364,14 +365,14 @@ class Translator:
         """Translates a list of strings in batches; returns one result per input.
 
         Inputs are sorted by length into batches (less padding) and the results
-        returned in input order. Each result is a dict holding `translation`
-        (str), `score` (float), `length` (int), `tokens` and `source_tokens`
-        (lists of str without padding), `attention` (a NumPy array
-        `[length, n_source]`), `token_probabilities` (list of float, the
-        probability of each of `tokens`) and `confidence` (float in `[0, 1]`,
-        the geometric mean of the token probabilities, the end token's
-        included). With `n_best > 1` (beam search) each result is
-        a list of `n_best` such dicts, best first.
+        returned in input order. Each result is a `Translation` (the type the
+        serving clients return): `text` (str), `score` (float), `length`
+        (int), `tokens` and `source_tokens` (lists of str without padding),
+        `attention` (a NumPy array `[length, n_source]`),
+        `token_probabilities` (list of float, the probability of each of
+        `tokens`) and `confidence` (float in `[0, 1]`, the geometric mean of
+        the token probabilities, the end token's included). With `n_best > 1`
+        (beam search) each result is a list of `n_best` of them, best first.
 
         `options` (a `DecodingOptions`, or its fields as keywords in
         `decoding`, e.g. `beam_width=4`) chooses the strategy (`strategy`).

@@ -69,11 +69,11 @@ def plot_runs(
     for index, result in enumerate(translator.translate_all(list(sentences))):
         written.append(
             plot_attention(
-                result["attention"],
-                result["source_tokens"],
-                result["tokens"],
+                result.attention,
+                result.source_tokens,
+                result.tokens,
                 out_dir / f"attention_{index:02d}.png",
-                title=f"{sentences[index]} → {result['translation']}",
+                title=f"{sentences[index]} → {result.text}",
                 decoding="greedy decoding",
             )
         )

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from keras_attention.attention_recipe import conditional_query, luong_scaling
+from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
 from keras_attention.precision import resolve_precision
 
 CHOICES = {
@@ -174,7 +175,7 @@ class TrainConfig:
     # targets; True/False forces French/plain spacing (--tokenizer words only).
     french_spacing: bool | None = None
     max_length: int = 30  # tokens per side; longer training pairs are dropped
-    max_output_length: int = 50  # tokens a translation may have at inference
+    max_output_length: int = DEFAULT_MAX_OUTPUT_LENGTH  # tokens a translation may have
     batch_size: int = 64
     # auto: plan the steps that fit time_budget_minutes, at most AUTO_EPOCHS epochs
     # (keras_attention.training.budget_plan); an int: exactly that many epochs.

@@ -29,7 +29,7 @@ from typing import Any
 
 _EXPORTS = {
     "ServingError": "keras_attention_client.wire.errors",
-    "Translation": "keras_attention_client.translation",
+    "Translation": "keras_attention_client.wire.translation",
     "TranslationClient": "keras_attention_client.translation_client",
     "RestTranslationClient": "keras_attention_client.rest_translation_client",
     "ModelVersionStatus": "keras_attention_client.model_version_status",

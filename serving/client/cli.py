@@ -168,7 +168,7 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds the flags that reach a model server (`--server`, `--model-name`, `--timeout`, ...).
 
     `client_from_args` and `remote_translations` read these and also
-    `--beam-width` (`args.beam`), `--batch-size` and the decoding flags, so
+    `--beam-width` (`args.beam_width`), `--batch-size` and the decoding flags, so
     they need a namespace from a parser built with `add_translate_arguments`
     (which adds this group along with the others).
     """

@@ -25,13 +25,13 @@ from keras_attention_client.model_version_status import ModelVersionStatus
 from keras_attention_client.request_options import RequestOptions
 from keras_attention_client.retry_policy import RetryPolicy
 from keras_attention_client.served_model import ServedModel
-from keras_attention_client.translation import Translation, split_batches
 from keras_attention_client.wire.contract import (
     DEFAULT_SIGNATURE,
     TEXT_INPUT,
 )
 from keras_attention_client.wire.decoding_options import DecodingOptions
 from keras_attention_client.wire.errors import ServingError
+from keras_attention_client.wire.translation import Translation
 
 T = TypeVar("T")
 
@@ -395,3 +395,12 @@ class TranslationClientBase:
 
     def _list_models_once(self, timeout: float | None) -> list[ServedModel]:
         raise NotImplementedError
+
+
+def split_batches(items: Sequence[Any], batch_size: int) -> list[Sequence[Any]]:
+    """Splits `items` into consecutive chunks of at most `batch_size`."""
+    if batch_size < 1:
+        raise ValueError(
+            f"batch_size must be a positive integer. Received: batch_size={batch_size}"
+        )
+    return [items[start : start + batch_size] for start in range(0, len(items), batch_size)]

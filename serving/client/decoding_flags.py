@@ -23,7 +23,7 @@ REMOTE_BEAM_HELP = (
 
 
 class _BeamWidthAction(argparse.Action):
-    """Stores `--beam-width N` / `--beam N` in `args.beam`, and the spelling used in
+    """Stores `--beam-width N` / `--beam N` in `args.beam_width`, and the spelling used in
     `args.beam_option` (None: not given, so the command's default applies)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
@@ -32,12 +32,12 @@ class _BeamWidthAction(argparse.Action):
 
 
 def add_beam_width_argument(parser: argparse.ArgumentParser, default: int, help_text: str) -> None:
-    """`--beam-width N` (alias `--beam`, read as `args.beam`): one spelling for every command
+    """`--beam-width N` (alias `--beam`, read as `args.beam_width`): one spelling for every command
     (the Python API's `beam_width`), the short one kept as an alias."""
     parser.add_argument(
         "--beam-width",
         "--beam",
-        dest="beam",
+        dest="beam_width",
         metavar="N",
         type=int,
         default=default,
@@ -63,7 +63,7 @@ def add_length_penalty_argument(
 def add_search_arguments(
     parser: argparse.ArgumentParser, *, beam_help: str = REMOTE_BEAM_HELP
 ) -> None:
-    """`--beam-width N` (alias `--beam`, read as `args.beam`), `--n-best`, `--length-penalty`,
+    """`--beam-width N` (alias `--beam`, read as `args.beam_width`), `--n-best`, `--length-penalty`,
     `--max-output-length`: the search fields of `DecodingOptions` (with
     `add_sampling_arguments`, one flag per field).
 
@@ -152,7 +152,7 @@ def decoding_options(args: argparse.Namespace) -> DecodingOptions:
     """
     given_beam = args.beam_option is not None
     fields = {
-        "beam_width": args.beam if given_beam else None,
+        "beam_width": args.beam_width if given_beam else None,
         "n_best": args.n_best,
         "length_penalty": args.length_penalty,
         "max_output_length": args.max_output_length,

@@ -11,6 +11,7 @@ import numpy as np
 
 from keras_attention_client.litert_contract import INPUT, MANIFEST_FILE, MODEL_FILES, MODES
 from keras_attention_client.litert_text import LiteRTText
+from keras_attention_client.wire.translation import Translation
 
 
 class LiteRTTranslator:
@@ -51,8 +52,8 @@ class LiteRTTranslator:
 
     ```python
     translator = LiteRTTranslator("/models/translator-litert")
-    translator.translate(["How are you?"])[0]["translation"]
-    translator.translate(["How are you?"], mode="beam", n_best=2)[0][1]["translation"]
+    translator.translate(["How are you?"])[0].text
+    translator.translate(["How are you?"], mode="beam", n_best=2)[0][1].text
     ```
     """
 
@@ -122,10 +123,11 @@ class LiteRTTranslator:
             batch_size: sentences per model call.
 
         Returns:
-            Dicts with `translation` (str), `score` (float), `length` (int),
-            `tokens` and `source_tokens` (lists of str) and `attention` (a
-            NumPy array `(length, len(source_tokens))`), or lists of them
-            with `n_best`.
+            `Translation`s (as `Translator.translate_all` and the serving
+            clients return them: `text`, `score`, `length`, `tokens`,
+            `source_tokens`, `attention` `(length, len(source_tokens))`;
+            `token_probabilities` and `confidence` are `None`, the models do
+            not return token scores), or lists of them with `n_best`.
         """
         if batch_size < 1:
             raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
@@ -141,9 +143,7 @@ class LiteRTTranslator:
         running = [i for i, (ids, _) in enumerate(encoded) if ids]
         for i, (ids, tokens) in enumerate(encoded):
             if not ids:
-                empty = _result(
-                    self.text, [], 0.0, 0, np.zeros([0, len(tokens)], np.float32), tokens
-                )
+                empty = _result(self.text, [], 0.0, np.zeros([0, len(tokens)]), tokens, False)
                 results[i] = [empty] * n_best if n_best else empty
         running.sort(key=lambda i: len(encoded[i][0]))
         for start in range(0, len(running), batch_size):
@@ -165,35 +165,37 @@ class LiteRTTranslator:
                     results[index] = ranked if n_best else ranked[0]
         return results
 
-    def _one(self, outputs, index, source_tokens) -> dict:
+    def _one(self, outputs, index, source_tokens) -> Translation:
         length = int(outputs["lengths"][index])
         ids = outputs["tokens"][index][:length]
         attention = outputs["attention"][index][:length, : len(source_tokens)]
-        result = _result(
-            self.text, ids, float(outputs["scores"][index]), length, attention, source_tokens
+        return _result(
+            self.text,
+            ids,
+            float(outputs["scores"][index]),
+            attention,
+            source_tokens,
+            self.replace_unknown,
         )
-        if self.replace_unknown:
-            self._replace_unknown(result, ids)
-        return result
 
-    def _replace_unknown(self, result: dict, ids) -> None:
-        """Each `[UNK]` of `result` as the source token at its step's attention peak."""
-        unk_id = self.text.reserved["unk_id"]
-        unknown = [step for step, token_id in enumerate(ids) if int(token_id) == unk_id]
-        if not unknown or not result["source_tokens"]:
-            return
-        tokens = result["tokens"]
+
+def _result(text: LiteRTText, ids, score, attention, source_tokens, replace_unknown) -> Translation:
+    """The `Translation` of target `ids`; with `replace_unknown`, each `[UNK]` as the source
+    token at its step's attention peak (the first on a tie), the translation then the
+    detokenized tokens."""
+    tokens = text.target_tokens(ids)
+    translation = text.decode(ids)
+    unk_id = text.reserved["unk_id"]
+    unknown = [step for step, token_id in enumerate(ids) if int(token_id) == unk_id]
+    if replace_unknown and unknown and source_tokens:
         for step in unknown:
-            tokens[step] = result["source_tokens"][int(np.argmax(result["attention"][step]))]
-        result["translation"] = self.text.detokenize(tokens)
-
-
-def _result(text: LiteRTText, ids, score, length, attention, source_tokens) -> dict:
-    return {
-        "translation": text.decode(ids),
-        "score": score,
-        "length": length,
-        "tokens": text.target_tokens(ids),
-        "source_tokens": list(source_tokens),
-        "attention": np.asarray(attention, np.float32),
-    }
+            tokens[step] = source_tokens[int(np.argmax(attention[step]))]
+        translation = text.detokenize(tokens)
+    return Translation(
+        text=translation,
+        score=score,
+        length=len(tokens),
+        tokens=tokens,
+        source_tokens=list(source_tokens),
+        attention=np.asarray(attention, np.float32),
+    )

@@ -73,12 +73,12 @@ def test_translations_match_the_translator(
     if mode == "beam":
         pairs = [pair for ranked in pairs for pair in zip(*ranked, strict=True)]
     for result, expected in pairs:
-        assert result["tokens"] == expected["tokens"]
-        assert result["translation"] == expected["translation"]
-        assert result["source_tokens"] == expected["source_tokens"]
-        assert result["length"] == expected["length"]
-        assert result["score"] == pytest.approx(expected["score"], abs=1e-4)
-        np.testing.assert_allclose(result["attention"], expected["attention"], atol=1e-5)
+        assert result.tokens == expected.tokens
+        assert result.text == expected.text
+        assert result.source_tokens == expected.source_tokens
+        assert result.length == expected.length
+        assert result.score == pytest.approx(expected.score, abs=1e-4)
+        np.testing.assert_allclose(result.attention, expected.attention, atol=1e-5)
 
 
 def test_check_export_compares_with_the_saved_model(litert_export, exported, capsys):
@@ -140,7 +140,7 @@ def test_command_exports_int8_and_checks_it(run_dir, tmp_path, capsys):
     for model in manifest["models"].values():  # int8 matrices, dequantized once
         assert "DEQUANTIZE" in model["ops"]["builtin"]
     translations = LiteRTTranslator(out).translate(SENTENCES[:3], "greedy")
-    assert all(isinstance(result["translation"], str) for result in translations)
+    assert all(isinstance(result.text, str) for result in translations)
 
 
 @pytest.mark.slow
@@ -171,8 +171,8 @@ def test_shortlisted_models_match_the_shortlisted_translator(run_dir, tmp_path, 
             want = [ranked[0] if isinstance(ranked, list) else ranked for ranked in want]
             got = [ranked[0] if isinstance(ranked, list) else ranked for ranked in got]
         for result, expected in zip(got, want, strict=True):
-            assert result["tokens"] == expected["tokens"]
-            assert result["score"] == pytest.approx(expected["score"], abs=1e-4)
+            assert result.tokens == expected.tokens
+            assert result.score == pytest.approx(expected.score, abs=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -211,11 +211,11 @@ def test_translator_runs_without_tensorflow(litert_export, float32_translator):
         "    sys.modules[name] = None\n"
         "from keras_attention_client import LiteRTTranslator\n"
         f"results = LiteRTTranslator({str(litert_export)!r}).translate({SENTENCES!r}, 'beam')\n"
-        "print('\\n'.join(r['translation'] for r in results))\n"
+        "print('\\n'.join(r.text for r in results))\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
     )
     want = float32_translator.translate_all(SENTENCES, beam_width=3, length_penalty=0.6)
-    assert done.stdout.splitlines() == [r["translation"] for r in want]
+    assert done.stdout.splitlines() == [r.text for r in want]

@@ -22,9 +22,11 @@ from keras_attention.export.litert_checker import LiteRTChecker
 from keras_attention_client.litert_contract import MANIFEST_FILE, MODES
 from keras_attention_client.litert_translator import LiteRTTranslator
 from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE, TEXT_INPUT
+from keras_attention_client.wire.translation import Translation
 
 BEAM = {"beam_width": 3, "length_penalty": 0.6}
 SIGNATURES = {"greedy": DEFAULT_SIGNATURE, "beam": BEAM_SEARCH}
+NO_ATTENTION = np.zeros([0, 0], np.float32)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +71,7 @@ def test_the_warmup_holds_unknown_words(unknown_run, litert_exports, capsys):
     vocabulary = set(kept.text.source.vocabulary)
     assert any(token not in vocabulary for s in sources for token in kept.text.encode(s)[1])
     for mode in MODES:
-        assert any("[UNK]" in result["tokens"] for result in kept.translate(sources, mode))
+        assert any("[UNK]" in result.tokens for result in kept.translate(sources, mode))
     for replace, directory in litert_exports.items():
         manifest = json.loads((directory / MANIFEST_FILE).read_text(encoding="utf-8"))
         assert manifest["replace_unknown"] is replace
@@ -86,19 +88,19 @@ def test_replacement_copies_the_attention_peak(litert_exports, test_sources, mod
     replaced = LiteRTTranslator(litert_exports[True]).translate(test_sources, mode)
     unknowns = 0
     for before, after in zip(kept, replaced, strict=True):
-        assert after["score"] == before["score"]
-        np.testing.assert_array_equal(after["attention"], before["attention"])
-        for step, token in enumerate(before["tokens"]):
+        assert after.score == before.score
+        np.testing.assert_array_equal(after.attention, before.attention)
+        for step, token in enumerate(before.tokens):
             if token == "[UNK]":
                 unknowns += 1
-                peak = int(np.argmax(before["attention"][step]))
-                assert after["tokens"][step] == before["source_tokens"][peak]
+                peak = int(np.argmax(before.attention[step]))
+                assert after.tokens[step] == before.source_tokens[peak]
             else:
-                assert after["tokens"][step] == token
-        if "[UNK]" not in before["tokens"]:
-            assert after["translation"] == before["translation"]
+                assert after.tokens[step] == token
+        if "[UNK]" not in before.tokens:
+            assert after.text == before.text
         else:
-            assert "[UNK]" not in after["translation"]
+            assert "[UNK]" not in after.text
     assert unknowns >= 3
 
 
@@ -113,8 +115,8 @@ def test_litert_translates_as_the_translator(
     translator = with_precision(load_translator(unknown_run, replace_unknown=replace), "float32")
     want = translator.translate_all(test_sources, **({} if mode == "greedy" else BEAM))
     got = LiteRTTranslator(litert_exports[replace]).translate(test_sources, mode)
-    assert [r["tokens"] for r in got] == [r["tokens"] for r in want]
-    assert [r["translation"] for r in got] == [r["translation"] for r in want]
+    assert [r.tokens for r in got] == [r.tokens for r in want]
+    assert [r.text for r in got] == [r.text for r in want]
 
 
 @pytest.mark.slow
@@ -134,12 +136,12 @@ def test_litert_strings_equal_the_saved_model_on_the_test_split(
                 SIGNATURES[mode], {TEXT_INPUT: np.array([s.encode() for s in test_sources])}
             )
             want = [text.decode("utf-8") for text in outputs["translation"]]
-            got = [result["translation"] for result in litert.translate(test_sources, mode)]
+            got = [result.text for result in litert.translate(test_sources, mode)]
             assert got == want
             assert any(
                 token not in litert.text.target.ids
                 for result in litert.translate(test_sources, mode)
-                for token in result["tokens"]
+                for token in result.tokens
             ), "no [UNK] was replaced: the comparison would not test the rule"
     # The checker compares with the SavedModel too, like with like: an export that keeps
     # [UNK] is translated again with the SavedModel's setting (a warning says so).
@@ -152,12 +154,12 @@ def test_litert_strings_equal_the_saved_model_on_the_test_split(
 def test_a_difference_names_the_sentence_and_both_outputs():
     report = LiteRTCheckReport(path="x", reference="the reference")
     expected = [
-        {"tokens": ["Je", "bouge", "."], "translation": "Je bouge.", "score": -1.0},
-        {"tokens": ["oui"], "translation": "oui", "score": -0.5},
+        Translation("Je bouge.", -1.0, 3, ["Je", "bouge", "."], ["I", "move", "."], NO_ATTENTION),
+        Translation("oui", -0.5, 1, ["oui"], ["yes"], NO_ATTENTION),
     ]
     got = [
-        {"tokens": ["Je", "[UNK]", "."], "translation": "Je [UNK].", "score": -1.25},
-        {"tokens": ["oui"], "translation": "oui", "score": -0.5},
+        Translation("Je [UNK].", -1.25, 3, ["Je", "[UNK]", "."], ["I", "move", "."], NO_ATTENTION),
+        expected[1],
     ]
     results = {"greedy": got, "greedy.seconds": 0.1}
     LiteRTChecker._compare(report, "greedy", ["I move.", "yes"], expected, results, False)

@@ -55,7 +55,7 @@ def test_session_path_matches_the_python_translator(subword_run, subword_export)
 
     translator = load_translator(subword_run)
     texts = SENTENCES + UNSEEN
-    expected = [r["translation"] for r in translator.translate_all(texts, batch_size=len(texts))]
+    expected = [r.text for r in translator.translate_all(texts, batch_size=len(texts))]
     with SavedModelSession(subword_export.path) as session:
         outputs = session.run("serving_default", {"text": np.array(texts, dtype=object)})
     assert [t.decode("utf-8") for t in outputs["translation"]] == expected

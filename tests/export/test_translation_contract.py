@@ -8,8 +8,8 @@ from tensorflow.core.framework import types_pb2
 
 from keras_attention.export import translation_scores, translation_signatures
 from keras_attention.serving.server import inference
-from keras_attention_client.translation import Translation
 from keras_attention_client.wire import contract
+from keras_attention_client.wire.translation import Translation
 
 
 def test_the_contracts_copies_are_tensorflows_constants():

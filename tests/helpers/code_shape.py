@@ -174,7 +174,7 @@ def parameter_counts(root: Path = ROOT) -> list[tuple[str, int, str, int, bool]]
     return counts
 
 
-def _is_number(node: ast.AST | None) -> bool:
+def _is_literal(node: ast.AST | None) -> bool:
     return (
         isinstance(node, ast.Constant)
         and isinstance(node.value, (int, float))
@@ -183,12 +183,21 @@ def _is_number(node: ast.AST | None) -> bool:
 
 
 def _mentions(name: str | None, option: str) -> bool:
-    return name is not None and option in name.lower()
+    """Whether `name` names `option` (`max_beam_width` is its own option, not `beam_width`)."""
+    if name is None:
+        return False
+    name = name.lower()
+    return option in name.replace("max_" + option, "")
 
 
-def literal_defaults(tree: ast.AST, option: str) -> list[int]:
+def literal_defaults(tree: ast.AST, option: str, modes: tuple = ()) -> list[int]:
     """Lines where a number is written as a default of `option` (a parameter's default,
-    an assignment, or a keyword argument whose name contains `option`)."""
+    an assignment, or a keyword argument whose name contains `option`), but the values
+    of `modes` (e.g. `beam_width=1`: greedy search asked for, not a default)."""
+
+    def _is_number(node) -> bool:
+        return _is_literal(node) and node.value not in modes
+
     lines = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -211,10 +220,10 @@ def literal_defaults(tree: ast.AST, option: str) -> list[int]:
     return lines
 
 
-def literal_default_places(option: str, root: Path = ROOT) -> list[str]:
-    """`module:line` of every number written as a default of `option`."""
+def literal_default_places(option: str, root: Path = ROOT, modes: tuple = ()) -> list[str]:
+    """`module:line` of every number written as a default of `option` (but `modes`)."""
     return [
         f"{module}:{line}"
         for module, path in source_files(root).items()
-        for line in literal_defaults(ast.parse(path.read_text(encoding="utf-8")), option)
+        for line in literal_defaults(ast.parse(path.read_text(encoding="utf-8")), option, modes)
     ]

@@ -15,7 +15,7 @@ def translator(trained_digits_run):
 
 
 def _outputs(results):
-    return [(r["translation"], round(r["score"], 4)) for r in results]
+    return [(r.text, round(r.score, 4)) for r in results]
 
 
 @pytest.mark.parametrize("beam_width, n_best", [(1, None), (3, None), (3, 2)])
@@ -57,9 +57,9 @@ def test_a_seed_repeats_and_other_seeds_differ(translator):
 def test_sampled_results_have_the_usual_fields(translator):
     results = translator.translate_all(TEXTS, sample=True, seed=0, temperature=0.5)
     for result in results:
-        assert result["score"] <= 0.0
-        assert len(result["tokens"]) == result["length"]
-        assert result["attention"].shape == (result["length"], len(result["source_tokens"]))
+        assert result.score <= 0.0
+        assert len(result.tokens) == result.length
+        assert result.attention.shape == (result.length, len(result.source_tokens))
 
 
 @pytest.mark.parametrize(
@@ -110,10 +110,10 @@ def test_subword_targets_never_emit_unk_even_when_the_model_prefers_it(beam_widt
     model = _UnkLovingModel(size)
     with_words = Translator(model, source, words, replace_unknown=False)
     with_words = with_words.translate_all(["a"], beam_width=beam_width)
-    assert with_words[0]["tokens"][0] == "[UNK]", "the scripted model does prefer [UNK]"
+    assert with_words[0].tokens[0] == "[UNK]", "the scripted model does prefer [UNK]"
     result = Translator(model, source, subwords).translate_all(["a"], beam_width=beam_width)[0]
-    assert result["tokens"] == [subwords.ids_to_tokens(size - 1).numpy().decode()] * 2
-    assert "[UNK]" not in result["translation"]
+    assert result.tokens == [subwords.ids_to_tokens(size - 1).numpy().decode()] * 2
+    assert "[UNK]" not in result.text
 
 
 # ------------------------------------------------------------------- prefixes, next words
@@ -191,8 +191,8 @@ def test_next_words_are_the_most_probable_after_the_prefix(translator):
         np.testing.assert_allclose(outputs["next_word_scores"][row], log_probs[best], atol=1e-4)
     # translate_all: one prefix per text, the words on every result.
     results = translator.translate_all(TEXTS[:3], prefixes=PREFIXES[:3], next_words=2)
-    assert results[0]["translation"].lower().startswith("un deux")
-    assert [w for w, _ in results[0]["next_words"]] == [
+    assert results[0].text.lower().startswith("un deux")
+    assert [w for w, _ in results[0].next_words] == [
         w.decode() for w in outputs["next_words"][0].numpy()[:2]
     ]
     with pytest.raises(ValueError, match="one string per text"):
@@ -239,11 +239,11 @@ def test_unknown_words_are_copied_from_the_most_attended_source_token(beam_width
     default = default.translate_all(["Zorglub aime Paris"], **options)[0]
     if n_best:
         plain, copied, default = plain[0], copied[0], default[0]
-    assert default["tokens"] == copied["tokens"]
-    assert plain["tokens"] == ["[UNK]", "[UNK]", "w0"]
-    assert copied["tokens"] == ["Paris", "Zorglub", "w0"]
-    assert copied["translation"] == "Paris Zorglub w0"
-    assert copied["score"] == plain["score"]
+    assert default.tokens == copied.tokens
+    assert plain.tokens == ["[UNK]", "[UNK]", "w0"]
+    assert copied.tokens == ["Paris", "Zorglub", "w0"]
+    assert copied.text == "Paris Zorglub w0"
+    assert copied.score == plain.score
     if beam_width == 1:
         from keras_attention.text import SubwordVectorizer, train_subword_model
 
@@ -285,7 +285,7 @@ def test_constraints_appear_and_rows_without_translate_as_before(translator, bea
     if not n_best:
         results = translator.translate_all(TEXTS, beam_width=beam_width, constraints=CONSTRAINTS)
         want = [t.decode() for t in steered["translation"].numpy()]
-        assert [r["translation"] for r in results] == want
+        assert [r.text for r in results] == want
 
 
 @pytest.mark.parametrize(
@@ -324,6 +324,6 @@ def test_a_prefix_and_constraints_together(translator):
     for result, prefix, phrases in zip(
         results, PREFIXES[:4], [["sept"], ["neuf"], [], ["deux"]], strict=True
     ):
-        words = result["translation"].lower().split()
+        words = result.text.lower().split()
         assert words[: len(prefix.split())] == prefix.split(), (result, prefix)
         assert all(p in words[len(prefix.split()) :] or p in prefix.split() for p in phrases)

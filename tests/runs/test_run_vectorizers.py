@@ -39,9 +39,9 @@ def test_subword_run_stores_its_models_and_translates_without_unk(subword_run):
     assert translator.model.target_vocabulary_size == translator.target_vectorizer.vocabulary_size
     results = translator.translate_all(["3 1 4", "1 5 9 2 6", "Ω 😀"], beam_width=2)
     for result in results:
-        assert "[UNK]" not in result["translation"]
-        assert "[UNK]" not in result["tokens"]
-    assert results[0]["source_tokens"][0].startswith("▁")
+        assert "[UNK]" not in result.text
+        assert "[UNK]" not in result.tokens
+    assert results[0].source_tokens[0].startswith("▁")
 
 
 def test_subword_files_missing_is_a_clear_error(subword_run, tmp_path):
@@ -155,7 +155,7 @@ def test_translations_keep_the_target_languages_punctuation(
         measured = json.loads(run.target_spacing.read_text())
         assert measured["space_before"] == ("!?:;%" if language == "french" else "")
     sources = [line.split("\t")[0] for line in run.test_split.read_text().splitlines()][:40]
-    translations = [r["translation"] for r in load_translator(run.path).translate_all(sources)]
+    translations = [r.text for r in load_translator(run.path).translate_all(sources)]
     marks = [m for t in translations for m in re.findall(r"(.)[?!]", t)]
     assert len(marks) >= 20, translations[:5]
     spaced = sum(before == " " for before in marks)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from helpers.stand_in_export import reference_outputs
 
-from keras_attention_client.translation import TRANSLATION_OUTPUTS, Translation, split_batches
+from keras_attention_client.client_base import split_batches
+from keras_attention_client.wire.translation import TRANSLATION_OUTPUTS, Translation
 
 
 def _padded_batch():

@@ -147,7 +147,7 @@ def test_two_workers_read_their_own_parts_and_train_one_model(single_process_run
     from keras_attention.inference.trained_run import load_translator
 
     translations = load_translator(run.path).translate_all(["1 2 3"])
-    assert isinstance(translations[0]["translation"], str)
+    assert isinstance(translations[0].text, str)
 
 
 def test_mirrored_strategy_on_two_cpu_replicas_matches_one_process(single_process_run, tmp_path):

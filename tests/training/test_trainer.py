@@ -26,13 +26,13 @@ def test_model_learns_the_task_with_near_diagonal_attention(trained_digits_run):
     references = [t for _, t in pairs][:60]
     results = load_translator(run.path).translate_all(sources)
 
-    exact = np.mean([r["translation"] == ref for r, ref in zip(results, references, strict=True)])
+    exact = np.mean([r.text == ref for r, ref in zip(results, references, strict=True)])
     assert exact >= 0.5, f"exact-match rate {exact:.2f} (chance is ~0)"
     # One target word per source word, in order: the attention argmax of
     # output token i should be source token i.
     on_diagonal = total = 0
     for result in results:
-        attention = result["attention"]
+        attention = result.attention
         steps = min(attention.shape[0], attention.shape[1])
         on_diagonal += int(np.sum(attention[:steps].argmax(-1) == np.arange(steps)))
         total += steps

@@ -1,9 +1,14 @@
-"""One translated sentence, as returned by the serving clients."""
+"""`Translation`: one translated sentence, as every translator of the project returns it.
+
+The serving clients parse a server's outputs into it, `Translator.translate_all` its own
+outputs (the same aliases), and `LiteRTTranslator` builds it from a LiteRT model's. Its
+`to_dict` is the one JSON shape of every command line's `--format json`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -323,12 +328,3 @@ def _decode(value: Any) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return str(value)
-
-
-def split_batches(items: Sequence[Any], batch_size: int) -> list[Sequence[Any]]:
-    """Splits `items` into consecutive chunks of at most `batch_size`."""
-    if batch_size < 1:
-        raise ValueError(
-            f"batch_size must be a positive integer. Received: batch_size={batch_size}"
-        )
-    return [items[start : start + batch_size] for start in range(0, len(items), batch_size)]
