@@ -31,6 +31,7 @@ LAYERS = [
         "decoding",
         "precision",
         "shortlist_defaults",
+        "saved_model_session",
     },
     {"data", "models"},
     {"runs"},
