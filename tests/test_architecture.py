@@ -21,7 +21,7 @@ from helpers.code_shape import (
 )
 
 LAYERS = [
-    {"installation", "tensorflow_logging", "client"},
+    {"installation", "tensorflow_logging", "auto", "client"},
     {
         "keras_attention",
         "version_action",
