@@ -16,24 +16,24 @@ import importlib
 
 import lazy_loader
 
-_getattr, _, _names = lazy_loader.attach(
-    __name__,
-    submod_attrs={
-        "allowed_ops": ["AllowedOps"],
-        "check_report": ["CheckReport"],
-        "export_checker": ["ExportChecker"],
-        "export_manifest": ["ExportManifest"],
-        "export_settings": ["ExportSettings"],
-        "exported_version": ["ExportedVersion"],
-        "litert_checker": ["LiteRTChecker"],
-        "litert_exporter": ["LiteRTExporter", "export_litert"],
-        "signature_options": ["SignatureOptions"],
-        "translation_signatures": ["TranslationSignatures"],
-        "translator_exporter": ["TranslatorExporter", "export_translator"],
-        "version_directory": ["VersionDirectory"],
-        "warmup": ["predict_log", "write_warmup_requests"],
-    },
-)
+_MODULES = {
+    "allowed_ops": ["AllowedOps"],
+    "check_report": ["CheckReport"],
+    "export_checker": ["ExportChecker"],
+    "export_manifest": ["ExportManifest"],
+    "export_settings": ["ExportSettings"],
+    "exported_version": ["ExportedVersion"],
+    "litert_checker": ["LiteRTChecker"],
+    "litert_exporter": ["LiteRTExporter", "export_litert"],
+    "signature_options": ["SignatureOptions"],
+    "translation_signatures": ["TranslationSignatures"],
+    "translator_exporter": ["TranslatorExporter", "export_translator"],
+    "version_directory": ["VersionDirectory"],
+    "warmup": ["predict_log", "write_warmup_requests"],
+}
+"""Our modules and the public names each defines, imported on first use."""
+
+_getattr, _, _names = lazy_loader.attach(__name__, submod_attrs=_MODULES)
 
 # TF Serving's Session path and the warmup reader, which the export's check shares with the
 # local server (`keras_attention.saved_model_session`).
