@@ -123,11 +123,11 @@ harness.quiet_tensorflow()
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from keras_attention.auto import AUTO as AUTO_WEIGHTS  # noqa: E402
 from keras_attention.evaluation.bleu import score_translations  # noqa: E402
 from keras_attention.export import SavedModelSession  # noqa: E402
 from keras_attention.export import cli as export_cli  # noqa: E402
 from keras_attention.export.export_precision import with_precision  # noqa: E402
-from keras_attention.export.weight_storage import AUTO as AUTO_WEIGHTS  # noqa: E402
 from keras_attention.export.weight_storage import resolve_weights  # noqa: E402
 from keras_attention.inference.trained_run import load_translator  # noqa: E402
 from keras_attention.inference.translator import Translator  # noqa: E402

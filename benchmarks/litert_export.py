@@ -155,8 +155,8 @@ def main(argv=None):
     from keras_attention.evaluation.bleu import score_translations
     from keras_attention.export.export_settings import ExportSettings
     from keras_attention.export.litert_exporter import LiteRTExporter
-    from keras_attention.export.saved_model_session import SavedModelSession
     from keras_attention.export.translator_exporter import export_translator
+    from keras_attention.saved_model_session import SavedModelSession
     from keras_attention_client.litert_translator import LiteRTTranslator
 
     DynamicRangeExporter = dynamic_range_exporter()  # noqa: N806

@@ -6,7 +6,7 @@ For each concurrency (default 1, 4, 16), `concurrency` threads, one
 seconds per round, against three paths:
 
 - `in-process`: the same threads call the version's Session directly
-  (TF Serving's path, `keras_attention.serving.server.serving_session.ServingSession`),
+  (TF Serving's path, `keras_attention.saved_model_session.SavedModelSession`),
   no RPC: the baseline;
 - `gRPC`: `python -m keras_attention.serving` in its own process, requests run one by one
   (concurrently, each its own Session run);
@@ -85,9 +85,9 @@ def _median(rounds: list[dict]) -> dict:
 
 
 def _in_process(version_dir: Path, signature: str):
-    from keras_attention.serving.server.serving_session import ServingSession
+    from keras_attention.saved_model_session import SavedModelSession
 
-    bundle = ServingSession(version_dir, name="translator", version=1)
+    bundle = SavedModelSession(version_dir, name="translator", version=1)
 
     def make_call(index: int):
         inputs = {"text": np.array([SENTENCES[index % len(SENTENCES)]], dtype=object)}

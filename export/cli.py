@@ -13,10 +13,11 @@ import argparse
 import dataclasses
 import sys
 
+from keras_attention.auto import AUTO
 from keras_attention.export.export_settings import COMMAND_SETTINGS, ExportSettings
 from keras_attention.export.signature_options import DEFAULT_MAX_BEAM_WIDTH
 from keras_attention.export.weight_choices import WEIGHTS
-from keras_attention.precision import AUTO, POLICIES
+from keras_attention.precision import POLICIES
 from keras_attention_client.litert_contract import WEIGHTS as LITERT_WEIGHTS
 
 FORMATS = ("savedmodel", "litert")

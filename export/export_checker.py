@@ -18,7 +18,6 @@ from keras_attention.export.saved_model_proto import (
     serve_meta_graph,
     xla_compiled_functions,
 )
-from keras_attention.export.saved_model_session import SavedModelSession
 from keras_attention.export.translation_signatures import (
     BEAM_SEARCH,
     INPUT_KEY,
@@ -30,6 +29,7 @@ from keras_attention.export.translation_signatures import (
     TRANSLATION_OUTPUTS,
 )
 from keras_attention.export.warmup_replay import check_native, replay_warmup
+from keras_attention.saved_model_session import SavedModelSession
 from keras_attention_client.wire.contract import (
     CONFIDENCE_OUTPUTS,
     DECODING_INPUTS,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from keras_attention.auto import AUTO
 from keras_attention.export.signature_options import SignatureOptions
-from keras_attention.precision import AUTO
 from keras_attention.shortlist_defaults import DEFAULT_FREQUENT
 
 

@@ -236,7 +236,7 @@ def _saved_model_results(
     """`(mode -> results of the SavedModel's matching signature for sources, whether its
     signatures replace unknown words)`."""
     from keras_attention.export.export_manifest import ExportManifest
-    from keras_attention.export.saved_model_session import SavedModelSession
+    from keras_attention.saved_model_session import SavedModelSession
 
     manifest = ExportManifest.load(saved_model)
     saved_beam = manifest.decoding.get(BEAM_SEARCH, {})

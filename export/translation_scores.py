@@ -1,4 +1,4 @@
-"""`score_translations`: the `score_translation` signature's teacher-forced scores."""
+"""`teacher_forced_scores`: the `score_translation` signature's teacher-forced scores."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from keras_attention.inference.translator import Translator
 from keras_attention_client.wire.contract import SCORE_OUTPUTS
 
 
-def score_translations(translator: Translator, text, translation) -> dict[str, tf.Tensor]:
+def teacher_forced_scores(translator: Translator, text, translation) -> dict[str, tf.Tensor]:
     """The model's log-probability of each given translation, by teacher forcing.
 
     The `score_translation` signature (`TranslationSignatures`): `text` and

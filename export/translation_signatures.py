@@ -20,7 +20,7 @@ from keras_attention.export.signature_tensors import (
     scalar_specs,
     tensor_specs,
 )
-from keras_attention.export.translation_scores import score_translations
+from keras_attention.export.translation_scores import teacher_forced_scores
 from keras_attention.inference.translator import Translator
 from keras_attention_client.wire.contract import (
     BEAM_SEARCH,
@@ -410,7 +410,7 @@ class TranslationSignatures:
 
     def score(self, text, translation) -> dict[str, tf.Tensor]:
         """The `score_translation` function (see the class docstring)."""
-        return score_translations(self.translator, text, translation)
+        return teacher_forced_scores(self.translator, text, translation)
 
 
 def _phrases(constraints: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 import keras_attention
+from keras_attention.auto import AUTO
 from keras_attention.export.decoding_description import describe_decoding
 from keras_attention.export.export_manifest import ExportManifest, file_sha256, jsonable
 from keras_attention.export.export_precision import with_precision
@@ -38,7 +39,6 @@ from keras_attention.export.warmup_pairs import DEFAULT_WARMUP_PAIRS, run_warmup
 from keras_attention.export.weight_storage import WeightStorage
 from keras_attention.inference.translator import Translator
 from keras_attention.models.seq2seq import require_registered
-from keras_attention.shortlist_defaults import AUTO
 from keras_attention.vocabulary_shortlist import (
     VocabularyShortlist,
     auto_shortlist_size,

@@ -2,7 +2,9 @@
 
 TensorFlow Serving replays the `PredictionLog` records of this TFRecord file
 against a new version before it serves traffic, so the first real request
-does not pay for graph optimization and table initialization.
+does not pay for graph optimization and table initialization. The export
+writes them here; the one reader, which the local server and the export's
+check share, is `keras_attention.saved_model_session.read_warmup_requests`.
 """
 
 from __future__ import annotations
@@ -16,16 +18,10 @@ import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
 # Where the file lies and how many records TF Serving takes: the wire contract, which the
-# local server's reader uses too.
+# reader uses too.
 from keras_attention_client.wire.contract import MAX_WARMUP_RECORDS, WARMUP_FILE
 
-__all__ = [
-    "MAX_WARMUP_RECORDS",
-    "WARMUP_FILE",
-    "predict_log",
-    "read_warmup_requests",
-    "write_warmup_requests",
-]
+__all__ = ["MAX_WARMUP_RECORDS", "WARMUP_FILE", "predict_log", "write_warmup_requests"]
 
 
 def predict_log(
@@ -75,32 +71,3 @@ def write_warmup_requests(
         for log in logs:
             writer.write(log.SerializeToString())
     return path
-
-
-def read_warmup_requests(version_dir: str | os.PathLike) -> list[prediction_log_pb2.PredictionLog]:
-    """The `PredictionLog` records of a version's warmup file (`[]` if there is none).
-
-    The same reader as `keras_attention.serving.server.serving_session.read_warmup_requests` (the import
-    direction keeps export and server apart); tests/export/test_warmup.py holds
-    both to the same tests.
-
-    Raises:
-        ValueError: more than `MAX_WARMUP_RECORDS` records (TF Serving refuses
-            such a version), or a non-empty file without a record.
-        tf.errors.DataLossError: a corrupt record.
-        google.protobuf.message.DecodeError: a record is not a `PredictionLog`.
-    """
-    path = str(Path(version_dir) / WARMUP_FILE)
-    if not tf.io.gfile.exists(path):
-        return []
-    logs = []
-    for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
-        if len(logs) == MAX_WARMUP_RECORDS:
-            raise ValueError(
-                f"{path!r} holds more than {MAX_WARMUP_RECORDS} warmup records, which TF "
-                "Serving refuses"
-            )
-        logs.append(prediction_log_pb2.PredictionLog.FromString(record))
-    if not logs and tf.io.gfile.stat(path).length:
-        raise ValueError(f"{path!r} is not a TFRecord file of PredictionLogs")
-    return logs

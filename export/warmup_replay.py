@@ -13,9 +13,8 @@ from tensorflow.core.framework import types_pb2
 from keras_attention.export.check_report import CheckReport
 from keras_attention.export.export_manifest import ExportManifest
 from keras_attention.export.native_check import NativeCheckError, compare_outputs, run_native
-from keras_attention.export.saved_model_session import SavedModelSession
 from keras_attention.export.translation_signatures import INPUT_KEY, SERVING_DEFAULT
-from keras_attention.export.warmup import read_warmup_requests
+from keras_attention.saved_model_session import SavedModelSession, read_warmup_requests
 
 _NUMPY_DTYPES = {
     "DT_STRING": np.object_,

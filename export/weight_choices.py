@@ -4,6 +4,3 @@ from __future__ import annotations
 
 WEIGHTS = ("float32", "bfloat16", "int8")
 """The ways to store the weights (`--weights` also takes `AUTO`)."""
-
-AUTO = "auto"
-"""The storage `resolve_weights` picks from the model's compute dtype."""

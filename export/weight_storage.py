@@ -40,7 +40,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_attention.export.weight_choices import AUTO, WEIGHTS
+from keras_attention.auto import AUTO
+from keras_attention.export.weight_choices import WEIGHTS
 
 
 def resolve_weights(weights: str, compute_dtype: str) -> str:

@@ -34,9 +34,10 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from keras_attention.auto import AUTO
+
 logger = logging.getLogger(__name__)
 
-AUTO = "auto"
 POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 """The dtype policies a run may compute in (`auto` resolves to one of them)."""
 

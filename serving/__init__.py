@@ -8,8 +8,10 @@
                 the translation contract, the wire protos.
 
 `keras_attention.serving` never imports Keras, the rest of `keras_attention`
-or `keras_attention.export`: once a model is exported, only the client (and TF
-Serving, or this package's server) are needed.
+or `keras_attention.export`, but for `keras_attention.saved_model_session`
+(TF Serving's Session path and warmup reader, TensorFlow only, shared with the
+export's check): once a model is exported, only the client (and TF Serving, or
+this package's server) are needed.
 
 The server's main names are importable from here, lazily (so the import is
 cheap): `from keras_attention.serving import ModelServer`. The clients come from

@@ -21,7 +21,7 @@ from helpers.code_shape import (
 )
 
 LAYERS = [
-    {"installation", "tensorflow_logging", "client", "decoding_defaults"},
+    {"installation", "tensorflow_logging", "auto", "client", "decoding_defaults"},
     {
         "keras_attention",
         "version_action",
@@ -31,6 +31,7 @@ LAYERS = [
         "decoding",
         "precision",
         "shortlist_defaults",
+        "saved_model_session",
     },
     {"data", "models"},
     {"runs"},

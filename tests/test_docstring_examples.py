@@ -40,7 +40,7 @@ MODULES = sorted(name for package_name in PACKAGES for name in _modules(package_
 
 def test_every_package_is_walked():
     assert "keras_attention.export.translator_exporter" in MODULES
-    assert "keras_attention.serving.server.serving_session" in MODULES
+    assert "keras_attention.serving.server.servable_manager" in MODULES
     assert "keras_attention_client.wire.tensors" in MODULES
     # The editable install also sees serving/client under keras_attention.serving; skip it.
     assert not [name for name in MODULES if name.startswith("keras_attention.serving.client")]

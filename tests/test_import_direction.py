@@ -1,7 +1,11 @@
 """The import direction is one way, and every import uses our own names.
 
     keras_attention.export  -> keras_attention, keras_attention_client (never keras_attention.serving)
-    keras_attention.serving -> keras_attention_client.wire (never Keras, never the rest of keras_attention)
+    keras_attention.serving -> keras_attention_client.wire, keras_attention.saved_model_session
+                               (never Keras, never the rest of keras_attention)
+    keras_attention.saved_model_session -> keras_attention_client.wire only (TensorFlow, no
+                               Keras: the Session path and warmup reader that the export's
+                               check and the server share)
     keras_attention.serving.ui -> nothing of ours (the server imports it, for --ui only)
     keras_attention_client  -> nothing of ours (checked in tests/serving/test_client_distribution.py)
 
@@ -28,6 +32,10 @@ CLIENT_CONTRACT = ("keras_attention_client.wire", "keras_attention_client.defaul
 (`DecodingOptions`) and the shared defaults."""
 
 FOLDERS = ["keras_attention", "export", "serving", "tests", "benchmarks", "examples"]
+
+SHARED_SESSION = "keras_attention.saved_model_session"
+"""The one module of `keras_attention` that the server imports: TF Serving's Session path
+and warmup reader, which the export's check shares."""
 
 
 def _imports(path: Path) -> list[tuple[str, int, bool]]:
@@ -107,7 +115,20 @@ def test_the_server_imports_neither_keras_nor_the_rest_of_keras_attention():
             or (
                 _within(module, "keras_attention")
                 and not _within(module, "keras_attention.serving")
+                and module != SHARED_SESSION
             )
+        ),
+    )
+    assert violations == []
+
+
+def test_the_shared_session_imports_nothing_of_ours_but_the_wire():
+    violations = _imports_where(
+        [ROOT / "keras_attention" / "saved_model_session.py"],
+        lambda module: (
+            module.split(".")[0]
+            in ("keras", "tf_keras", "keras_attention", "keras_attention_client")
+            and not _within(module, "keras_attention_client.wire")
         ),
     )
     assert violations == []
@@ -160,8 +181,9 @@ def test_importing_the_server_loads_nothing_else_of_ours():
     )
     loaded = modules_loaded_by(code, top_level=False)
     ours = {name for name in loaded if _within(name, "keras_attention")}
-    # The package itself runs its installation check (standard library only).
-    package = {"keras_attention", "keras_attention.installation"}
+    # The package itself runs its installation check (standard library only); the Session
+    # path and warmup reader are the one other module of ours the server loads.
+    package = {"keras_attention", "keras_attention.installation", SHARED_SESSION}
     assert ours == package | {name for name in ours if _within(name, "keras_attention.serving")}
     assert "keras_attention.serving.server.model_server" in ours
     assert not {name for name in ours if _within(name, "keras_attention.serving.ui")}  # --ui only

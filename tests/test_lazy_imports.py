@@ -15,9 +15,12 @@ PACKAGES = [
     "keras_attention.serving",
 ]
 
-# Names a package re-exports from another on purpose (none: the export has its own
-# Session-path runner, since it does not import the server).
-RE_EXPORTED: dict[tuple[str, str], str] = {}
+# Names a package re-exports from another on purpose: the export's Session-path runner and
+# warmup reader are the ones it shares with the server.
+RE_EXPORTED: dict[tuple[str, str], str] = {
+    ("keras_attention.export", "SavedModelSession"): "keras_attention.saved_model_session",
+    ("keras_attention.export", "read_warmup_requests"): "keras_attention.saved_model_session",
+}
 
 
 @pytest.mark.parametrize("package_name", PACKAGES)

@@ -13,10 +13,11 @@ import dataclasses
 import typing
 
 from keras_attention import distribution
+from keras_attention.auto import AUTO
 from keras_attention.cli.run_commands import run_evaluate, run_plot, run_status, run_train
 from keras_attention.cli.translate_command import run_translate
 from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH
-from keras_attention.runs.train_config import AUTO, CHOICES, FIELD_HELP, TrainConfig
+from keras_attention.runs.train_config import CHOICES, FIELD_HELP, TrainConfig
 
 VERBOSE_HELP = (
     "log progress details and keep TensorFlow's own logs and warnings "

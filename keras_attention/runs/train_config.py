@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from keras_attention.attention_recipe import conditional_query, luong_scaling
+from keras_attention.auto import AUTO
 from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
 from keras_attention.precision import resolve_precision
 
@@ -24,12 +25,6 @@ CHOICES = {
 Kept here, free of TensorFlow, so `--help` lists them instantly; a test checks
 them against the models' own lists (`ATTENTION_TYPES`, `SCORES`, `RNN_CELLS`).
 """
-
-
-AUTO = "auto"
-"""The value of `tokenizer`, `source_vocabulary_size` and `target_vocabulary_size`
-that a new run resolves from its training split and budget
-(`keras_attention.runs.tokenizer_choice`)."""
 
 VOCABULARY_SIZES = {"subwords": (8000, 8000), "words": (12000, 16000)}
 """Fixed (source, target) vocabulary sizes per tokenizer: what a size of `None`

@@ -41,23 +41,15 @@ DISTRIBUTION = "keras-attention-client"
 """The distribution that installs this package and the `keras-attention-client` command."""
 
 
-class _VersionAction(argparse.Action):
-    """`--version`: prints `keras-attention-client X.Y.Z` (the installed distribution's)."""
+def _version_line() -> str:
+    """What `--version` prints: `keras-attention-client X.Y.Z` (the installed distribution's)."""
+    from importlib import metadata
 
-    def __init__(
-        self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None
-    ):  # noqa: A002
-        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        from importlib import metadata
-
-        try:
-            version = metadata.version(DISTRIBUTION)
-        except metadata.PackageNotFoundError:
-            version = "(not installed)"
-        print(f"{DISTRIBUTION} {version}")
-        parser.exit(0)
+    try:
+        version = metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        version = "(not installed)"
+    return f"{DISTRIBUTION} {version}"
 
 
 class IntermixedArgumentParser(argparse.ArgumentParser):
@@ -401,8 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Translate with a model served by TensorFlow Serving (or python -m keras_attention.serving), "
         "over gRPC or REST, without TensorFlow.",
     )
+    version = _version_line()
     parser.add_argument(
-        "--version", action=_VersionAction, help="print the installed version and exit"
+        "--version", action="version", version=version, help="print the installed version and exit"
     )
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=IntermixedArgumentParser
@@ -418,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="log the retries while waiting for a server"
     )
     translate.add_argument(
-        "--version", action=_VersionAction, help="print the installed version and exit"
+        "--version", action="version", version=version, help="print the installed version and exit"
     )
     add_translate_arguments(translate)
     return parser

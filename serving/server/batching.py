@@ -88,7 +88,7 @@ class _Task(NamedTuple):
 class Batcher:
     """Merges concurrent `run`s with the same signature into batched Session runs.
 
-    `run` runs one batch, as `ServingSession.run` (its default).
+    `run` runs one batch, as `SavedModelSession.run` (its default).
     """
 
     def __init__(self, options: BatchingOptions, run=None):

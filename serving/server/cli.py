@@ -138,29 +138,24 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
-        "--version", action=_VersionAction, help="print the installed version and exit"
+        "--version",
+        action="version",
+        version=_version_line(),
+        help="print the installed version and exit",
     )
     add_serve_arguments(parser)
     return parser
 
 
-class _VersionAction(argparse.Action):
-    """`--version`: the installed `keras-attention-seq2seq` distribution's version."""
+def _version_line() -> str:
+    """What `--version` prints: the installed `keras-attention-seq2seq` distribution's version."""
+    from importlib import metadata
 
-    def __init__(
-        self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None
-    ):  # noqa: A002
-        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        from importlib import metadata
-
-        try:
-            version = metadata.version("keras-attention-seq2seq")
-        except metadata.PackageNotFoundError:
-            version = "(not installed)"
-        print(f"keras-attention-seq2seq {version}")
-        parser.exit(0)
+    try:
+        version = metadata.version("keras-attention-seq2seq")
+    except metadata.PackageNotFoundError:
+        version = "(not installed)"
+    return f"keras-attention-seq2seq {version}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

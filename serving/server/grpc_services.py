@@ -12,7 +12,7 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from keras_attention.serving.server import inference
+from keras_attention.serving.server import predict
 from keras_attention.serving.server.servable_manager import ServableManager
 from keras_attention_client.wire.errors import ServingError
 from keras_attention_client.wire.protos import model_listing_pb2_grpc
@@ -40,7 +40,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
     (the server's `Batcher.run` with `--enable_batching`).
     """
 
-    def __init__(self, manager: ServableManager, *, runner: inference.Runner | None = None):
+    def __init__(self, manager: ServableManager, *, runner: predict.Runner | None = None):
         self.manager = manager
         self.runner = runner
 
@@ -55,26 +55,24 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         remaining = context.time_remaining()
         timeout = None if remaining is None else int(remaining * 1000)
 
-        def predict(session):
-            return inference.run_predict(
-                session, request, timeout_in_ms=timeout, runner=self.runner
-            )
+        def run(session):
+            return predict.run_predict(session, request, timeout_in_ms=timeout, runner=self.runner)
 
-        return self._on_servable(context, request, request.model_spec, predict)
+        return self._on_servable(context, request, request.model_spec, run)
 
     def GetModelMetadata(self, request, context):  # noqa: N802 - gRPC method name
         def handler():
-            inference.check_metadata_fields(request.metadata_field)  # first, as TF Serving
+            predict.check_metadata_fields(request.metadata_field)  # first, as TF Serving
             with self.manager.servable(request.model_spec) as session:
-                return inference.get_model_metadata(session)
+                return predict.get_model_metadata(session)
 
         return _answer(context, request, handler)
 
     def Classify(self, request, context):  # noqa: N802 - gRPC method name
-        return self._refuse(context, request, request.model_spec, inference.CLASSIFY)
+        return self._refuse(context, request, request.model_spec, predict.CLASSIFY)
 
     def Regress(self, request, context):  # noqa: N802 - gRPC method name
-        return self._refuse(context, request, request.model_spec, inference.REGRESS)
+        return self._refuse(context, request, request.model_spec, predict.REGRESS)
 
     def MultiInference(self, request, context):  # noqa: N802 - gRPC method name
         task = request.tasks[0] if request.tasks else inference_pb2.InferenceTask()
@@ -82,7 +80,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
 
     def _refuse(self, context, request, spec, method_name):
         return self._on_servable(
-            context, request, spec, lambda s: inference.refuse(s, method_name, spec.signature_name)
+            context, request, spec, lambda s: predict.refuse(s, method_name, spec.signature_name)
         )
 
 

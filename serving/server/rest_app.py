@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute
 from tensorflow_serving.apis import model_pb2
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from keras_attention.serving.server import inference
+from keras_attention.serving.server import predict
 from keras_attention.serving.server.servable_manager import ServableManager
 from keras_attention_client.wire import json_tensor
 from keras_attention_client.wire.errors import HTTP_STATUS_FOR_CODE, ServingError
@@ -114,7 +114,7 @@ class RestApi:
             spec.version_label = urllib.parse.unquote(label)
         if metadata:
             with self.manager.servable(spec) as session:
-                answer = inference.get_model_metadata(session)
+                answer = predict.get_model_metadata(session)
             document = json_format.MessageToDict(answer, **_PRINT)
             del document["metadata"]["signature_def"]["@type"]  # TF Serving prints the map only
             return json.dumps(document, indent=1)
@@ -122,18 +122,18 @@ class RestApi:
             return json_format.MessageToJson(self.manager.model_status(spec), indent=1, **_PRINT)
         document = json_tensor.parse_json(body)
         signature_name = json_tensor.signature_name_of(document)
-        name = signature_name or inference.DEFAULT_SIGNATURE
+        name = signature_name or predict.DEFAULT_SIGNATURE
         with self.manager.servable(spec) as session:
             if action.lower() != "predict":
-                refused = {"classify": inference.CLASSIFY, "regress": inference.REGRESS}
-                inference.refuse(session, refused[action.lower()], signature_name)
+                refused = {"classify": predict.CLASSIFY, "regress": predict.REGRESS}
+                predict.refuse(session, refused[action.lower()], signature_name)
             if name not in session.signature_defs:
                 message = f'Serving signature name: "{name}" not found in signature def'
                 raise ServingError("INVALID_ARGUMENT", message)
             signature = session.signature_defs[name]
             inputs, fmt = json_tensor.predict_inputs(document, signature_name, signature.inputs)
             run = {"timeout_in_ms": self.timeout_in_ms, "runner": self.runner}
-            outputs = inference.predict(session, signature_name, inputs, **run)
+            outputs = predict.predict(session, signature_name, inputs, **run)
         return json_tensor.make_json_from_tensors(outputs, fmt)
 
 

@@ -15,8 +15,8 @@ import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2, model_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from keras_attention.serving.server import inference
-from keras_attention.serving.server.serving_session import ServingSession, read_warmup_requests
+from keras_attention.saved_model_session import SavedModelSession, read_warmup_requests
+from keras_attention.serving.server import predict
 from keras_attention_client.wire.errors import STATUS_CODES, ServingError, code_name
 from keras_attention_client.wire.protos import model_listing_pb2
 
@@ -97,7 +97,7 @@ class ServableManager:
         self.session_config = session_config
         self._labels: dict[str, dict[str, int]] = {}
         # Routing table, replaced (never mutated) under _state_lock: name -> version -> session.
-        self._serving: dict[str, dict[int, ServingSession]] = {}
+        self._serving: dict[str, dict[int, SavedModelSession]] = {}
         self._states: dict[str, dict[int, VersionState]] = {}
         # (name, version) -> (attempts, time of the last, fingerprint of the files) of failed loads.
         self._failures: dict[tuple[str, int], tuple[int, float, tuple]] = {}
@@ -211,12 +211,12 @@ class ServableManager:
         logger.info("Loading servable {name: %s version: %d} from %s", name, version, path)
         fingerprint, start, session = _fingerprint(path), time.perf_counter(), None
         try:
-            session = ServingSession(path, self.session_config, name=name, version=version)
+            session = SavedModelSession(path, self.session_config, name=name, version=version)
             for log in read_warmup_requests(path) if self.enable_model_warmup else ():
                 kind = log.WhichOneof("log_type")
                 if kind != "predict_log":  # our exports write Predict records only
                     raise ServingError("UNIMPLEMENTED", f"Unsupported log_type for warmup: {kind}")
-                inference.run_predict(session, log.predict_log.request)
+                predict.run_predict(session, log.predict_log.request)
         except Exception as error:  # noqa: BLE001 - any load failure is reported, not raised
             if session is not None:
                 session.retire()
@@ -251,7 +251,7 @@ class ServableManager:
 
     def _set_state(
         self, name: str, version: int, state: VersionState, route: bool = False, session=None
-    ) -> ServingSession | None:
+    ) -> SavedModelSession | None:
         """Records a state; with `route`, routes to `session` (None: none) and returns the old."""
         with self._state_lock:
             self._states.setdefault(name, {})[version] = state
@@ -265,7 +265,7 @@ class ServableManager:
             return previous
 
     @contextlib.contextmanager
-    def servable(self, model_spec: model_pb2.ModelSpec) -> Iterator[ServingSession]:
+    def servable(self, model_spec: model_pb2.ModelSpec) -> Iterator[SavedModelSession]:
         """Holds the version `model_spec` names (default: the latest) for a request.
 
         Raises:

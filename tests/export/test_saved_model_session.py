@@ -1,21 +1,23 @@
-"""The export's Session runner and the local server's run an export alike.
+"""The one Session runner, which the export's check and the local server share, runs an
+export as TF Serving does.
 
-`keras_attention.export.SavedModelSession` (check-export) and
-`keras_attention.serving.server.serving_session.ServingSession` (the server) are two
-copies of TF Serving's loading path, since the import direction keeps export and server
-apart; both are held here to the same expectations, against the stand-in export's
-NumPy reference.
+`keras_attention.export.SavedModelSession` (check-export) is the server's
+`keras_attention.saved_model_session.SavedModelSession`; it is held here to the
+stand-in export's NumPy reference, through both names.
 """
 
 import numpy as np
 import pytest
 from helpers.stand_in_export import build_translator_export, reference_outputs
 
-from keras_attention.export.saved_model_session import SavedModelSession
-from keras_attention.serving.server.serving_session import ServingSession
+import keras_attention.export
+from keras_attention.saved_model_session import SavedModelSession
 
-SESSIONS = pytest.mark.parametrize("session_class", [SavedModelSession, ServingSession],
-                                   ids=["export", "server"])  # fmt: skip
+SESSIONS = pytest.mark.parametrize(
+    "session_class",
+    [keras_attention.export.SavedModelSession, SavedModelSession],
+    ids=["export", "server"],
+)
 TEXTS = ["the cat sleeps", "a", ""]
 
 
@@ -46,3 +48,7 @@ def test_both_sessions_refuse_an_unknown_signature_and_wrong_inputs(export, sess
             session.run("nope", {"text": np.array(["a"], dtype=object)})
         with pytest.raises(ValueError):
             session.run("serving_default", {"words": np.array(["a"], dtype=object)})
+
+
+def test_the_export_and_the_server_share_one_session_class():
+    assert keras_attention.export.SavedModelSession is SavedModelSession

@@ -7,7 +7,7 @@ import tensorflow as tf
 from tensorflow.core.framework import types_pb2
 
 from keras_attention.export import translation_scores, translation_signatures
-from keras_attention.serving.server import inference
+from keras_attention.serving.server import predict
 from keras_attention_client.wire import contract
 from keras_attention_client.wire.translation import Translation
 
@@ -17,7 +17,7 @@ def test_the_contracts_copies_are_tensorflows_constants():
     assert contract.SERVE_TAG == tf.saved_model.SERVING
     assert contract.ASSETS_EXTRA == tf.saved_model.ASSETS_DIRECTORY + ".extra"
     assert contract.DEFAULT_SIGNATURE == tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
-    assert inference.DEFAULT_SIGNATURE is tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+    assert predict.DEFAULT_SIGNATURE is tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 
 
 def test_the_exporter_builds_its_signatures_from_the_contract():

@@ -11,8 +11,7 @@ import pytest
 import tensorflow as tf
 from helpers.export_testing import SENTENCES
 
-from keras_attention.export import ExportManifest, TranslatorExporter
-from keras_attention.export.warmup import read_warmup_requests
+from keras_attention.export import ExportManifest, TranslatorExporter, read_warmup_requests
 from keras_attention.runs.train_config import TrainConfig
 from keras_attention_client.wire.contract import DECODING_INPUTS, STEERING_INPUTS
 

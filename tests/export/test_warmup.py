@@ -7,15 +7,14 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
-from keras_attention.export import predict_log, warmup, write_warmup_requests
+from keras_attention import export, saved_model_session
+from keras_attention.export import predict_log, write_warmup_requests
 from keras_attention.export.warmup import MAX_WARMUP_RECORDS, WARMUP_FILE
-from keras_attention.serving.server import serving_session
 
-# The export's reader (check-export) and the local server's read the same files: the import
-# direction keeps them apart, so both are held to the same tests.
+# The export's check and the local server read the files with one reader, by either name.
 READERS = pytest.mark.parametrize(
     "read_warmup_requests",
-    [warmup.read_warmup_requests, serving_session.read_warmup_requests],
+    [export.read_warmup_requests, saved_model_session.read_warmup_requests],
     ids=["export", "server"],
 )
 
@@ -63,3 +62,7 @@ def test_at_most_1000_records(tmp_path, read_warmup_requests):
             writer.write(log.SerializeToString())
     with pytest.raises(ValueError, match="more than 1000"):
         read_warmup_requests(tmp_path)
+
+
+def test_the_export_and_the_server_share_one_reader():
+    assert export.read_warmup_requests is saved_model_session.read_warmup_requests

@@ -1,7 +1,10 @@
-"""`ServingSession`: a SavedModel version loaded and run as TF Serving does, and its warmup file.
+"""`SavedModelSession`: a SavedModel version loaded and run as TF Serving does, and its warmup file.
 
-The local server serves each version through it (the export, which does not
-import the server, checks its versions with `export.saved_model_session`).
+The one Session-path runner and warmup reader of the project: the local server
+(`keras_attention.serving`) serves each version through it, and the export
+checks its versions with it (`ExportChecker`). TensorFlow only: it imports
+nothing of ours but the wire contract (`keras_attention_client.wire`), so the
+server, which loads no Keras and nothing else of `keras_attention`, may import it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from keras_attention_client.wire.contract import MAX_WARMUP_RECORDS, WARMUP_FILE
 logger = logging.getLogger(__name__)
 
 
-class ServingSession:
+class SavedModelSession:
     """A SavedModel version in its own Graph and TF1 Session, as `tensorflow_model_server` loads it.
 
     1. tf-text's ops are registered (`import tensorflow_text`; the model server
@@ -36,12 +39,13 @@ class ServingSession:
 
     The server reference-counts a session (`acquire`/`release` per request,
     `retire` on unload): the Session closes when the last request holding it
-    ends, so a version switch never fails a running request.
+    ends, so a version switch never fails a running request. Elsewhere (the
+    export's checks, the benchmarks) it is a context manager, or `close`d.
 
     Args:
         path: the version directory (`BASE/<version>`).
         session_config: optional `tf.compat.v1.ConfigProto`.
-        name: the model name (for the server's logs and answers).
+        name: the model name (for the server's logs and answers; "" elsewhere).
         version: the version number (likewise).
 
     Raises:
@@ -50,7 +54,7 @@ class ServingSession:
     Example:
 
     ```python
-    with ServingSession("/models/translator/1") as session:
+    with SavedModelSession("/models/translator/1") as session:
         outputs = session.run("serving_default", {"text": np.array([b"Hello."], object)})
         outputs["translation"]  # array([b"Bonjour."], dtype=object)
     ```
@@ -91,7 +95,9 @@ class ServingSession:
         self._refs, self._retired, self._closed = 0, False, False
 
     def __repr__(self) -> str:
-        return f"ServingSession({self.path!r}, name={self.name!r}, version={self.version})"
+        if not self.name:
+            return f"SavedModelSession({self.path!r})"
+        return f"SavedModelSession({self.path!r}, name={self.name!r}, version={self.version})"
 
     def run(
         self,
@@ -162,7 +168,7 @@ class ServingSession:
         """Closes the Session now."""
         self._update(retire=True, force=True)
 
-    def __enter__(self) -> ServingSession:
+    def __enter__(self) -> SavedModelSession:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -184,9 +190,9 @@ class ServingSession:
 def read_warmup_requests(version_dir: str | os.PathLike) -> list[prediction_log_pb2.PredictionLog]:
     """The `PredictionLog` records of a version's warmup file (`[]` if there is none).
 
-    The same reader as `keras_attention.export.warmup.read_warmup_requests` (the import
-    direction keeps export and server apart); tests/export/test_warmup.py holds
-    both to the same tests.
+    The server replays them before it serves a version (`--enable_model_warmup`);
+    the export's check replays them too. The writer is the export's
+    (`keras_attention.export.warmup.write_warmup_requests`).
 
     Raises:
         ValueError: more than `MAX_WARMUP_RECORDS` records (TF Serving refuses

@@ -1,11 +1,11 @@
-"""keras_attention.serving.server.inference: runtime errors keep their code; model specs; outputs."""
+"""keras_attention.serving.server.predict: runtime errors keep their code; model specs; outputs."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import model_pb2, predict_pb2
 
-from keras_attention.serving.server import inference
+from keras_attention.serving.server import predict
 from keras_attention_client.wire.errors import ServingError
 from keras_attention_client.wire.tensors import ndarray_to_tensor_proto
 
@@ -15,7 +15,7 @@ def _predict(server, runner, timeout_in_ms=None):
     request.model_spec.name = "translator"
     ndarray_to_tensor_proto(np.array(["a b"], dtype=object), out=request.inputs["text"])
     with server.manager.servable(request.model_spec) as session:
-        return inference.run_predict(session, request, timeout_in_ms=timeout_in_ms, runner=runner)
+        return predict.run_predict(session, request, timeout_in_ms=timeout_in_ms, runner=runner)
 
 
 def _failing(error):
@@ -49,10 +49,10 @@ def test_an_expired_deadline_fails_before_running(server):
 
 def test_make_model_spec_names_the_default_signature():
     spec = model_pb2.ModelSpec(name="old", version_label="x")
-    inference.make_model_spec("m", "", 3, spec)
+    predict.make_model_spec("m", "", 3, spec)
     assert (spec.name, spec.signature_name, spec.version.value) == ("m", "serving_default", 3)
     assert spec.WhichOneof("version_choice") == "version"
-    inference.make_model_spec("m", None, None, spec)
+    predict.make_model_spec("m", None, None, spec)
     assert spec.signature_name == "" and not spec.HasField("version")
 
 

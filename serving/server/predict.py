@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import get_model_metadata_pb2, model_pb2, predict_pb2
 
-from keras_attention.serving.server.serving_session import ServingSession
+from keras_attention.saved_model_session import SavedModelSession
 from keras_attention_client.wire.contract import SIGNATURE_DEF_FIELD
 from keras_attention_client.wire.errors import ServingError, code_name
 from keras_attention_client.wire.tensors import (
@@ -27,13 +27,13 @@ from keras_attention_client.wire.tensors import (
 DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 CLASSIFY, REGRESS = tf.saved_model.CLASSIFY_METHOD_NAME, tf.saved_model.REGRESS_METHOD_NAME
 
-# Runs a signature, as `ServingSession.run` (or `Batcher.run`, with `--enable_batching`):
+# Runs a signature, as `SavedModelSession.run` (or `Batcher.run`, with `--enable_batching`):
 # (session, signature_name, inputs by alias, output aliases, timeout_in_ms) -> outputs by alias.
-Runner = Callable[[ServingSession, str, dict, Sequence[str], "int | None"], dict]
+Runner = Callable[[SavedModelSession, str, dict, Sequence[str], "int | None"], dict]
 
 
 def predict(
-    session: ServingSession,
+    session: SavedModelSession,
     signature_name: str,
     inputs: Mapping[str, Any],
     output_filter: Sequence[str] = (),
@@ -76,7 +76,7 @@ def predict(
 
 
 def run_predict(
-    session: ServingSession,
+    session: SavedModelSession,
     request: predict_pb2.PredictRequest,
     *,
     timeout_in_ms: int | None = None,
@@ -147,7 +147,7 @@ def _input_arrays(signature: Any, inputs: Mapping[str, Any]) -> dict[str, np.nda
     return arrays
 
 
-def refuse(session: ServingSession, method_name: str, signature_name: str) -> NoReturn:
+def refuse(session: SavedModelSession, method_name: str, signature_name: str) -> NoReturn:
     """Answers Classify, Regress or a MultiInference task as TF Serving does for our signatures.
 
     TF Serving's checks (`classifier.cc`, `regressor.cc`); one that passed would
@@ -181,7 +181,9 @@ def check_metadata_fields(metadata_field: Sequence[str]) -> None:
             raise ServingError("INVALID_ARGUMENT", f"Metadata field {field} is not supported")
 
 
-def get_model_metadata(session: ServingSession) -> get_model_metadata_pb2.GetModelMetadataResponse:
+def get_model_metadata(
+    session: SavedModelSession,
+) -> get_model_metadata_pb2.GetModelMetadataResponse:
     """Every SignatureDef of a loaded version (with `__saved_model_init_op`, as TF Serving)."""
     response = get_model_metadata_pb2.GetModelMetadataResponse()
     make_model_spec(session.name, None, session.version, response.model_spec)
