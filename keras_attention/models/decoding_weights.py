@@ -64,8 +64,8 @@ def decoding_weights(decoder, state, projection=None) -> DecodingWeights:
 
     Call it once per decoding, outside the loop, and open the result as a
     scope around each step (`Seq2Seq.step_function` does): the loop then
-    holds the cast tensors as loop invariants. The values are those the step casts itself, so the
-    results are the same to the bit.
+    holds the cast tensors as loop invariants. The values are those the step
+    casts itself, so the results are the same to the bit.
 
     The target embeddings' rows a step looks up are read with the `gather` of
     the `WeightSlices` scope open here, if any (an export's stored weights:
