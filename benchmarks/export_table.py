@@ -133,7 +133,7 @@ from keras_attention.inference.trained_run import load_translator  # noqa: E402
 from keras_attention.inference.translator import Translator  # noqa: E402
 from keras_attention.precision import resolve_precision  # noqa: E402
 from keras_attention.runs.train_config import TrainConfig  # noqa: E402
-from keras_attention.vocabulary_shortlist import AUTO_K, auto_shortlist_size  # noqa: E402
+from keras_attention.shortlist.defaults import AUTO_K, auto_shortlist_size  # noqa: E402
 
 TUTORIAL_URL = "https://www.tensorflow.org/text/tutorials/nmt_with_attention"
 

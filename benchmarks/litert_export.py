@@ -310,7 +310,7 @@ def main(argv=None):
     if args.shortlist:
         # The shortlist: the SavedModel exported with it is the reference of the LiteRT
         # models exported with it.
-        from keras_attention.vocabulary_shortlist import VocabularyShortlist
+        from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 
         shortlist = VocabularyShortlist.from_run(args.run_dir, args.shortlist)
         short_base = work / "savedmodel-shortlist"

@@ -452,7 +452,7 @@ def measure_served_constraints(export, texts, phrases, beam_width, present) -> d
 
 
 def measure_batch_mates(translator, sources, k) -> dict:
-    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+    from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 
     shortlisted = translator.with_shortlist(VocabularyShortlist.from_run(translator_run(), k=k))
     result = {}

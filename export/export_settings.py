@@ -7,7 +7,7 @@ from typing import Any
 
 from keras_attention.auto import AUTO
 from keras_attention.export.signature_options import SignatureOptions
-from keras_attention.shortlist_defaults import DEFAULT_FREQUENT
+from keras_attention.shortlist.defaults import DEFAULT_FREQUENT
 
 
 @dataclasses.dataclass(frozen=True)

@@ -196,7 +196,7 @@ class LiteRTChecker:
         if described:
             shortlist = self.vocabulary_shortlist
             if shortlist is None:
-                from keras_attention.vocabulary_shortlist import VocabularyShortlist
+                from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 
                 shortlist = VocabularyShortlist.from_run(
                     run_dir, described["k"], described["frequent"]

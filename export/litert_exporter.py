@@ -25,7 +25,7 @@ from keras_attention.export.litert_weights import int8_weight_only
 from keras_attention.export.warmup_pairs import DEFAULT_WARMUP_PAIRS, run_warmup_pairs
 from keras_attention.inference.next_step import check_shortlist, own_candidates
 from keras_attention.inference.translator import Translator
-from keras_attention.vocabulary_shortlist import VocabularyShortlist
+from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 from keras_attention_client.litert_contract import (
     INPUT,
     MANIFEST_FILE,

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH
-from keras_attention.shortlist_defaults import DEFAULT_FREQUENT
+from keras_attention.shortlist.defaults import DEFAULT_FREQUENT
 from keras_attention_client.litert_contract import MODES, WEIGHTS
 from keras_attention_client.wire.decoding_options import DEFAULT_LENGTH_PENALTY
 

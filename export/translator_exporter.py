@@ -39,11 +39,9 @@ from keras_attention.export.warmup_pairs import DEFAULT_WARMUP_PAIRS, run_warmup
 from keras_attention.export.weight_storage import WeightStorage
 from keras_attention.inference.translator import Translator
 from keras_attention.models.seq2seq import require_registered
-from keras_attention.vocabulary_shortlist import (
-    VocabularyShortlist,
-    auto_shortlist_size,
-    check_shortlist_size,
-)
+from keras_attention.shortlist.cooccurrence import check_shortlist_size
+from keras_attention.shortlist.defaults import auto_shortlist_size
+from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 from keras_attention_client.wire.contract import STEERED_BEAM_SEARCH, STEERED_BEAM_SEARCH_INPUTS
 
 WARMUP_DECODING_INPUTS: dict[str, dict[str, np.ndarray]] = {

@@ -8,6 +8,7 @@ from helpers.subprocesses import modules_loaded_by
 PACKAGES = [
     "keras_attention",
     "keras_attention.runs",
+    "keras_attention.shortlist",
     "keras_attention.training",
     "keras_attention.inference",
     "keras_attention.distribution",
@@ -53,7 +54,7 @@ def test_importing_the_packages_does_not_load_tensorflow():
         "import keras_attention, keras_attention.runs, keras_attention.training\n"
         "import keras_attention.inference, keras_attention.data, keras_attention.export\n"
         "import keras_attention.distribution, keras_attention.distribution.flags\n"
-        "import keras_attention.serving\n"
+        "import keras_attention.serving, keras_attention.shortlist.defaults\n"
         "keras_attention.runs.TrainConfig"
     )
     assert "tensorflow" not in modules_loaded_by(code)

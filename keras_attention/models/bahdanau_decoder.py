@@ -4,7 +4,7 @@ import keras
 
 from keras_attention.models.arguments import check_choice
 from keras_attention.models.base_decoder import BaseDecoder
-from keras_attention.models.decoding_weights import apply_dense
+from keras_attention.models.decoding_weights import DecodingWeights, apply_dense
 
 DEEP_OUTPUTS = ("maxout", "tanh")
 
@@ -83,11 +83,12 @@ class BahdanauDecoder(BaseDecoder):
             return state["summary"].shape[-1]
         return state["values"].shape[-1]
 
-    def _query_weights(self, split, decoding_weights=None):
+    def _query_weights(self, split):
         """`CellWeights` of the query cell `GRU_q`, whose input is `e` alone (cast
-        already when `decoding_weights` holds them)."""
-        if decoding_weights is not None:
-            return decoding_weights.cells[self.query_cell.name]._replace(split=split)
+        already in a `DecodingWeights` scope)."""
+        cast = DecodingWeights.current()
+        if cast is not None:
+            return cast.cells[self.query_cell.name]._replace(split=split)
         return self._weights_of(self.query_cell, 0, split)
 
     def _step_cells(self, state):
@@ -107,19 +108,15 @@ class BahdanauDecoder(BaseDecoder):
         query_projected = self._input_projection(embedded, self._query_weights(split=True))
         return keras.ops.concatenate([projected, query_projected], axis=-1)
 
-    def recurrent_step(self, embedded, state, cell_weights, decoding_weights=None):
+    def recurrent_step(self, embedded, state, cell_weights):
         """`([s_t; c_t], new_state, a_t)`; see `BaseDecoder.recurrent_step`."""
         rnn_state = state["rnn"]
         if self.conditional:
             if cell_weights.split:  # `_projected_inputs`: the two cells' projections
                 embedded, query_input = keras.ops.split(embedded, 2, axis=-1)
             else:  # the embedding itself
-                query_input = self._input_projection(
-                    embedded, self._query_weights(False, decoding_weights)
-                )
-            query, rnn_state = self._cell(
-                query_input, None, rnn_state, self._query_weights(True, decoding_weights)
-            )
+                query_input = self._input_projection(embedded, self._query_weights(False))
+            query, rnn_state = self._cell(query_input, None, rnn_state, self._query_weights(True))
             context, weights = self._attend(query, state)
         elif self.attention_layer is None:
             context = state["summary"]
@@ -130,10 +127,10 @@ class BahdanauDecoder(BaseDecoder):
         recurrent_output = keras.ops.concatenate([cell_output, context], axis=-1)
         return recurrent_output, {**state, "rnn": rnn_state}, weights
 
-    def output_features(self, recurrent_output, embedded, memory, decoding_weights=None):
+    def output_features(self, recurrent_output, embedded, memory):
         """`(o_t, None)`: the deep output of `[s_t; c_t; e]`."""
         inputs = keras.ops.concatenate([recurrent_output, embedded], axis=-1)
-        output = apply_dense(self.readout, inputs, decoding_weights)
+        output = apply_dense(self.readout, inputs)
         if self.deep_output == "maxout":
             # (..., 2 * d) -> (..., d, 2) -> max over each pair of units.
             shape = keras.ops.shape(output)

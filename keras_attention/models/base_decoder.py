@@ -127,14 +127,14 @@ class BaseDecoder(keras.layers.Layer):
         """Size of the cell's input besides the embedding."""
         raise NotImplementedError
 
-    def recurrent_step(self, embedded, state, cell_weights, decoding_weights=None):
+    def recurrent_step(self, embedded, state, cell_weights):
         """The part of `step` inside the recurrence.
 
-        `cell_weights` is `_cell_weights(state, split)`; with split weights
-        (training) `embedded` is `_input_projection`'s `e W_e + b` for this
-        step, computed for all steps at once before the loop, otherwise the
-        embedding `e` itself. `decoding_weights` (decoding only, or `None`):
-        the cast weights of `decoding_weights`, for `apply_dense` and the cells.
+        `cell_weights` is `_cell_weights(state, split)`, or their cast copy in
+        a `DecodingWeights` scope (which `apply_dense` reads too); with split
+        weights (training) `embedded` is `_input_projection`'s `e W_e + b` for
+        this step, computed for all steps at once before the loop, otherwise
+        the embedding `e` itself.
 
         Returns `(recurrent_output, new_state, attention)`: what
         `output_features` needs besides the embedding, the next state, and the
@@ -143,12 +143,12 @@ class BaseDecoder(keras.layers.Layer):
         """
         raise NotImplementedError
 
-    def output_features(self, recurrent_output, embedded, memory, decoding_weights=None):
+    def output_features(self, recurrent_output, embedded, memory):
         """`(o_t, attention)` from `recurrent_step`'s output, the embedding and the
         encoder memory (`initial_state`'s `values`, `keys`, `mask`), for one step
         `(batch_size, ...)` or all steps at once `(batch_size, Tt, ...)`.
         `attention` is None unless computed here (`_attention_after_loop`);
-        `decoding_weights` as in `recurrent_step`."""
+        Dense layers as in `recurrent_step`."""
         raise NotImplementedError
 
     @property
@@ -183,36 +183,34 @@ class BaseDecoder(keras.layers.Layer):
             state["keys"] = self.attention_layer.prepare_keys(annotations)
         return state
 
-    def step(self, embedded, state, training=False, decoding_weights=None):
+    def step(self, embedded, state, training=False):
         """One decoder step on embedded previous tokens.
+
+        It reads its weights from the open `DecodingWeights` scope (cast once
+        before a decoding loop), or, outside any, from the variables.
 
         Args:
             embedded: `(batch_size, embedding_dim)`.
             state: dict from `initial_state` or a previous `step`.
-            decoding_weights: `None` (the step reads the variables), or
-                `decoding_weights(state)`, read once before a decoding loop.
 
         Returns:
             `(output, new_state, attention)`: `(batch_size, output_dim)` features
             before the vocabulary projection, the next state, and the attention
             weights `(batch_size, Ts)` in float32.
         """
-        if decoding_weights is None:
+        cast = DecodingWeights.current()
+        if cast is None:
             cell_weights = self._cell_weights(state, split=False)
         else:
-            cell_weights = decoding_weights.cells[self.rnn_cell.name]
-        recurrent_output, new_state, weights = self.recurrent_step(
-            embedded, state, cell_weights, decoding_weights
-        )
-        output, output_weights = self.output_features(
-            recurrent_output, embedded, state, decoding_weights
-        )
+            cell_weights = cast.cells[self.rnn_cell.name]
+        recurrent_output, new_state, weights = self.recurrent_step(embedded, state, cell_weights)
+        output, output_weights = self.output_features(recurrent_output, embedded, state)
         weights = weights if output_weights is None else output_weights
         return output, new_state, keras.ops.cast(weights, "float32")
 
     def decoding_weights(self, state, projection=None) -> DecodingWeights:
         """Every weight matrix `step` and `logits` read, cast to the compute dtype once
-        (`decoding_weights.decoding_weights`; pass the result to each step).
+        (`decoding_weights.decoding_weights`); open them as a scope around each step.
 
         Args:
             state: the decoding state (`initial_state`), for the cell's input size.
@@ -265,19 +263,20 @@ class BaseDecoder(keras.layers.Layer):
             self.rnn_cell, embedded, extra_input, rnn_state, cell_weights, self.compute_dtype
         )
 
-    def logits(self, outputs, training=False, projection=None, decoding_weights=None):
+    def logits(self, outputs, training=False, projection=None):
         """Projects step outputs `(..., output_dim)` to float32 vocabulary logits.
 
         One 2-D matmul with its bias over all leading positions (which the
         CPU runs as one fused kernel), in the compute dtype, then a single
         cast to float32 for the loss and the softmax. With `projection`, an
         `output_projection(ids)`, the logits of those ids only
-        `(..., len(ids))`; with `decoding_weights`, the projection they hold
-        (cast before the loop).
+        `(..., len(ids))`; in a `DecodingWeights` scope, the projection it
+        holds (cast before the loop).
         """
         outputs = self.dropout_layer(outputs, training=training)
-        if decoding_weights is not None:
-            (matrix, bias), transposed = decoding_weights.output, decoding_weights.transposed
+        cast = DecodingWeights.current()
+        if cast is not None:
+            (matrix, bias), transposed = cast.output, cast.transposed
         elif projection is not None:
             (matrix, bias), transposed = projection, False
         elif self.tie_embeddings:
@@ -296,14 +295,15 @@ class BaseDecoder(keras.layers.Layer):
             keras.ops.cast(logits, "float32"), (*shape[:-1], -1 if size is None else size)
         )
 
-    def embed(self, token_ids, training=False, decoding_weights=None):
-        """The target embeddings of `token_ids`, read from `decoding_weights` when given
-        (the rows taken, then cast to the compute dtype: the values of `Embedding.call`)."""
-        if decoding_weights is None:
+    def embed(self, token_ids, training=False):
+        """The target embeddings of `token_ids`, read from the open `DecodingWeights`
+        scope, if any (the rows taken, then cast to the compute dtype: the values
+        of `Embedding.call`)."""
+        cast = DecodingWeights.current()
+        if cast is None:
             embedded = self.embedding(token_ids)
         else:
-            embedded = decoding_weights.embedding_rows(token_ids)
-            embedded = keras.ops.cast(embedded, self.compute_dtype)
+            embedded = keras.ops.cast(cast.embedding_rows(token_ids), self.compute_dtype)
         return self.dropout_layer(embedded, training=training)
 
     def output_projection(self, ids):

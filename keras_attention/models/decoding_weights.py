@@ -1,5 +1,13 @@
-"""`DecodingWeights`: the weights a decoding step reads, cast to the compute dtype once."""
+"""`DecodingWeights`: the weights a decoding step reads, cast to the compute dtype once.
 
+A decoder's steps read them through one scope, as they read the slices of
+their weights through `WeightSlices`: inside `with weights:`, the decoder's
+`embed`, `step` and `logits` (and the Dense layers they apply, `apply_dense`)
+take their weights from `weights`; outside any, from the variables. No
+decoder method takes them as an argument.
+"""
+
+import contextvars
 import functools
 from collections.abc import Callable
 from typing import NamedTuple
@@ -8,6 +16,9 @@ import keras
 import tensorflow as tf
 
 from keras_attention.models.weight_slices import WeightSlices
+
+# The scopes open, innermost last (`DecodingWeights.__enter__`).
+_OPEN = contextvars.ContextVar("keras_attention_decoding_weights", default=())
 
 
 class DecodingWeights(NamedTuple):
@@ -19,6 +30,13 @@ class DecodingWeights(NamedTuple):
     their float32 variables to the compute dtype at every call: under
     `mixed_bfloat16` a step would cast the whole embedding matrix twice, for
     the lookup and the tied logits, and every kernel once.
+
+    A `DecodingWeights` is the scope in which a decoder reads them: inside
+    `with weights:`, `BaseDecoder.embed`, `step` and `logits` read `weights`
+    instead of the variables (`Seq2Seq.step_function`'s `next_fn` opens it
+    around one step, so the loop reads the tensors cast before it). Scopes
+    nest; the innermost applies. Open a scope only around the decoder whose
+    `decoding_weights` made them.
     """
 
     embedding_rows: Callable  # ids -> the target embeddings' rows as stored; `embed` casts them
@@ -27,14 +45,27 @@ class DecodingWeights(NamedTuple):
     output: tuple  # (matrix, bias): the tied embeddings (V, D) or `output_projection`'s (D, C)
     transposed: bool  # whether `output`'s matrix is (V, D), used as `o_t W^T`
 
+    @staticmethod
+    def current() -> "DecodingWeights | None":
+        """The weights of the innermost open scope, or `None` outside any."""
+        open_scopes = _OPEN.get()
+        return open_scopes[-1] if open_scopes else None
+
+    def __enter__(self):
+        _OPEN.set((*_OPEN.get(), self))
+        return self
+
+    def __exit__(self, *exc_info):
+        _OPEN.set(_OPEN.get()[:-1])
+
 
 def decoding_weights(decoder, state, projection=None) -> DecodingWeights:
     """Every weight matrix `decoder.step` and `decoder.logits` read, cast once.
 
-    Call it once per decoding, outside the loop, and pass the result to each
-    step (`Seq2Seq.step_function` does): the loop then holds the cast tensors
-    as loop invariants. The values are those the step casts itself, so the
-    results are the same to the bit.
+    Call it once per decoding, outside the loop, and open the result as a
+    scope around each step (`Seq2Seq.step_function` does): the loop then
+    holds the cast tensors as loop invariants. The values are those the step
+    casts itself, so the results are the same to the bit.
 
     The target embeddings' rows a step looks up are read with the `gather` of
     the `WeightSlices` scope open here, if any (an export's stored weights:
@@ -90,9 +121,11 @@ def decoding_weights(decoder, state, projection=None) -> DecodingWeights:
     return DecodingWeights(embedding_rows, cells, dense, output, transposed)
 
 
-def apply_dense(layer, inputs, weights: DecodingWeights | None = None):
-    """`layer(inputs)` for a Dense `layer`, with its cast kernel and bias from
-    `weights` when they hold them (the same operations as `Dense.call`)."""
+def apply_dense(layer, inputs):
+    """`layer(inputs)` for a Dense `layer`, with its cast kernel and bias from the
+    open `DecodingWeights` scope when it holds them (the same operations as
+    `Dense.call`)."""
+    weights = DecodingWeights.current()
     if weights is None or layer.name not in weights.dense:
         return layer(inputs)
     kernel, bias = weights.dense[layer.name]

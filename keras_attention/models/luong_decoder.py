@@ -71,7 +71,7 @@ class LuongDecoder(BaseDecoder):
             state["feed"] = keras.ops.zeros_like(state["rnn"][0])
         return state
 
-    def recurrent_step(self, embedded, state, cell_weights, decoding_weights=None):
+    def recurrent_step(self, embedded, state, cell_weights):
         """`(h~_t, new_state, a_t)` with input feeding, else `(s_t, new_state, None)`;
         see `BaseDecoder.recurrent_step`."""
         feed = state["feed"] if self.input_feeding else None
@@ -79,25 +79,25 @@ class LuongDecoder(BaseDecoder):
         new_state = {**state, "rnn": rnn_state}
         weights = None
         if self.input_feeding:
-            recurrent_output, weights = self._combine(recurrent_output, state, decoding_weights)
+            recurrent_output, weights = self._combine(recurrent_output, state)
             new_state["feed"] = recurrent_output
         return recurrent_output, new_state, weights
 
-    def output_features(self, recurrent_output, embedded, memory, decoding_weights=None):
+    def output_features(self, recurrent_output, embedded, memory):
         """`(o_t, a_t or None)`: `h~_t` (computed here without input feeding), then
         the readout when tied."""
         weights = None
         if not self.input_feeding:
-            recurrent_output, weights = self._combine(recurrent_output, memory, decoding_weights)
+            recurrent_output, weights = self._combine(recurrent_output, memory)
         if self.readout is not None:
-            recurrent_output = apply_dense(self.readout, recurrent_output, decoding_weights)
+            recurrent_output = apply_dense(self.readout, recurrent_output)
         return recurrent_output, weights
 
-    def _combine(self, cell_output, memory, decoding_weights=None):
+    def _combine(self, cell_output, memory):
         """`(h~_t = tanh(W_c [c_t; s_t]), a_t)` with `c_t, a_t = attention(s_t, H)`."""
         context, weights = self._attend(cell_output, memory)
         combined = keras.ops.concatenate([context, cell_output], axis=-1)
-        return apply_dense(self.combine, combined, decoding_weights), weights
+        return apply_dense(self.combine, combined), weights
 
     def _step_dense_layers(self):
         readout = [] if self.readout is None else [self.readout]

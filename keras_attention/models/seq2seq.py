@@ -277,8 +277,8 @@ class Seq2Seq(keras.Model):
         Call it once per decoding, before the loop (`Translator` does): the
         returned `next_fn(step, token_ids, state)` gives `next_logits`'
         results to the bit, without casting a weight matrix at each step
-        (`BaseDecoder.decoding_weights`). A step reads the target embeddings'
-        rows it looks up with the `gather` of the `WeightSlices` scope open
+        (`BaseDecoder.decoding_weights`, opened as a scope around each step).
+        A step reads the target embeddings' rows it looks up with the `gather` of the `WeightSlices` scope open
         when this is called (an export's stored weights: `WeightStorage.gather`
         reads int8 rows and their scales, so that a request converts only those
         rows), or from the whole matrix outside any.
@@ -297,9 +297,11 @@ class Seq2Seq(keras.Model):
 
         def next_fn(step, token_ids, state):
             del step
-            embedded = self.decoder.embed(token_ids, decoding_weights=weights)
-            output, state, attention = self.decoder.step(embedded, state, decoding_weights=weights)
-            return self.decoder.logits(output, decoding_weights=weights), state, attention
+            with weights:  # the decoder reads the weights cast above
+                embedded = self.decoder.embed(token_ids)
+                output, state, attention = self.decoder.step(embedded, state)
+                logits = self.decoder.logits(output)
+            return logits, state, attention
 
         return next_fn
 

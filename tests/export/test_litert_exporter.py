@@ -147,7 +147,7 @@ def test_command_exports_int8_and_checks_it(run_dir, tmp_path, capsys):
 def test_shortlisted_models_match_the_shortlisted_translator(run_dir, tmp_path, capsys):
     from keras_attention.export.export_precision import with_precision
     from keras_attention.inference.trained_run import load_translator
-    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+    from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 
     out = tmp_path / "shortlist"
     flags = ["--shortlist", "5", "--shortlist-frequent", "10", "--beam-width", "3"]

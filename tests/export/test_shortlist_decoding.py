@@ -16,7 +16,7 @@ from helpers.reference_decoders import log_softmax
 
 from keras_attention.export.weight_storage import WeightStorage
 from keras_attention.models.seq2seq import Seq2Seq
-from keras_attention.vocabulary_shortlist import VocabularyShortlist
+from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 
 STRATEGIES = {
     "greedy": {},

@@ -41,7 +41,7 @@ def test_the_export_passes_check_export_on_both_paths(shortlisted):
 @pytest.mark.slow
 def test_the_manifest_records_the_shortlist(shortlisted, run_dir, translator):
     from keras_attention.export import ExportManifest
-    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+    from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 
     manifest = ExportManifest.load(shortlisted[2])
     built = VocabularyShortlist.from_run(run_dir, k=1, frequent=1)
@@ -73,7 +73,7 @@ def test_the_export_decodes_as_the_shortlisted_translator(
     """On TF Serving's Session path: what `Translator(shortlist=...)` gives in process
     with the same int8 weights, and only candidate ids."""
     from keras_attention.export.weight_storage import WeightStorage
-    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+    from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 
     shortlist = VocabularyShortlist.from_run(run_dir, k=1, frequent=1)
     storage = WeightStorage(translator.model, "int8")
@@ -258,7 +258,7 @@ def test_the_exporter_takes_a_shortlist_object(translator):
 def test_the_exporter_takes_a_shortlisted_translators_shortlist(translator):
     """Its table is the export's, and the columns are read from the export's weights."""
     from keras_attention.export import TranslatorExporter
-    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+    from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 
     size = translator.target_vectorizer.vocabulary_size
     table = np.ones((translator.source_vectorizer.vocabulary_size, 2), np.int32) * 5
@@ -286,7 +286,7 @@ def test_stored_weights_are_gathered_with_or_without_a_shortlist(translator, wei
     [(9_999, False, None), (10_000, False, 100), (16_000, False, 100), (16_000, True, None)],
 )
 def test_auto_gives_a_shortlist_to_large_target_vocabularies_only(size, jit_compile, expected):
-    from keras_attention.vocabulary_shortlist import auto_shortlist_size
+    from keras_attention.shortlist.defaults import auto_shortlist_size
 
     assert auto_shortlist_size(size, jit_compile) == expected
 
@@ -318,14 +318,14 @@ def test_a_shortlist_size_that_is_no_number_is_a_usage_error(capsys):
 def test_auto_follows_the_target_vocabulary_size(run_dir, translator, monkeypatch):
     """The tiny run's vocabulary is below the threshold: no shortlist; with the
     threshold at its size, a shortlist of `AUTO_K` built from its training split."""
-    from keras_attention import vocabulary_shortlist
     from keras_attention.export import TranslatorExporter
+    from keras_attention.shortlist import defaults
 
     size = translator.target_vectorizer.vocabulary_size
-    assert size < vocabulary_shortlist.AUTO_MIN_TARGET_VOCABULARY
+    assert size < defaults.AUTO_MIN_TARGET_VOCABULARY
     assert TranslatorExporter.from_run(run_dir, shortlist="auto").shortlist is None
-    monkeypatch.setattr(vocabulary_shortlist, "AUTO_MIN_TARGET_VOCABULARY", size)
-    monkeypatch.setattr(vocabulary_shortlist, "AUTO_K", 2)
+    monkeypatch.setattr(defaults, "AUTO_MIN_TARGET_VOCABULARY", size)
+    monkeypatch.setattr(defaults, "AUTO_K", 2)
     exporter = TranslatorExporter.from_run(run_dir, shortlist="auto")
     assert exporter.shortlist.describe()["k"] == 2
     jit = TranslatorExporter.from_run(run_dir, shortlist="auto", jit_compile=True)

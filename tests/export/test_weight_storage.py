@@ -117,7 +117,7 @@ def test_bfloat16_weights_read_in_bfloat16_translate_exactly_as_float32_weights(
     """A model computing in bfloat16 casts its float32 weights to bfloat16, the values
     the bfloat16 storage holds: handed over as they are, every output is the same to
     the bit, and no stored value is cast."""
-    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+    from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 
     translator = bfloat16_translator
     storage = WeightStorage(translator.model, "auto")
@@ -150,7 +150,7 @@ def test_bfloat16_weights_read_in_bfloat16_translate_exactly_as_float32_weights(
 def test_stored_variables_are_never_read_sparsely(bfloat16_translator, run_dir, weights):
     """A `ResourceGather` puts a variable in copy-on-read mode, after which every read
     of it copies it whole: the shortlist's columns are gathered from the values read."""
-    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+    from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 
     storage = WeightStorage(bfloat16_translator.model, weights)
     shortlist = VocabularyShortlist.from_run(run_dir, k=2, frequent=2)
@@ -201,7 +201,7 @@ def test_stored_embeddings_are_converted_only_in_the_rows_a_request_uses(
     only the rows they take (and a shortlist only its columns): nothing consumes an
     embedding matrix converted whole, so it is not computed; the translations are
     those of the stored weights converted whole, to the bit."""
-    from keras_attention.vocabulary_shortlist import VocabularyShortlist
+    from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 
     storage = WeightStorage(translator.model, weights)
     shortlist = VocabularyShortlist.from_run(run_dir, k=2, frequent=2) if shortlisted else None

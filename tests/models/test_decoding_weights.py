@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from keras_attention.decoding import BeamSearch, GreedySearch
+from keras_attention.models.decoding_weights import DecodingWeights
 from tests.models.test_seq2seq import VARIANTS, batch, make_model, variant_id
 
 
@@ -45,6 +46,31 @@ def test_step_function_equals_the_per_step_reads_to_the_bit(variant, bfloat16_po
             np.testing.assert_array_equal(
                 tf.cast(leaf, tf.float32).numpy(), tf.cast(expected_leaf, tf.float32).numpy()
             )
+
+
+def test_the_innermost_scope_is_what_the_decoder_reads():
+    model = make_model(attention="bahdanau", conditional=True)
+    source, target_in = batch()
+    model((source, target_in))
+    state = model.initial_decode_state(source)
+    weights = model.decoder.decoding_weights(state)
+    matrix, bias = weights.output
+    # Weights no variable holds: zero embeddings, a zero projection with a bias of ones.
+    other = weights._replace(
+        embedding_rows=lambda ids: tf.zeros([tf.size(ids), model.decoder.embedding_dim]),
+        output=(tf.zeros_like(matrix), tf.ones_like(bias)),
+    )
+    assert DecodingWeights.current() is None
+    with weights:
+        assert DecodingWeights.current() is weights
+        with other:
+            assert DecodingWeights.current() is other
+            embedded = model.decoder.embed(target_in[:, 0])
+            logits, _, _ = per_step_logits(model, target_in[:, 0], state)
+        assert DecodingWeights.current() is weights
+    assert DecodingWeights.current() is None
+    np.testing.assert_array_equal(embedded.numpy(), np.zeros(embedded.shape))
+    np.testing.assert_array_equal(logits.numpy(), np.ones(logits.shape))
 
 
 def test_a_shortlist_projection_is_cast_once_too(bfloat16_policy):

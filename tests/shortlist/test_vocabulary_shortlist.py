@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_attention.vocabulary_shortlist import VocabularyShortlist
+from keras_attention.shortlist.vocabulary_shortlist import VocabularyShortlist
 
 # Source ids 4 "cat", 5 "dog", 6 "the"; target ids 4 "chat", 5 "chien", 6 "le", 7 "noir",
 # 8 "toutou"; 0-3 are padding, [UNK], [START], [END].

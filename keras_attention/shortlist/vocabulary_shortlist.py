@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-from keras_attention.shortlist_defaults import DEFAULT_FREQUENT
+from keras_attention.shortlist.cooccurrence import check_int, cooccurrence_table
+from keras_attention.shortlist.defaults import DEFAULT_FREQUENT, MEASURES
 from keras_attention.text.vocabulary import END_ID, PAD_ID, START_ID, UNK_ID
 
-logger = logging.getLogger(__name__)
-
-MEASURES = ("lmi", "dice")
-"""How `build` may rank a source id's target ids; the first is the default."""
-
 SPECIAL_IDS = (PAD_ID, UNK_ID, START_ID, END_ID)
-
-AUTO_K = 100
-"""Target ids per source id of the shortlist `auto` gives a large target vocabulary."""
-
-AUTO_MIN_TARGET_VOCABULARY = 10_000
-"""The smallest target vocabulary `auto` gives a shortlist (why: docs/research/model-notes.md)."""
-
-_MERGE_EVERY = 20_000  # sentence pairs between two merges of the co-occurrence counts
 
 
 class VocabularyShortlist:
@@ -89,7 +76,7 @@ class VocabularyShortlist:
     ):
         table = np.asarray(table)
         frequent_ids = np.asarray(frequent_ids).reshape(-1)
-        _check_int("target_vocabulary_size", target_vocabulary_size, 1)
+        check_int("target_vocabulary_size", target_vocabulary_size, 1)
         special_ids = tuple(int(i) for i in special_ids)
         if not special_ids or min(special_ids) < 0 or max(special_ids) >= target_vocabulary_size:
             raise ValueError(
@@ -245,6 +232,8 @@ class VocabularyShortlist:
         3. `frequent_ids`: the `frequent` target ids seen most often (every
            occurrence counts), ties to the lower id.
 
+        (`cooccurrence.cooccurrence_table` counts them.)
+
         Args:
             pairs: `(source_ids, target_ids)` of each sentence pair (ints).
             source_vocabulary_size: int, the number of source ids.
@@ -262,69 +251,18 @@ class VocabularyShortlist:
             ValueError: a bad `k`, `frequent` or `measure`, no pairs, or an
                 id out of range.
         """
-        _check_int("source_vocabulary_size", source_vocabulary_size, 1)
-        _check_int("target_vocabulary_size", target_vocabulary_size, 1)
-        check_shortlist_size(k, frequent, target_vocabulary_size)
-        if measure not in MEASURES:
-            raise ValueError(f"`measure` must be one of {MEASURES}. Received: measure={measure!r}")
         special_ids = tuple(int(i) for i in special_ids)
-        pad = special_ids[0]
-        source_size, target_size = source_vocabulary_size, target_vocabulary_size
-        is_special = np.zeros(target_size, bool)
-        is_special[list(special_ids)] = True
-        source_counts = np.zeros(source_size, np.int64)
-        target_counts = np.zeros(target_size, np.int64)
-        occurrences = np.zeros(target_size, np.int64)
-        keys, counts = np.zeros(0, np.int64), np.zeros(0, np.int64)
-        pending: list[np.ndarray] = []
-        seen: list[np.ndarray] = []
-        count = 0
-        for source_ids, target_ids in pairs:
-            source = np.asarray(source_ids, np.int64).reshape(-1)
-            target = np.asarray(target_ids, np.int64).reshape(-1)
-            _check_range("source", source, source_size)
-            _check_range("target", target, target_size)
-            count += 1
-            seen.append(target)
-            source = np.unique(source[source != PAD_ID])
-            target = np.unique(target)
-            target = target[~is_special[target]]
-            source_counts[source] += 1
-            target_counts[target] += 1
-            pending.append((source[:, np.newaxis] * target_size + target).reshape(-1))
-            if len(pending) == _MERGE_EVERY:
-                keys, counts = _merge(keys, counts, pending)
-                occurrences += np.bincount(np.concatenate(seen), minlength=target_size)
-                pending, seen = [], []
-        if count == 0:
-            raise ValueError("`pairs` is empty: a shortlist needs sentence pairs to count.")
-        keys, counts = _merge(keys, counts, pending)
-        if seen:
-            occurrences += np.bincount(np.concatenate(seen), minlength=target_size)
-        sources, targets = keys // target_size, keys % target_size
-        expected = source_counts[sources] * target_counts[targets] / count  # if independent
-        if measure == "lmi":
-            score = counts * np.log(counts / expected)
-        else:
-            score = 2.0 * counts / (source_counts[sources] + target_counts[targets])
-        order = np.lexsort((targets, -score, sources))  # by source, best first, lower id on ties
-        sources, targets = sources[order], targets[order]
-        starts = np.searchsorted(sources, np.arange(source_size))
-        rank = np.arange(sources.size) - starts[sources]
-        kept = rank < k
-        table = np.full((source_size, k), pad, np.int32)
-        table[sources[kept], rank[kept]] = targets[kept]
-        occurrences[is_special] = -1
-        by_frequency = np.lexsort((np.arange(target_size), -occurrences))
-        frequent_ids = np.sort(by_frequency[: min(frequent, int((~is_special).sum()))])
-        logger.info(
-            "Vocabulary shortlist: %d pairs, %d source ids x %d targets, %d frequent",
-            count,
-            source_size,
-            k,
-            frequent_ids.size,
+        counted = cooccurrence_table(
+            pairs, source_vocabulary_size, target_vocabulary_size, k, frequent, special_ids, measure
         )
-        return cls(table, frequent_ids, target_size, special_ids, measure, pairs=count)
+        return cls(
+            counted.table,
+            counted.frequent_ids,
+            target_vocabulary_size,
+            special_ids,
+            measure,
+            pairs=counted.pairs,
+        )
 
     @classmethod
     def from_run(
@@ -340,97 +278,22 @@ class VocabularyShortlist:
         same seed and fractions give the same training pairs), tokenized by
         the run's vectorizers and filtered as training filters it
         (`make_dataset` with the run's `max_length`: pairs with an empty
-        side or over the length limit are left out).
+        side or over the length limit are left out); `run_pairs.run_pairs`
+        reads them.
 
         Raises:
             FileNotFoundError: the run or its corpus is missing.
             ValueError: a bad `k` or `frequent`.
         """
-        from keras_attention.data import DatasetOptions, make_dataset
-        from keras_attention.runs.run_data import sample_splits
-        from keras_attention.runs.run_directory import RunDirectory
-        from keras_attention.runs.run_vectorizers import load_vectorizers
-        from keras_attention.runs.train_config import TrainConfig
+        from keras_attention.shortlist.run_pairs import run_pairs
 
-        run = RunDirectory(run_dir)
-        run.require_trained()
-        config = TrainConfig.load(run.path)
-        source_vectorizer, target_vectorizer = load_vectorizers(run, config)
-        check_shortlist_size(k, frequent, target_vectorizer.vocabulary_size)
-        splits = sample_splits(config)
-        dataset = make_dataset(
-            splits.train,
-            source_vectorizer,
-            target_vectorizer,
-            DatasetOptions(
-                batch_size=1024,
-                shuffle=False,
-                bucket_boundaries=[],
-                max_length=config.max_length,
-                cache=False,
-            ),
-        )
-
-        def pairs():
-            for (source_ids, _), target_out in dataset.as_numpy_iterator():
-                yield from zip(source_ids, target_out, strict=True)
-
+        run = run_pairs(run_dir)
         return cls.build(
-            pairs(),
-            source_vectorizer.vocabulary_size,
-            target_vectorizer.vocabulary_size,
+            run.pairs,
+            run.source_vocabulary_size,
+            run.target_vocabulary_size,
             k,
             frequent,
-            special_ids=(
-                target_vectorizer.pad_id,
-                target_vectorizer.unk_id,
-                target_vectorizer.start_id,
-                target_vectorizer.end_id,
-            ),
+            special_ids=run.special_ids,
             measure=measure,
         )
-
-
-def auto_shortlist_size(target_vocabulary_size: int, jit_compile: bool = False) -> int | None:
-    """`k` of the shortlist an export with `shortlist="auto"` gets: `AUTO_K` for a
-    target vocabulary of at least `AUTO_MIN_TARGET_VOCABULARY` ids, else `None` (no
-    shortlist: a small vocabulary costs little to score whole). `None` with
-    `jit_compile`, which a shortlist cannot be combined with."""
-    if jit_compile or target_vocabulary_size < AUTO_MIN_TARGET_VOCABULARY:
-        return None
-    return AUTO_K
-
-
-def check_shortlist_size(k, frequent, target_vocabulary_size: int) -> None:
-    """Raises `ValueError` unless `1 <= k <= V` (the target vocabulary size) and
-    `frequent >= 0`."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k:
-        raise ValueError(f"The shortlist's `k` must be an integer >= 1. Received: k={k!r}")
-    if k > target_vocabulary_size:
-        raise ValueError(
-            f"The shortlist's `k` must be at most the target vocabulary size, "
-            f"{target_vocabulary_size}. Received: k={k!r}"
-        )
-    if isinstance(frequent, bool) or not isinstance(frequent, (int, np.integer)) or frequent < 0:
-        raise ValueError(
-            f"The shortlist's `frequent` must be an integer >= 0. Received: frequent={frequent!r}"
-        )
-
-
-def _check_int(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}. Received: {name}={value!r}")
-
-
-def _check_range(side: str, ids: np.ndarray, size: int) -> None:
-    if ids.size and (ids.min() < 0 or ids.max() >= size):
-        raise ValueError(f"A {side} id is outside [0, {size}): {int(ids.min())}..{int(ids.max())}")
-
-
-def _merge(keys: np.ndarray, counts: np.ndarray, pending: list[np.ndarray]):
-    """`(keys, counts)` with every key of `pending` counted once more."""
-    if not pending:
-        return keys, counts
-    merged, inverse = np.unique(np.concatenate([keys, *pending]), return_inverse=True)
-    weights = np.concatenate([counts, np.ones(sum(p.size for p in pending), np.int64)])
-    return merged, np.bincount(inverse, weights=weights, minlength=merged.size).astype(np.int64)
