@@ -100,8 +100,7 @@ class TrainConfig:
         "run directory (config, vocabularies, model, logs, metrics); re-run to resume",
     )
     attention: str = _field(
-        "luong",
-        "attention mechanism; none = the plain encoder-decoder baseline",
+        "luong", "attention mechanism; none = the plain encoder-decoder baseline"
     )
     score: str = _field(
         "cosine",
@@ -113,8 +112,7 @@ class TrainConfig:
     decoder_units: int = _field(512, "decoder RNN units")
     encoder_layers: int = _field(1, "stacked bidirectional encoder layers")
     attention_units: int | None = _field(
-        None,
-        "units of the additive/concat score (default: decoder units)",
+        None, "units of the additive/concat score (default: decoder units)"
     )
     normalize: bool = _field(False, "weight-normalized Bahdanau score (--attention bahdanau)")
     score_scale: bool | None = _field(
@@ -164,8 +162,7 @@ class TrainConfig:
         "--tokenizer words (default: measured)",
     )
     max_length: int = _field(
-        30,
-        "tokens per side; longer training pairs are dropped, longer inputs truncated",
+        30, "tokens per side; longer training pairs are dropped, longer inputs truncated"
     )
     max_output_length: int = _field(50, "most tokens a translation may have")
     batch_size: int = _field(64, "sentence pairs per batch")
@@ -176,13 +173,11 @@ class TrainConfig:
         "many, unless the budget runs out first)",
     )
     steps_per_epoch: int | None = _field(
-        500,
-        "batches per epoch ('none' = one pass over the training split)",
+        500, "batches per epoch ('none' = one pass over the training split)"
     )
     learning_rate: float = _field(2e-3, "Adam learning rate (the peak of the cosine schedule)")
     learning_rate_schedule: str = _field(
-        "cosine",
-        "cosine: decay to 2% of --learning-rate over epochs x steps per epoch; constant",
+        "cosine", "cosine: decay to 2% of --learning-rate over epochs x steps per epoch; constant"
     )
     global_clipnorm: float = _field(5.0, "clip the global gradient norm")
     precision: str = _field(
@@ -197,8 +192,7 @@ class TrainConfig:
         "docs/benchmarks.md)",
     )
     max_pairs: int | None = _field(
-        None,
-        "train on about this many lines of the corpora, every k-th line ('none' = all)",
+        None, "train on about this many lines of the corpora, every k-th line ('none' = all)"
     )
     sample_pairs: int = _field(
         300_000,
@@ -212,18 +206,15 @@ class TrainConfig:
         "of the shorter ('none' = keep all)",
     )
     validation_fraction: float = _field(
-        0.02,
-        "share of source sentences held out for validation (by a hash of the sentence)",
+        0.02, "share of source sentences held out for validation (by a hash of the sentence)"
     )
     test_fraction: float = _field(
-        0.02,
-        "share of source sentences held out for the test split (by a hash of the sentence)",
+        0.02, "share of source sentences held out for the test split (by a hash of the sentence)"
     )
     seed: int = _field(0, "random seed (shuffle, split, initialization)")
     patience: int = _field(3, "early stopping patience in epochs (on validation loss)")
     time_budget_minutes: float | None = _field(
-        20.0,
-        "stop training after this many minutes ('none' = no limit)",
+        20.0, "stop training after this many minutes ('none' = no limit)"
     )
 
     def __post_init__(self):
