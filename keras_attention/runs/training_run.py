@@ -77,15 +77,23 @@ class TrainingRun:
             distributed run does; the other workers only read it).
     """
 
-    def __init__(self, config: TrainConfig, saved: TrainConfig | None, read_sample):
+    def __init__(
+        self,
+        config: TrainConfig,
+        choices: tuple[PrecisionChoice, TokenizerChoice],
+        saved: TrainConfig | None = None,
+        read_sample=None,
+    ):
+        """A run of the resolved `config` (use `open`): `choices` are how its precision and
+        tokenizer were resolved, `saved` the run's saved config, `read_sample` returns
+        its corpus sample (default: `sample_splits(config)`, read once)."""
         self.directory = RunDirectory(config.out)
         self.config = config
+        self.precision, self.tokenizer = choices
         self.claimed = False
         self._saved = saved
-        self._read_sample = read_sample
-        self.precision: PrecisionChoice | None = None
-        self.tokenizer: TokenizerChoice | None = None
-        self.completed = False
+        self._read_sample = read_sample or functools.cache(functools.partial(sample_splits, config))
+        self.completed = run_state.completed_with(self.directory, config, saved)
 
     @classmethod
     def open(cls, config: TrainConfig, on_choice=None) -> TrainingRun:
@@ -114,10 +122,7 @@ class TrainingRun:
         tokenizer = resolve_run_tokenizer(config, saved, read_sample)  # saved so too
         if report:
             report("tokenizer", tokenizer)
-        run = cls(tokenizer.resolved(config), saved, read_sample)
-        run.precision, run.tokenizer = precision, tokenizer
-        run.completed = run_state.completed_with(directory, run.config, saved)
-        return run
+        return cls(tokenizer.resolved(config), (precision, tokenizer), saved, read_sample)
 
     def recorded_summary(self) -> dict[str, Any]:
         """The training summary a completed run recorded, marked `already_completed`."""
