@@ -179,6 +179,7 @@ class TrainingRun:
         return backed_up_position(self.directory.backup)
 
     def epochs_done(self) -> int:
+        """Epochs the run completed, over all its sessions (`run_state.epochs_done`)."""
         return run_state.epochs_done(self.directory)
 
     def keep_history(self, epochs: int) -> None:
