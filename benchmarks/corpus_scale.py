@@ -30,6 +30,7 @@ steps trained (`Dataset.skip` over 2,000 batches).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import os
@@ -200,7 +201,7 @@ def child_pipelines(steps: int, rounds: int) -> dict:
     splits = split_corpus(load_corpus().pairs, seed=0)
     source_vocabulary = build_vocabulary((s for s, _ in splits.train), 12000)
     target_vocabulary = build_vocabulary((t for _, t in splits.train), 16000)
-    config.source_vocabulary_size, config.target_vocabulary_size = 12000, 16000
+    config = dataclasses.replace(config, source_vocabulary_size=12000, target_vocabulary_size=16000)
     source_vectorizer, target_vectorizer = make_vectorizers(
         config, source_vocabulary, target_vocabulary
     )

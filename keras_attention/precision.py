@@ -214,36 +214,6 @@ def resolve_precision(requested: str) -> PrecisionChoice:
     return PrecisionChoice(policy=requested, requested=requested, reason="given")
 
 
-def resolve_run_precision(config) -> PrecisionChoice:
-    """Resolves a `TrainConfig`'s `precision` in place, before its run starts or resumes.
-
-    `auto` takes the precision saved in the run directory's config.json when
-    there is one (a run resumes, or is recognised as completed, in the
-    precision it started with, on any machine); otherwise it is detected
-    (`resolve_precision`). An explicit policy is kept.
-
-    Returns:
-        The `PrecisionChoice`; `config.precision` is then its policy.
-    """
-    import json
-
-    requested = config.precision
-    if requested == AUTO:
-        saved = Path(config.out) / "config.json"
-        try:
-            policy = json.loads(saved.read_text(encoding="utf-8")).get("precision")
-        except (OSError, ValueError, AttributeError):
-            policy = None
-        if policy in POLICIES:
-            choice = _auto(policy, f"the run's saved precision ({saved})")
-        else:
-            choice = resolve_precision(AUTO)
-    else:
-        choice = resolve_precision(requested)
-    config.precision = choice.policy
-    return choice
-
-
 def model_with_policy(model, policy: str):
     """`model`, or a copy of it that computes under the dtype policy `policy`.
 

@@ -66,7 +66,7 @@ def rank(name: str) -> int:
 
 def test_the_graph_resolves_our_modules_and_relative_imports():
     graph = import_graph()
-    assert "keras_attention.runs.run_data" in graph["keras_attention.training.trainer"]
+    assert "keras_attention.runs.training_run" in graph["keras_attention.training.trainer"]
     assert "keras_attention.export.translator_exporter" in graph
     assert "keras_attention_client.wire.contract" in graph
     assert "keras_attention.serving.server.model_server" in graph

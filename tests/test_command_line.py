@@ -1,5 +1,6 @@
 """The keras-attention command line, end to end on a tiny trained run."""
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -200,8 +201,7 @@ def test_train_twice_has_nothing_to_do_and_other_options_are_refused(
 
     run = tmp_path / "fra-eng"
     shutil.copytree(trained_digits_run, run)
-    config = TrainConfig.load(run)
-    config.out = str(run)
+    config = dataclasses.replace(TrainConfig.load(run), out=str(run))
     argv = train_argv(config)
     assert main(argv) == 0
     captured = capsys.readouterr()

@@ -14,9 +14,9 @@ from keras_attention.precision import (
     cpu_flags,
     detect_precision,
     resolve_precision,
-    resolve_run_precision,
 )
 from keras_attention.runs.train_config import TrainConfig
+from keras_attention.runs.training_run import resolve_run_precision
 
 X86_CPUINFO = """processor\t: 0
 vendor_id\t: GenuineIntel
@@ -135,7 +135,8 @@ def test_auto_is_the_default_and_model_arguments_get_a_policy(monkeypatch):
 def test_run_precision_is_detected_for_a_new_run_and_saved_resolved(tmp_path, monkeypatch):
     monkeypatch.setattr(precision, "_detected", lambda: PrecisionChoice("float32", "auto", "x"))
     config = TrainConfig(out=str(tmp_path / "run"))
-    choice = resolve_run_precision(config)
+    choice = resolve_run_precision(config, saved=None)
+    config = dataclasses.replace(config, precision=choice.policy)  # as `TrainingRun` does
     assert (choice.policy, config.precision) == ("float32", "float32")
     config.save(tmp_path)
     assert json.loads((tmp_path / "config.json").read_text())["precision"] == "float32"
@@ -145,13 +146,14 @@ def test_auto_takes_a_resumed_runs_saved_precision(tmp_path, monkeypatch):
     monkeypatch.setattr(precision, "_detected", lambda: PrecisionChoice("float32", "auto", "x"))
     TrainConfig(out=str(tmp_path), precision="mixed_bfloat16").save(tmp_path)
     config = TrainConfig(out=str(tmp_path))
-    choice = resolve_run_precision(config)
-    assert config.precision == "mixed_bfloat16"
+    saved = TrainConfig.load(tmp_path)
+    choice = resolve_run_precision(config, saved)
+    assert choice.policy == "mixed_bfloat16"
     assert "saved precision" in choice.describe()
     # An explicit choice still wins over the saved one (the run then reports the difference).
     explicit = TrainConfig(out=str(tmp_path), precision="float32")
-    assert resolve_run_precision(explicit).reason == "given"
-    assert explicit.precision == "float32"
+    assert resolve_run_precision(explicit, saved).reason == "given"
+    assert resolve_run_precision(explicit, saved).policy == "float32"
 
 
 def test_old_config_files_with_an_explicit_precision_keep_working(tmp_path):
@@ -166,7 +168,7 @@ def test_train_prints_the_resolved_precision_when_it_trains(
     trained_digits_run, digits_corpus, make_train_config, tmp_path, capsys
 ):
     from keras_attention.cli import main
-    from keras_attention.precision import resolve_run_precision
+    from keras_attention.runs.training_run import resolve_run_precision
 
     # A new run prints the precision it resolved before anything else (the empty
     # corpus then stops it, so nothing trains here).
@@ -175,7 +177,10 @@ def test_train_prints_the_resolved_precision_when_it_trains(
     fresh = make_train_config(empty, tmp_path / "fresh", precision="auto")
     assert main(train_argv(fresh)) == 2
     captured = capsys.readouterr()
-    assert captured.out.splitlines()[0] == f"Precision: {resolve_run_precision(fresh).describe()}"
+    assert (
+        captured.out.splitlines()[0]
+        == f"Precision: {resolve_run_precision(fresh, None).describe()}"
+    )
     assert captured.out.startswith("Precision: float32 (auto: ") or captured.out.startswith(
         "Precision: mixed_bfloat16 (auto: "
     )

@@ -34,7 +34,7 @@ from keras_attention.data.corpus_files import corpus_list
 from keras_attention.data.corpus_scan import scan_corpora
 from keras_attention.data.corpus_stream import TRAIN, corpus_pairs
 from keras_attention.runs.backup_files import read_json
-from keras_attention.runs.run_data import DATA_SUMMARY, excluded_sources, held_out
+from keras_attention.runs.run_data import excluded_sources, held_out
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.run_vectorizers import load_vectorizers
 from keras_attention.runs.train_config import TrainConfig
@@ -46,7 +46,7 @@ def stream_training_pairs(run_dir: str | Path) -> tuple[list[tuple[str, str]], d
     """The run's training pairs before the length filters, and where they came from."""
     run = RunDirectory(run_dir)
     config = TrainConfig.load(run.path)
-    record = read_json(run.path / DATA_SUMMARY) or {}
+    record = read_json(run.data_summary) or {}
     scans = scan_corpora(corpus_list(config.data))
     strides = record.get("strides") or [1] * len(scans)
     given = types.SimpleNamespace(

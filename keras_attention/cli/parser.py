@@ -17,7 +17,7 @@ from keras_attention.auto import AUTO
 from keras_attention.cli.run_commands import run_evaluate, run_plot, run_status, run_train
 from keras_attention.cli.translate_command import run_translate
 from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH
-from keras_attention.runs.train_config import CHOICES, FIELD_HELP, TrainConfig
+from keras_attention.runs.train_config import CHOICES, TrainConfig
 
 VERBOSE_HELP = (
     "log progress details and keep TensorFlow's own logs and warnings "
@@ -69,15 +69,15 @@ def _int_or_auto(text: str) -> int | str:
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per `TrainConfig` field, e.g. `--batch-size`, `--no-tie-embeddings`.
 
-    Each help line names the default once (a help text that already says
-    "default" keeps its own wording); fields with a fixed set of values list
-    them as argparse choices.
+    A flag's help is its field's description (`metadata["help"]`), naming the
+    default once (a help text that already says "default" keeps its own
+    wording); fields with a fixed set of values list them as argparse choices.
     """
     hints = typing.get_type_hints(TrainConfig)
     for field in dataclasses.fields(TrainConfig):
         flag = "--" + field.name.replace("_", "-")
         hint = hints[field.name]
-        help_text = FIELD_HELP[field.name]
+        help_text = field.metadata["help"]
         if "default" not in help_text:
             default = "none" if field.default is None else field.default
             if hint is bool:

@@ -89,9 +89,7 @@ def evaluate_run(
     sources = [source for source, _ in grouped]
     references = [refs for _, refs in grouped]
     fingerprint = run_state.model_fingerprint(run)
-    state = run_state.read_state(run).get("state") or (
-        run_state.COMPLETED if run.read_metrics().get("training", {}).get("completed") else None
-    )
+    state = run_state.recorded_state(run)
     if state != run_state.COMPLETED:
         logger.info("Evaluating %s, whose training is %s: a partial model", run.path, state)
     translator = load_translator(run.path, replace_unknown=replace_unknown)
@@ -121,7 +119,7 @@ def evaluate_run(
             "length_penalty": length_penalty if width > 1 else None,
             "bleu_by_length": bleu_by_length(sources, hypotheses, references, buckets),
         }
-        with open(run.path / f"translations.{name}.tsv", "w", encoding="utf-8") as f:
+        with open(run.translations(name), "w", encoding="utf-8") as f:
             for source, hypothesis in zip(sources, hypotheses, strict=True):
                 f.write(f"{source}\t{hypothesis}\n")
         logger.info("%s: BLEU %.2f chrF %.2f", name, scores.bleu, scores.chrf)

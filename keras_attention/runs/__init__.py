@@ -1,4 +1,4 @@
-"""A training run: its directory, config, state, data split, vocabularies and backups.
+"""A training run (`TrainingRun`): directory, config, state, data split, vocabularies, backups.
 
 Names are imported lazily (through `lazy_loader`), so reading a `TrainConfig`
 or a run's status does not load TensorFlow.
@@ -13,5 +13,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "run_directory": ["RunDirectory"],
         "run_state": ["run_status"],
         "train_config": ["TrainConfig"],
+        "training_run": ["TrainingRun"],
     },
 )

@@ -7,8 +7,6 @@ reads the training sample through `sample_splits`.
 
 from __future__ import annotations
 
-import csv
-
 from keras_attention.data import progress
 from keras_attention.data.corpus import CorpusError, load_corpus
 from keras_attention.data.corpus_files import corpus_list
@@ -17,7 +15,6 @@ from keras_attention.data.corpus_scan import CorpusScan, FileScan, scan_corpora
 from keras_attention.data.corpus_stream import HeldOut, corpus_pairs
 from keras_attention.runs import run_state
 from keras_attention.runs.backup_files import (
-    complete_lines,
     read_json,
     write_bytes_atomically,
     write_json_atomically,
@@ -26,9 +23,6 @@ from keras_attention.runs.backup_files import (
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.run_vectorizers import write_vocabularies
 from keras_attention.runs.train_config import AUTO, TrainConfig
-
-DATA_SUMMARY = "data.json"
-"""The run's record of its corpora (files, line counts, weights) and sample."""
 
 
 def held_out(config: TrainConfig) -> HeldOut:
@@ -126,14 +120,14 @@ def run_splits(config: TrainConfig, read_sample=None) -> CorpusSample:
 def recorded_sample(config: TrainConfig) -> CorpusSample | None:
     """The sample `config.out` recorded when it started, if it can be resumed with it.
 
-    It can when the run wrote its data summary (data.json, after its
+    It can when the run wrote its data summary (`RunDirectory.data_summary`, after its
     validation and test splits) and its vocabularies, and every corpus file
     `config.data` names is the one it scanned (same files, sizes and
     modification times). The sample then holds the recorded corpora, strides,
     counts and held-out splits, and no training pair (`recorded`).
     """
     run = RunDirectory(config.out)
-    record = read_json(run.path / DATA_SUMMARY)
+    record = read_json(run.data_summary)
     if record is None or "train_counts" not in record or config.tokenizer == AUTO:
         return None
     if not all(path.is_file() for path in run.tokenizer_files(config.tokenizer)):
@@ -179,13 +173,14 @@ def excluded_sources(config: TrainConfig, sample: CorpusSample) -> list[str]:
     )
 
 
-def claim_run(config: TrainConfig) -> RunDirectory:
+def claim_run(config: TrainConfig, saved: TrainConfig | None = None) -> RunDirectory:
     """Opens `config.out` for this training (see `run_state.claim_run_directory`).
 
-    Saves the config, then marks the run `training` by this process.
+    Saves the config, then marks the run `training` by this process. `saved`:
+    the run's saved config when the caller has read it.
     """
     run = RunDirectory(config.out)
-    done = run_state.claim_run_directory(run, config)
+    done = run_state.claim_run_directory(run, config, saved)
     run.path.mkdir(parents=True, exist_ok=True)
     write_text_atomically(run.config, config.to_json() + "\n")  # `status` may be reading it
     run_state.write_state(
@@ -202,7 +197,7 @@ def write_run_files(run: RunDirectory, config: TrainConfig, splits: CorpusSample
     """
     run.write_pairs(run.validation_split, splits.validation)
     run.write_pairs(run.test_split, splits.test)
-    write_json_atomically(run.path / DATA_SUMMARY, splits.summary())
+    write_json_atomically(run.data_summary, splits.summary())
     write_vocabularies(run, config, splits)
 
 
@@ -219,10 +214,3 @@ def keep_history(run: RunDirectory, epochs: int) -> None:
     kept = b"".join(text[: text.rfind(b"\n") + 1].splitlines(keepends=True)[: epochs + 1])
     if kept != text:
         write_bytes_atomically(run.history, kept)
-
-
-def best_validation_loss(run: RunDirectory) -> float | None:
-    """The lowest val_loss in history.csv (from before a resume), if any."""
-    rows = csv.DictReader(complete_lines(run.history))  # CSVLogger may be writing a row
-    losses = [float(row["val_loss"]) for row in rows if row.get("val_loss")]
-    return min(losses) if losses else None

@@ -17,6 +17,7 @@ class RunDirectory:
 
         RUN_DIR/
           config.json               the TrainConfig of the run
+          data.json                 the corpora (files, line counts, weights) and the sample
           source_vocabulary.txt     --tokenizer words: one token per line (see save_vocabulary)
           target_vocabulary.txt
           target_spacing.json       --tokenizer words: the target side's measured spacing
@@ -31,8 +32,13 @@ class RunDirectory:
           plan.json                 the steps planned to fit the time budget (budget_plan)
           state.json                training / interrupted / completed / failed (run_state)
           metrics.json              training summary, then evaluation results
+          translations.greedy.tsv   the evaluation's translations of the test split
+          translations.beam.tsv       (source<TAB>translation; `keras-attention evaluate`)
           plots/                    PNG files written by `keras-attention plot`
     """
+
+    CONFIG = "config.json"
+    """The file name of a run's `TrainConfig` (`TrainConfig.save` / `TrainConfig.load`)."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -42,7 +48,12 @@ class RunDirectory:
 
     @property
     def config(self) -> Path:
-        return self.path / "config.json"
+        return self.path / self.CONFIG
+
+    @property
+    def data_summary(self) -> Path:
+        """The run's record of its corpora and sample (`CorpusSample.summary`)."""
+        return self.path / "data.json"
 
     @property
     def source_vocabulary(self) -> Path:
@@ -114,9 +125,31 @@ class RunDirectory:
     def metrics(self) -> Path:
         return self.path / "metrics.json"
 
+    def translations(self, decoding: str) -> Path:
+        """The evaluation's translations by `decoding` (`"greedy"` or `"beam"`)."""
+        return self.path / f"translations.{decoding}.tsv"
+
     @property
     def plots(self) -> Path:
         return self.path / "plots"
+
+    def restart_leftovers(self) -> tuple[Path, ...]:
+        """What a run with no completed epoch may hold: removed when it restarts with other
+        options (`run_state.claim_run_directory`)."""
+        return (
+            self.config,
+            self.source_vocabulary,
+            self.target_vocabulary,
+            self.target_spacing,
+            self.source_subword_model,
+            self.target_subword_model,
+            self.validation_split.parent,
+            self.backup,
+            self.logs,
+            self.history,
+            self.metrics,
+            self.state,
+        )
 
     def require_trained(self) -> None:
         """Raises a clear error unless this directory holds a trained model."""

@@ -17,6 +17,7 @@ answers instantly.
 
 from __future__ import annotations
 
+import csv
 import datetime
 import hashlib
 import math
@@ -155,51 +156,51 @@ def mark_stale_evaluation(run: RunDirectory) -> bool:
     return True
 
 
-# What a run with no completed epoch may hold; removed when it restarts with other options.
-_RESTART_LEFTOVERS = (
-    "config.json",
-    "source_vocabulary.txt",
-    "target_vocabulary.txt",
-    "target_spacing.json",
-    "source_subwords.model",
-    "target_subwords.model",
-    "splits",
-    "backup",
-    "logs",
-    "history.csv",
-    "metrics.json",
-    "state.json",
-)
+def recorded_state(run: RunDirectory) -> str | None:
+    """The state `run` records (`read_state`), or `COMPLETED` for a run from before
+    state.json whose metrics.json says its training completed; `None` without either."""
+    state = read_state(run).get("state")
+    if state is None and run.read_metrics().get("training", {}).get("completed"):
+        return COMPLETED
+    return state
 
 
 def is_completed(run: RunDirectory) -> bool:
     """Whether `run`'s training has ended (state.json, or metrics.json for older runs)."""
-    if read_state(run).get("state") == COMPLETED:
-        return True
-    return bool(run.read_metrics().get("training", {}).get("completed"))
+    return recorded_state(run) == COMPLETED
 
 
-def completed_with(run: RunDirectory, config) -> bool:
+def _saved_config(run: RunDirectory, saved):
+    """`saved`, the run's `TrainConfig` if the caller has read it, else config.json's."""
+    if saved is not None or not run.config.is_file():
+        return saved
+    from keras_attention.runs.train_config import TrainConfig
+
+    return TrainConfig.load(run.path)
+
+
+def completed_with(run: RunDirectory, config, saved=None) -> bool:
     """Whether `run` already completed its training with `config` (any `out` spelling).
 
     `False` for a run that has not completed (or a directory with no run).
+    `saved`: the run's saved `TrainConfig` when the caller has read it (else
+    config.json is read).
 
     Raises:
         ValueError: `run` completed with other options; the message lists
             just the fields that differ, `batch_size: 64 -> 32`.
     """
-    from keras_attention.runs.train_config import TrainConfig
-
     if not is_completed(run):
         return False
     where = str(run.path)
     done = epochs_done(run)
-    if not run.config.is_file():
+    saved = _saved_config(run, saved)
+    if saved is None:
         raise ValueError(
             f"{where!r} already holds a completed training run ({done} epochs) without its "
-            "config.json; train into another --out directory"
+            f"{run.CONFIG}; train into another --out directory"
         )
-    differences = TrainConfig.load(run.path).differences(config)
+    differences = saved.differences(config)
     if differences:
         raise ValueError(
             f"{where!r} already holds a completed training run ({done} "
@@ -210,8 +211,11 @@ def completed_with(run: RunDirectory, config) -> bool:
     return True
 
 
-def claim_run_directory(run: RunDirectory, config) -> int:
+def claim_run_directory(run: RunDirectory, config, saved=None) -> int:
     """Checks that `config` may train into `run`; returns the epochs done before.
+
+    `saved`: the run's saved `TrainConfig` when the caller has read it (else
+    config.json is read).
 
     - A directory another live process is training into is refused.
     - A completed run is refused (`completed_with` tells a caller first
@@ -228,27 +232,24 @@ def claim_run_directory(run: RunDirectory, config) -> int:
     """
     import shutil
 
-    from keras_attention.runs.train_config import TrainConfig
-
     where = str(run.path)
     pid = other_live_trainer(run)
     if pid is not None:
         raise ValueError(f"{where!r} is being trained by another process (pid {pid})")
-    if completed_with(run, config):
+    saved = _saved_config(run, saved)
+    if completed_with(run, config, saved):
         raise ValueError(
             f"{where!r} already holds a completed training run with these options; "
             "evaluate it or train into another --out directory"
         )
-    if not run.config.is_file():
+    if saved is None:
         return epochs_done(run)
-    saved = TrainConfig.load(run.path)
     differences = saved.differences(config)
     done = epochs_done(run)
     if not differences:
         return done
     if done == 0 and not run.model.is_file():
-        for name in _RESTART_LEFTOVERS:
-            path = run.path / name
+        for path in run.restart_leftovers():
             if path.is_dir():
                 shutil.rmtree(path)
             elif path.exists():
@@ -298,24 +299,20 @@ def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
     if not run.path.is_dir():
         raise FileNotFoundError(f"Run directory {str(run.path)!r} does not exist")
     if not run.config.is_file():
-        raise FileNotFoundError(f"{str(run.path)!r} is not a run directory: no config.json")
+        raise FileNotFoundError(f"{str(run.path)!r} is not a run directory: no {run.CONFIG}")
     config = TrainConfig.load(run.path)
     state = read_state(run)
     metrics = run.read_metrics()
     training = metrics.get("training", {})
-    name = state.get("state")
-    if name is None:
-        # Runs trained before state.json existed.
-        if training.get("completed"):
-            name = COMPLETED
-        else:
-            name = INTERRUPTED if epochs_done(run) else "new"
+    name = recorded_state(run)
+    if name is None:  # a run from before state.json, or one with no training yet
+        name = INTERRUPTED if epochs_done(run) else "new"
     status: dict[str, Any] = {
         "path": str(run.path),
         "state": name,
         "epochs_done": epochs_done(run),
         "epochs_planned": planned_epochs(run, config),
-        "best_val_loss": _best_val_loss(run),
+        "best_val_loss": best_validation_loss(run),
         "stopped_by": training.get("stopped_by") if name == COMPLETED else None,
         "error": state.get("error") if name == FAILED else None,
         "process_gone": bool(state.get("process_gone")),
@@ -335,9 +332,8 @@ def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
     return status
 
 
-def _best_val_loss(run: RunDirectory) -> float | None:
-    import csv
-
+def best_validation_loss(run: RunDirectory) -> float | None:
+    """The lowest val_loss in history.csv (from before a resume), if any."""
     rows = csv.DictReader(complete_lines(run.history))  # CSVLogger may be writing a row
     losses = [float(row["val_loss"]) for row in rows if row.get("val_loss")]
     return min(losses) if losses else None

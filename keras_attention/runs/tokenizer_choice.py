@@ -23,7 +23,7 @@ an `auto` target word vocabulary of at most `FLOAT32_TARGET_WORDS` entries.
 
 An explicit `tokenizer` or vocabulary size is kept; a size of `None` is the
 chosen tokenizer's fixed default (`VOCABULARY_SIZES`). A run that resumes, or
-is found completed, keeps the choice saved in its config.json
+is found completed, keeps the choice saved in its config
 (`resolve_run_tokenizer`).
 """
 
@@ -32,9 +32,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from keras_attention.runs import run_data
+from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.train_config import (
     AUTO,
     FLOAT32_TARGET_WORDS,
@@ -166,10 +166,9 @@ class TokenizerChoice:
             return line
         return f"{line} (auto: {self.reason})"
 
-    def apply(self, config: TrainConfig) -> None:
-        """Sets `config`'s tokenizer and vocabulary sizes to this choice."""
-        for name in CHOICE_FIELDS:
-            setattr(config, name, getattr(self, name))
+    def resolved(self, config: TrainConfig) -> TrainConfig:
+        """`config` with this choice's tokenizer and vocabulary sizes (`dataclasses.replace`)."""
+        return dataclasses.replace(config, **{name: getattr(self, name) for name in CHOICE_FIELDS})
 
 
 def word_vocabulary_sizes(statistics: CorpusStatistics) -> tuple[int, int]:
@@ -228,7 +227,7 @@ def is_resolved(config: TrainConfig) -> bool:
 def resolve_tokenizer(
     config: TrainConfig, read_sample: Callable[[], object] | None = None
 ) -> TokenizerChoice:
-    """Resolves `config`'s `auto` tokenizer and sizes in place from its training split.
+    """The choice of `config`'s `auto` tokenizer and sizes, from its training split.
 
     `tokenizer="auto"` is `choose_tokenizer`'s; an `auto` size is the chosen
     tokenizer's (`SUBWORD_PIECES`, or `word_vocabulary_sizes`, the target side at most
@@ -242,7 +241,7 @@ def resolve_tokenizer(
             Default: `keras_attention.runs.run_data.sample_splits(config)`.
 
     Returns:
-        The `TokenizerChoice`; `config` then holds its values.
+        The `TokenizerChoice` (`choice.resolved(config)`: the config that holds it).
     """
     requested = tuple(getattr(config, name) for name in CHOICE_FIELDS)
     if is_resolved(config):
@@ -277,49 +276,43 @@ def resolve_tokenizer(
         sizes.append(
             getattr(choice, name) if value == AUTO else default if value is None else value
         )
-    resolved = TokenizerChoice(choice.tokenizer, *sizes, requested=requested, reason=choice.reason)
-    resolved.apply(config)
-    return resolved
+    return TokenizerChoice(choice.tokenizer, *sizes, requested=requested, reason=choice.reason)
 
 
 def resolve_run_tokenizer(
-    config: TrainConfig, read_sample: Callable[[], object] | None = None
+    config: TrainConfig,
+    saved: TrainConfig | None,
+    read_sample: Callable[[], object] | None = None,
 ) -> TokenizerChoice:
-    """Resolves `config`'s `auto` tokenizer and sizes in place, before its run starts or resumes.
+    """The choice of `config`'s `auto` tokenizer and sizes, before its run starts or resumes.
 
-    When the run directory's config.json was saved with the same training
-    split (`CHOICE_INPUTS`) and the same explicit tokenizer
-    values, its saved choice is taken: a run resumes, or is recognised as
-    completed, with the tokenizer it started with, and reads no data for it.
-    Otherwise the choice is made from the training split (`resolve_tokenizer`).
+    When the run's saved config (`saved`, read from its directory by
+    `TrainingRun`; `None` without one) has the same training split
+    (`CHOICE_INPUTS`) and the same explicit tokenizer values, its saved choice
+    is taken: a run resumes, or is recognised as completed, with the tokenizer
+    it started with, and reads no data for it. Otherwise the choice is made
+    from the training split (`resolve_tokenizer`).
 
     Returns:
-        The `TokenizerChoice`; `config` then holds its values.
+        The `TokenizerChoice` (`choice.resolved(config)`: the config that holds it).
     """
     requested = tuple(getattr(config, name) for name in CHOICE_FIELDS)
     if not is_resolved(config):
-        saved = _saved_choice(config)
-        if saved is not None:
-            path = Path(config.out) / "config.json"
-            choice = TokenizerChoice(
-                *saved, requested=requested, reason=f"the run's saved choice ({path})"
+        values = None if saved is None else _saved_choice(config, saved)
+        if values is not None:
+            path = RunDirectory(config.out).config
+            return TokenizerChoice(
+                *values, requested=requested, reason=f"the run's saved choice ({path})"
             )
-            choice.apply(config)
-            return choice
     choice = resolve_tokenizer(config, read_sample)
     logger.info("tokenizer: %s", choice.describe())
     return choice
 
 
-def _saved_choice(config: TrainConfig) -> tuple | None:
-    """The `(tokenizer, source size, target size)` of config.json in `config.out`, if it
+def _saved_choice(config: TrainConfig, saved: TrainConfig) -> tuple | None:
+    """The `(tokenizer, source size, target size)` of the run's `saved` config, if it
     was saved resolved, with `config`'s choice inputs, and agrees with what `config`
     asks for (an explicit value, or `None`: the saved tokenizer's default size)."""
-    path = Path(config.out) / "config.json"
-    try:
-        saved = TrainConfig.from_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, TypeError):
-        return None
     tokenizer, *sizes = (getattr(saved, name) for name in CHOICE_FIELDS)
     if tokenizer not in VOCABULARY_SIZES or not all(isinstance(size, int) for size in sizes):
         return None

@@ -1,4 +1,4 @@
-"""The configuration of one training run, saved as config.json beside it."""
+"""The configuration of one training run, saved beside it (`RunDirectory.config`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from keras_attention.attention_recipe import conditional_query, luong_scaling
 from keras_attention.auto import AUTO
 from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
 from keras_attention.precision import resolve_precision
+from keras_attention.runs.run_directory import RunDirectory
 
 CHOICES = {
     "attention": ("luong", "bahdanau", "none"),
@@ -49,155 +50,175 @@ plans more than 4,000 in the default 20-minute budget, and early stopping ends a
 that stops improving sooner."""
 
 
-FIELD_HELP = {
-    "data": "training corpora, one or more SPECs: a TSV file or glob of shards (plain or "
-    ".gz); path=PATH,weight=W; src=PATH,tgt=PATH,weight=W for aligned plain-text files; or a "
-    ".toml data file (docs/data.md) (default: the bundled fra-eng corpus)",
-    "validation_data": "a validation corpus SPEC instead of the hashed share of the training "
-    "corpora (its sources are never trained on) (default: none)",
-    "test_data": "a test corpus SPEC instead of the hashed share of the training corpora "
-    "(its sources are never trained on) (default: none)",
-    "sample_pairs": "pairs read into memory, across all corpora, for the vocabularies, the "
-    "tokenizer choice and the validation and test splits",
-    "shuffle_buffer": "training pairs held in the shuffle buffers",
-    "max_length_ratio": "drop training pairs whose longer side has more than this many times "
-    "the tokens of the shorter ('none' = keep all)",
-    "reverse": "swap the corpus columns: translate its second column into its first "
-    "(the bundled corpus: French to English)",
-    "out": "run directory (config, vocabularies, model, logs, metrics); re-run to resume",
-    "attention": "attention mechanism; none = the plain encoder-decoder baseline",
-    "score": "Luong score function (dot, scaled_dot and cosine need decoder units = 2 x encoder units)",
-    "cell": "RNN cell",
-    "embedding_dim": "embedding size (source and target)",
-    "encoder_units": "encoder RNN units per direction",
-    "decoder_units": "decoder RNN units",
-    "encoder_layers": "stacked bidirectional encoder layers",
-    "attention_units": "units of the additive/concat score (default: decoder units)",
-    "normalize": "weight-normalized Bahdanau score (--attention bahdanau)",
-    "score_scale": "multiply the Luong scores by a learned scalar g (default: on for cosine, "
-    "g from sqrt(d), and scaled_dot, g from 1; off for the others)",
-    "scale_by_dimension": "divide the Luong dot or general scores by sqrt(d) (default: on for "
-    "general, off for dot)",
-    "input_feeding": "Luong input feeding",
-    "conditional": "Bahdanau decoder: query with the state after reading the previous token "
-    "(the conditional GRU of Sennrich et al., 2017) instead of s_{t-1}; GRU only (default: "
-    "on with --attention bahdanau and GRU cells)",
-    "tie_embeddings": "tie the output projection to the target embeddings",
-    "dropout": "dropout rate",
-    "tokenizer": "subwords: SentencePiece models learned from the training split, any "
-    "language, no [UNK]; words: rule-based word tokens (tuned for English and French) and "
-    "word vocabularies; auto = words when vocabularies of every word of the training split "
-    "(at most 12000 / 16000) hold at least 98% of each side's tokens and the source has under "
-    "0.15 words seen once per training pair, else subwords (measured: docs/training.md); "
-    "resolved once for a new run and saved in config.json (default: auto)",
-    "source_vocabulary_size": "source vocabulary size (words or subword pieces), reserved "
-    "tokens included; auto = 8000 pieces, or every word of the training split (at most "
-    "12000); none = 8000 with subwords, 12000 with words (default: auto)",
-    "target_vocabulary_size": "target vocabulary size (words or subword pieces), reserved "
-    "tokens included; auto = 8000 pieces, or every word of the training split (at most "
-    "16000, or 8000 in float32); none = 8000 with subwords, 16000 with words (default: auto)",
-    "french_spacing": "override the target spacing measured on the training targets: French "
-    "(space before ! ? : ;, inside « ») or, with --no-french-spacing, none; needs --tokenizer "
-    "words (default: measured)",
-    "max_length": "tokens per side; longer training pairs are dropped, longer inputs truncated",
-    "max_output_length": "most tokens a translation may have",
-    "batch_size": "sentence pairs per batch",
-    "epochs": "epochs to train; auto: as many as fit --time-budget-minutes, at most 16, with "
-    "the learning-rate schedule ending on the last step (an int trains exactly that many, "
-    "unless the budget runs out first)",
-    "steps_per_epoch": "batches per epoch ('none' = one pass over the training split)",
-    "learning_rate": "Adam learning rate (the peak of the cosine schedule)",
-    "learning_rate_schedule": "cosine: decay to 2% of --learning-rate over epochs x steps per epoch; constant",
-    "global_clipnorm": "clip the global gradient norm",
-    "precision": "dtype policy; auto = mixed_bfloat16 on a GPU or a CPU with native bfloat16 "
-    "(AVX512_BF16, AMX), float32 elsewhere, a resumed run's saved precision; saved resolved "
-    "in config.json (measurements: docs/benchmarks.md)",
-    "jit_compile": "compile the training step with XLA (slower on CPU with the length "
-    "buckets: docs/benchmarks.md)",
-    "max_pairs": "train on about this many lines of the corpora, every k-th line ('none' = all)",
-    "validation_fraction": "share of source sentences held out for validation (by a hash of "
-    "the sentence)",
-    "test_fraction": "share of source sentences held out for the test split (by a hash of the "
-    "sentence)",
-    "seed": "random seed (shuffle, split, initialization)",
-    "patience": "early stopping patience in epochs (on validation loss)",
-    "time_budget_minutes": "stop training after this many minutes ('none' = no limit)",
-}
-"""The help of each field's `keras-attention train` flag (`keras_attention.cli` makes one
-flag per field; a test checks every field has its flag and its row in docs/cli.md)."""
+def _field(default, help_text: str):
+    """A `TrainConfig` field: its default, and its description, the help of its
+    `keras-attention train` flag (`keras_attention.cli` makes one flag per field; a test
+    checks every field has its flag and its row in docs/cli.md)."""
+    return dataclasses.field(default=default, metadata={"help": help_text})
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """Everything that defines a training run.
+
+    Frozen: a run's resolved config (`keras_attention.runs.training_run.TrainingRun`)
+    is a new one, made with `dataclasses.replace`. Each field's description is the help
+    of its `keras-attention train` flag (`dataclasses.fields(TrainConfig)[i].metadata["help"]`).
 
     The defaults train the bundled English→French corpus on a 2-core CPU
     within the 20-minute `time_budget_minutes`. Measurements:
     docs/results.md and docs/research/model-notes.md.
     """
 
-    data: list[str] | None = None  # corpus specs; None = the bundled fra-eng corpus
-    validation_data: str | None = None
-    test_data: str | None = None
-    reverse: bool = False  # swap the corpus columns: train target -> source (fr -> en)
-    out: str = "runs/fra-eng"
-    attention: str = "luong"  # luong | bahdanau | none
-    score: str = "cosine"  # Luong score: cosine dot general concat scaled_dot location
-    cell: str = "gru"
-    embedding_dim: int = 256
-    encoder_units: int = 256
-    decoder_units: int = 512
-    encoder_layers: int = 1
-    attention_units: int | None = None
-    normalize: bool = False  # weight-normalized Bahdanau score
-    # Luong: a learned scalar times the scores; None = the recipe's (`attention_recipe`).
-    score_scale: bool | None = None
-    # Luong dot/general: divide by sqrt(d); None = the recipe's (`attention_recipe`).
-    scale_by_dimension: bool | None = None
-    input_feeding: bool = False  # Luong input feeding (feed h~_{t-1} to the cell)
-    # Bahdanau: the conditional GRU's query; None = the recipe's (`attention_recipe`).
-    conditional: bool | None = None
-    tie_embeddings: bool = True
-    dropout: float = 0.1
-    # auto | subwords (SentencePiece) | words (rule-based, word vocabulary); auto and auto
-    # sizes are resolved when a new run starts (keras_attention.runs.tokenizer_choice)
-    # and saved resolved, in config.json.
-    tokenizer: str = AUTO
-    # None: the tokenizer's fixed size (VOCABULARY_SIZES), written into config.json.
-    source_vocabulary_size: int | str | None = AUTO
-    target_vocabulary_size: int | str | None = AUTO
-    # None: the target side's spacing (e.g. "Va !" or "Go!") is measured on the training
-    # targets; True/False forces French/plain spacing (--tokenizer words only).
-    french_spacing: bool | None = None
-    max_length: int = 30  # tokens per side; longer training pairs are dropped
-    max_output_length: int = DEFAULT_MAX_OUTPUT_LENGTH  # tokens a translation may have
-    batch_size: int = 64
-    # auto: plan the steps that fit time_budget_minutes, at most AUTO_EPOCHS epochs
-    # (keras_attention.training.budget_plan); an int: exactly that many epochs.
-    epochs: int | str = AUTO
-    steps_per_epoch: int | None = 500  # None = one pass over the training split
-    learning_rate: float = 2e-3
-    learning_rate_schedule: str = "cosine"  # cosine decay over epochs x steps, or constant
-    global_clipnorm: float = 5.0
-    # auto | float32 | mixed_bfloat16 | mixed_float16; auto is resolved when the run starts
-    # (keras_attention.precision) and saved resolved, in config.json.
-    precision: str = "auto"
-    jit_compile: bool = False  # compile the training step with XLA
-    max_pairs: int | None = None
-    sample_pairs: int = 300_000
-    shuffle_buffer: int = 200_000
-    max_length_ratio: float | None = 9.0
-    validation_fraction: float = 0.02
-    test_fraction: float = 0.02
-    seed: int = 0
-    patience: int = 3
-    time_budget_minutes: float | None = 20.0
+    data: list[str] | None = _field(
+        None,
+        "training corpora, one or more SPECs: a TSV file or glob of shards (plain or "
+        ".gz); path=PATH,weight=W; src=PATH,tgt=PATH,weight=W for aligned plain-text "
+        "files; or a .toml data file (docs/data.md) (default: the bundled fra-eng corpus)",
+    )
+    validation_data: str | None = _field(
+        None,
+        "a validation corpus SPEC instead of the hashed share of the training corpora "
+        "(its sources are never trained on) (default: none)",
+    )
+    test_data: str | None = _field(
+        None,
+        "a test corpus SPEC instead of the hashed share of the training corpora (its "
+        "sources are never trained on) (default: none)",
+    )
+    reverse: bool = _field(
+        False,
+        "swap the corpus columns: translate its second column into its first (the bundled"
+        " corpus: French to English)",
+    )
+    out: str = _field(
+        "runs/fra-eng",
+        "run directory (config, vocabularies, model, logs, metrics); re-run to resume",
+    )
+    attention: str = _field(
+        "luong", "attention mechanism; none = the plain encoder-decoder baseline"
+    )
+    score: str = _field(
+        "cosine",
+        "Luong score function (dot, scaled_dot and cosine need decoder units = 2 x encoder units)",
+    )
+    cell: str = _field("gru", "RNN cell")
+    embedding_dim: int = _field(256, "embedding size (source and target)")
+    encoder_units: int = _field(256, "encoder RNN units per direction")
+    decoder_units: int = _field(512, "decoder RNN units")
+    encoder_layers: int = _field(1, "stacked bidirectional encoder layers")
+    attention_units: int | None = _field(
+        None, "units of the additive/concat score (default: decoder units)"
+    )
+    normalize: bool = _field(False, "weight-normalized Bahdanau score (--attention bahdanau)")
+    score_scale: bool | None = _field(
+        None,
+        "multiply the Luong scores by a learned scalar g (default: on for cosine, g from "
+        "sqrt(d), and scaled_dot, g from 1; off for the others)",
+    )
+    scale_by_dimension: bool | None = _field(
+        None,
+        "divide the Luong dot or general scores by sqrt(d) (default: on for general, off for dot)",
+    )
+    input_feeding: bool = _field(False, "Luong input feeding")
+    conditional: bool | None = _field(
+        None,
+        "Bahdanau decoder: query with the state after reading the previous token (the "
+        "conditional GRU of Sennrich et al., 2017) instead of s_{t-1}; GRU only (default:"
+        " on with --attention bahdanau and GRU cells)",
+    )
+    tie_embeddings: bool = _field(True, "tie the output projection to the target embeddings")
+    dropout: float = _field(0.1, "dropout rate")
+    tokenizer: str = _field(
+        AUTO,
+        "subwords: SentencePiece models learned from the training split, any language, no"
+        " [UNK]; words: rule-based word tokens (tuned for English and French) and word "
+        "vocabularies; auto = words when vocabularies of every word of the training split"
+        " (at most 12000 / 16000) hold at least 98% of each side's tokens and the source "
+        "has under 0.15 words seen once per training pair, else subwords (measured: "
+        "docs/training.md); resolved once for a new run and saved in config.json "
+        "(default: auto)",
+    )
+    source_vocabulary_size: int | str | None = _field(
+        AUTO,
+        "source vocabulary size (words or subword pieces), reserved tokens included; auto"
+        " = 8000 pieces, or every word of the training split (at most 12000); none = 8000"
+        " with subwords, 12000 with words (default: auto)",
+    )
+    target_vocabulary_size: int | str | None = _field(
+        AUTO,
+        "target vocabulary size (words or subword pieces), reserved tokens included; auto"
+        " = 8000 pieces, or every word of the training split (at most 16000, or 8000 in "
+        "float32); none = 8000 with subwords, 16000 with words (default: auto)",
+    )
+    french_spacing: bool | None = _field(
+        None,
+        "override the target spacing measured on the training targets: French (space "
+        "before ! ? : ;, inside « ») or, with --no-french-spacing, none; needs "
+        "--tokenizer words (default: measured)",
+    )
+    max_length: int = _field(
+        30, "tokens per side; longer training pairs are dropped, longer inputs truncated"
+    )
+    max_output_length: int = _field(DEFAULT_MAX_OUTPUT_LENGTH, "most tokens a translation may have")
+    batch_size: int = _field(64, "sentence pairs per batch")
+    epochs: int | str = _field(
+        AUTO,
+        "epochs to train; auto: as many as fit --time-budget-minutes, at most 16, with "
+        "the learning-rate schedule ending on the last step (an int trains exactly that "
+        "many, unless the budget runs out first)",
+    )
+    steps_per_epoch: int | None = _field(
+        500, "batches per epoch ('none' = one pass over the training split)"
+    )
+    learning_rate: float = _field(2e-3, "Adam learning rate (the peak of the cosine schedule)")
+    learning_rate_schedule: str = _field(
+        "cosine", "cosine: decay to 2% of --learning-rate over epochs x steps per epoch; constant"
+    )
+    global_clipnorm: float = _field(5.0, "clip the global gradient norm")
+    precision: str = _field(
+        "auto",
+        "dtype policy; auto = mixed_bfloat16 on a GPU or a CPU with native bfloat16 "
+        "(AVX512_BF16, AMX), float32 elsewhere, a resumed run's saved precision; saved "
+        "resolved in config.json (measurements: docs/benchmarks.md)",
+    )
+    jit_compile: bool = _field(
+        False,
+        "compile the training step with XLA (slower on CPU with the length buckets: "
+        "docs/benchmarks.md)",
+    )
+    max_pairs: int | None = _field(
+        None, "train on about this many lines of the corpora, every k-th line ('none' = all)"
+    )
+    sample_pairs: int = _field(
+        300_000,
+        "pairs read into memory, across all corpora, for the vocabularies, the tokenizer "
+        "choice and the validation and test splits",
+    )
+    shuffle_buffer: int = _field(200_000, "training pairs held in the shuffle buffers")
+    max_length_ratio: float | None = _field(
+        9.0,
+        "drop training pairs whose longer side has more than this many times the tokens "
+        "of the shorter ('none' = keep all)",
+    )
+    validation_fraction: float = _field(
+        0.02, "share of source sentences held out for validation (by a hash of the sentence)"
+    )
+    test_fraction: float = _field(
+        0.02, "share of source sentences held out for the test split (by a hash of the sentence)"
+    )
+    seed: int = _field(0, "random seed (shuffle, split, initialization)")
+    patience: int = _field(3, "early stopping patience in epochs (on validation loss)")
+    time_budget_minutes: float | None = _field(
+        20.0, "stop training after this many minutes ('none' = no limit)"
+    )
 
     def __post_init__(self):
+        # Normalized and resolved values are set once, here (the dataclass is frozen).
         if isinstance(self.data, str):  # one spec, as config.json of older runs holds it
-            self.data = [self.data]
+            object.__setattr__(self, "data", [self.data])
         elif self.data is not None:
-            self.data = list(self.data)
+            object.__setattr__(self, "data", list(self.data))
         for name, choices in CHOICES.items():
             value = getattr(self, name)
             if value not in choices:
@@ -205,7 +226,7 @@ class TrainConfig:
         for index, name in enumerate(("source_vocabulary_size", "target_vocabulary_size")):
             value = getattr(self, name)
             if value is None and self.tokenizer != AUTO:  # else: once the tokenizer is chosen
-                setattr(self, name, VOCABULARY_SIZES[self.tokenizer][index])
+                object.__setattr__(self, name, VOCABULARY_SIZES[self.tokenizer][index])
             elif value not in (AUTO, None) and (
                 isinstance(value, bool) or not isinstance(value, int) or value < MIN_VOCABULARY_SIZE
             ):
@@ -222,13 +243,13 @@ class TrainConfig:
             if value is not None and not isinstance(value, bool):
                 raise ValueError(f"`{name}` must be a boolean or None. Received: {name}={value!r}")
             if self.attention == "luong" and value is None:
-                setattr(self, name, recipe[option])  # saved resolved, in config.json
+                object.__setattr__(self, name, recipe[option])  # saved resolved
         if self.conditional is not None and not isinstance(self.conditional, bool):
             raise ValueError(
                 f"`conditional` must be a boolean or None. Received: conditional={self.conditional!r}"
             )
         if self.conditional is None:  # saved resolved, in config.json
-            self.conditional = conditional_query(self.attention, self.cell)
+            object.__setattr__(self, "conditional", conditional_query(self.attention, self.cell))
         if self.conditional and (self.attention != "bahdanau" or self.cell != "gru"):
             raise ValueError(
                 "`conditional` (the conditional GRU's query) is an option of the Bahdanau "
@@ -374,13 +395,13 @@ class TrainConfig:
         return cls(**values)
 
     def save(self, run_dir: str | os.PathLike) -> Path:
-        path = Path(run_dir) / "config.json"
+        path = RunDirectory(run_dir).config
         path.write_text(self.to_json() + "\n", encoding="utf-8")
         return path
 
     @classmethod
     def load(cls, run_dir: str | os.PathLike) -> TrainConfig:
-        path = Path(run_dir) / "config.json"
+        path = RunDirectory(run_dir).config
         if not path.is_file():
-            raise FileNotFoundError(f"No config.json in run directory {str(run_dir)!r}")
+            raise FileNotFoundError(f"No {path.name} in run directory {str(run_dir)!r}")
         return cls.from_json(path.read_text(encoding="utf-8"))

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
-import math
-import signal
 import time
 from collections.abc import Callable
 
@@ -14,26 +11,10 @@ import keras
 import tensorflow as tf
 
 from keras_attention import distribution as dist
-from keras_attention.data import DatasetOptions, make_dataset, make_stream
-from keras_attention.data.corpus_stream import training_pairs
+from keras_attention.data import DatasetOptions, make_dataset
 from keras_attention.models.seq2seq import Seq2Seq
-from keras_attention.precision import resolve_run_precision
-from keras_attention.runs import run_state
-from keras_attention.runs.backup_files import backed_up_position
-from keras_attention.runs.run_data import (
-    best_validation_loss,
-    claim_run,
-    excluded_sources,
-    held_out,
-    keep_history,
-    run_splits,
-    sample_splits,
-    write_run_files,
-)
-from keras_attention.runs.run_directory import RunDirectory
-from keras_attention.runs.run_vectorizers import load_vectorizers
-from keras_attention.runs.tokenizer_choice import resolve_run_tokenizer
 from keras_attention.runs.train_config import TrainConfig
+from keras_attention.runs.training_run import TrainingRun
 from keras_attention.training.budget_plan import BudgetPlan, BudgetPlanner
 from keras_attention.training.check_trainable import check_trainable
 from keras_attention.training.fused_adam import FusedAdam
@@ -116,12 +97,10 @@ def train(
     `epochs_done` set). Any other error leaves the run `failed` and is
     re-raised. Either way, re-running resumes.
 
-    `config.precision` `"auto"` is resolved in place first
-    (`keras_attention.precision.resolve_run_precision`), then an `"auto"`
-    tokenizer and vocabulary sizes
-    (`keras_attention.runs.tokenizer_choice.resolve_run_tokenizer`: a
-    new run decides from its training split and budget, a resumed or
-    completed one keeps its saved choice).
+    The run is opened first (`TrainingRun.open`): `config`'s `"auto"`
+    precision, then its `"auto"` tokenizer and vocabulary sizes, are resolved
+    into the run's own config (a new run decides from its machine, training
+    split and budget; a resumed or completed one keeps its saved choices).
 
     Returns the training summary that is also written to metrics.json:
     `epochs_run` counts all epochs of the run, over resumes;
@@ -138,26 +117,10 @@ def train(
             completed with other options.
         TrainingInterrupted: a signal stopped the training.
     """
-    finished = RunDirectory(config.out)
-    report = on_choice if on_choice and not run_state.is_completed(finished) else None
-    choice = resolve_run_precision(config)  # `auto` -> a policy, saved so in config.json
-    logger.info("precision: %s", choice.describe())
-    if report:
-        report("precision", choice)
-    # The corpus is read once, here if the tokenizer choice needs it, else below.
-    read = functools.cache(functools.partial(sample_splits, config))
-    # `auto` -> words or subwords, saved so in config.json
-    tokenizer = resolve_run_tokenizer(config, read)
-    if report:
-        report("tokenizer", tokenizer)
-    if run_state.completed_with(finished, config):
-        recorded = finished.read_metrics().get("training", {})
-        return {
-            **recorded,
-            "epochs_run": recorded.get("epochs_run", run_state.epochs_done(finished)),
-            "epochs_this_session": 0,
-            "already_completed": True,
-        }
+    run = TrainingRun.open(config, on_choice)
+    if run.completed:
+        return run.recorded_summary()
+    config = run.config
     distribution = dist.as_distribution(distribute)
     if config.batch_size % distribution.num_workers:
         raise ValueError(
@@ -166,7 +129,6 @@ def train(
             f"corpus: use a multiple of {distribution.num_workers}."
         )
     interrupt = InterruptOnSignal()
-    run = None
     try:
         with interrupt:
             # A signal before fit stops at once; the directory then holds no
@@ -174,20 +136,17 @@ def train(
             # directory is not ours, so nothing is recorded in it.
             # The chief resumes from the run's recorded sample (no corpus read);
             # other workers learn the vocabularies from the sample itself.
-            splits = run_splits(config, read) if distribution.is_chief else read()
+            splits = run.splits(recorded=distribution.is_chief)
             if distribution.is_chief:
-                run = claim_run(config)
-                write_run_files(run, config, splits)
-            shared = run or RunDirectory(config.out)  # other workers only read it
+                run.claim(splits)
             summary = _fit(
-                shared,
+                run,
                 splits,
-                config,
                 interrupt,
                 verbose,
                 distribution,
                 callbacks,
-                on_plan=(lambda plan: report("plan", plan)) if report else None,
+                on_plan=(lambda plan: on_choice("plan", plan)) if on_choice else None,
             )
     except BaseException as error:
         interrupted = error if isinstance(error, TrainingInterrupted) else None
@@ -196,66 +155,39 @@ def train(
             # the vocabularies, say) can come out as another error.
             interrupted = TrainingInterrupted(interrupt.signum)
         if interrupted is None:
-            if run is not None:
-                run_state.write_state(
-                    run,
-                    run_state.FAILED,
-                    epochs_done=run_state.epochs_done(run),
-                    epochs_planned=config.maximum_epochs,
-                    error=f"{type(error).__name__}: {error}",
-                )
+            run.record_failure(error)
             raise
-        if run is not None:
-            interrupted.epochs_done = run_state.epochs_done(run)
-            interrupted.steps_done = backed_up_position(run.backup)[1]
-            run_state.write_state(
-                run,
-                run_state.INTERRUPTED,
-                epochs_done=interrupted.epochs_done,
-                epochs_planned=config.maximum_epochs,
-                signal=signal.Signals(interrupted.signum).name,
-            )
-            run_state.mark_stale_evaluation(run)
-        else:
-            interrupted.epochs_done = 0
+        interrupted.epochs_done, interrupted.steps_done = run.record_interruption(
+            interrupted.signum
+        )
         if interrupted is error:
             raise
         raise interrupted from None
-    if run is None:  # not the chief
-        return summary
-    run.update_metrics(training=summary)
-    run_state.mark_stale_evaluation(run)
-    run_state.write_state(
-        run,
-        run_state.COMPLETED,
-        epochs_done=summary["epochs_run"],
-        epochs_planned=config.maximum_epochs,
-        stopped_by=summary["stopped_by"],
-    )
+    if run.claimed:  # the chief
+        run.record_completion(summary)
     return summary
 
 
 def _fit(
-    run,
+    run: TrainingRun,
     splits,
-    config,
     interrupt,
     verbose,
     distribution,
     extra_callbacks,
     on_plan=None,
 ) -> dict:
-    initial_epoch, resumed_steps = backed_up_position(run.backup)
-    done_before = run_state.epochs_done(run)
+    config = run.config
+    initial_epoch, resumed_steps = run.position()
+    done_before = run.epochs_done()
     dist.check_workers_agree(
         distribution,
         config=dist.comparable_config(config),
         data=dist.fingerprint({"corpora": splits.summary(), "validation": splits.validation}),
         resume_epoch=initial_epoch,
     )
-    source_vectorizer, target_vectorizer = load_vectorizers(
-        run, config, splits=None if distribution.is_chief else splits
-    )
+    vectorizers = run.vectorizers(splits)
+    source_vectorizer, target_vectorizer = vectorizers
     keras.utils.set_random_seed(config.seed)
     evaluation = DatasetOptions(
         batch_size=config.batch_size, shuffle=False, max_length=config.max_length
@@ -263,28 +195,14 @@ def _fit(
     train_options = dataclasses.replace(evaluation, max_length_ratio=config.max_length_ratio)
     if not splits.recorded:  # a resumed run's corpora passed when it started
         check_trainable(splits, source_vectorizer, target_vectorizer, train_options)
-    steps_per_epoch = config.steps_per_epoch
-    if steps_per_epoch is None:  # an epoch = about one pass over the training pairs
-        steps_per_epoch = max(1, math.ceil(splits.training_lines() / config.batch_size))
+    steps_per_epoch = run.steps_per_epoch(splits)
     replicas = distribution.num_replicas
 
     def training_batches(part: tuple[int, int]) -> tf.data.Dataset:
-        # An endless, deterministic stream of batches read from the corpus
-        # files (worker i of n: its own lines, and its share of each global
-        # batch); a resumed run continues where the backup was taken.
-        pairs = training_pairs(
-            splits.scans,
-            held_out(config),
-            splits.strides,
-            config.shuffle_buffer,
-            config.seed,
-            reverse=config.reverse,
-            excluded_sources=excluded_sources(config, splits),
-            part=part,
-        )
+        # Worker i of n reads its own lines and its share of each global batch.
         options = dataclasses.replace(train_options, batch_size=config.batch_size // part[1])
-        batches = make_stream(pairs, source_vectorizer, target_vectorizer, options)
-        batches = batches.skip(initial_epoch * steps_per_epoch + resumed_steps)
+        start = initial_epoch * steps_per_epoch + resumed_steps
+        batches = run.training_stream(splits, vectorizers, options, part, start)
         return dist.pad_to_replicas(batches, replicas // part[1])
 
     if distribution.is_multi_worker:
@@ -317,8 +235,8 @@ def _fit(
     dist.apply_keras_fixes(distribution, model)
     logger.info("Seq2Seq with %d parameters", model.count_params())
     if distribution.is_chief:
-        keep_history(run, initial_epoch)
-    best_so_far = best_validation_loss(run)
+        run.keep_history(initial_epoch)
+    best_so_far = run.best_validation_loss()
     budget = TimeBudget(
         config.time_budget_minutes * 60 if config.time_budget_minutes else 1e12,
         agree=dist.any_worker(distribution) if config.time_budget_minutes else None,
@@ -328,7 +246,7 @@ def _fit(
 
         def save_plan(plan: BudgetPlan) -> None:
             if distribution.is_chief:
-                plan.save(run.plan)
+                plan.save(run.directory.plan)
             logger.info("plan: %s", plan.describe())
             if on_plan:
                 on_plan(plan)
@@ -339,7 +257,7 @@ def _fit(
             steps_per_epoch=steps_per_epoch,
             validation_batches=validation_batches,
             schedule_steps=getattr(schedule, "planned_steps", None),
-            plan=BudgetPlan.load(run.plan),
+            plan=BudgetPlan.load(run.directory.plan),
             start_step=initial_epoch * steps_per_epoch + resumed_steps,
             on_plan=save_plan,
             agree=dist.mean_over_workers(distribution),
@@ -349,7 +267,7 @@ def _fit(
         return budget.exhausted or (planner is not None and planner.reached)
 
     # The chief writes the run directory; other workers a private copy.
-    writes = dist.writable_run_directory(distribution, run)
+    writes = dist.writable_run_directory(distribution, run.directory)
     early_stopping = keras.callbacks.EarlyStopping(
         monitor="val_loss", patience=config.patience, restore_best_weights=True
     )
@@ -365,7 +283,7 @@ def _fit(
     # callbacks' state and the position. The data stream was positioned at the
     # same place above.
     backup = SharedBackupAndRestore(
-        run.backup,
+        run.directory.backup,
         is_chief=distribution.is_chief,
         expected_position=(initial_epoch, resumed_steps),
         callbacks={"early_stopping": early_stopping, "model_checkpoint": checkpoint},
@@ -390,7 +308,7 @@ def _fit(
         interrupt,  # last: the epoch's backup and logs are written before it stops fit
     ]
     started = time.monotonic()
-    with dist.peer_failures(distribution, run):
+    with dist.peer_failures(distribution, run.directory):
         history = model.fit(
             train_data,
             validation_data=validation_data,
@@ -420,7 +338,7 @@ def _fit(
         "parameters": model.count_params(),
         "final": {k: float(v[-1]) for k, v in history.history.items()},
         # Over all epochs, including those before a resume (history.csv).
-        "best_val_loss": best_validation_loss(writes),
+        "best_val_loss": run.best_validation_loss(writes),
         "distribution": distribution.describe(),
         "plan": None if planner is None or planner.plan is None else planner.plan.describe(),
     }

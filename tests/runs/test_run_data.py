@@ -1,5 +1,6 @@
 """A resumed run's sample comes back from its run directory, without reading the corpus."""
 
+import dataclasses
 import os
 
 import pytest
@@ -52,8 +53,8 @@ def test_a_changed_corpus_or_missing_file_reads_the_corpus_again(
 
     other = tmp_path / "other.tsv"
     other.write_bytes(digits_corpus.read_bytes())
-    config.data = [str(other)]
+    config = dataclasses.replace(config, data=[str(other)])
     assert recorded_sample(config) is None, "another corpus"
-    config.data = [str(digits_corpus)]
+    config = dataclasses.replace(config, data=[str(digits_corpus)])
     (config_run := tmp_path / "run" / "source_vocabulary.txt").unlink()
     assert recorded_sample(config) is None, f"{config_run.name} was not written yet"

@@ -1,5 +1,6 @@
 """Runs with `--tokenizer subwords` and `--reverse`; the errors a run's vectorizers can raise."""
 
+import dataclasses
 import json
 import shutil
 
@@ -80,7 +81,7 @@ def test_french_spacing_overrides_the_measurement_for_words_only(trained_digits_
     assert measured == SpacingRules.plain()  # spelled digits: no punctuation at all
     config = TrainConfig.load(run.path)
     assert config.french_spacing is None
-    config.french_spacing = True
+    config = dataclasses.replace(config, french_spacing=True)
     assert load_vectorizers(run, config)[1].spacing == SpacingRules.french()
     with pytest.raises(ValueError, match="french_spacing.*subwords"):
         TrainConfig(tokenizer="subwords", french_spacing=False)
@@ -101,7 +102,7 @@ def test_reverse_swaps_the_corpus_columns(digits_corpus, make_train_config, tmp_
 
 def test_vocabulary_too_small_names_the_side(digits_corpus, make_train_config, tmp_path):
     config = _quick(make_train_config, digits_corpus, tmp_path / "r", tokenizer="subwords")
-    config.target_vocabulary_size = 270
+    config = dataclasses.replace(config, target_vocabulary_size=270)
     with pytest.raises(ValueError, match=r"Target side \(--target-vocabulary-size\).*too small"):
         train(config, verbose=0)
 

@@ -174,6 +174,7 @@ def test_explicit_values_win_and_auto_fills_the_rest(given, expected):
     config = TrainConfig(**given)
     read = splits_of(SMALL)
     choice = resolve_tokenizer(config, read)
+    config = choice.resolved(config)
     resolved = (config.tokenizer, config.source_vocabulary_size, config.target_vocabulary_size)
     assert (
         resolved
@@ -196,7 +197,7 @@ def test_explicit_values_win_and_auto_fills_the_rest(given, expected):
 def test_none_means_the_chosen_tokenizers_fixed_sizes():
     config = TrainConfig(source_vocabulary_size=None, target_vocabulary_size=None)
     assert (config.source_vocabulary_size, config.target_vocabulary_size) == (None, None)
-    resolve_tokenizer(config, splits_of(SMALL))
+    config = resolve_tokenizer(config, splits_of(SMALL)).resolved(config)
     assert (config.tokenizer, config.source_vocabulary_size) == ("words", 12000)
     assert config.target_vocabulary_size == 16000
     # With an explicit tokenizer, None is resolved at once, as before.
@@ -219,6 +220,7 @@ def test_float32_caps_an_auto_target_word_vocabulary(monkeypatch, given, expecte
     monkeypatch.setattr(tokenizer_choice, "FLOAT32_TARGET_WORDS", 6)
     config = TrainConfig(**given)
     choice = resolve_tokenizer(config, splits_of(SMALL))
+    config = choice.resolved(config)
     resolved = (config.tokenizer, config.source_vocabulary_size, config.target_vocabulary_size)
     assert resolved == expected
     assert ("target words at most 6 in float32" in choice.reason) == (expected[2] == 6)
@@ -266,7 +268,8 @@ def test_a_run_with_a_saved_choice_keeps_it_without_reading_the_data(tmp_path):
     saved_run(tmp_path)
     config = TrainConfig(out=str(tmp_path))
     read = splits_of(SMALL)
-    choice = resolve_run_tokenizer(config, read)
+    choice = resolve_run_tokenizer(config, TrainConfig.load(tmp_path), read)
+    config = choice.resolved(config)
     assert read.calls == 0
     assert (config.tokenizer, config.source_vocabulary_size, config.target_vocabulary_size) == (
         "words",
@@ -292,7 +295,8 @@ def test_a_run_with_a_saved_choice_keeps_it_without_reading_the_data(tmp_path):
 def test_a_saved_choice_of_other_inputs_or_values_is_decided_afresh(tmp_path, given):
     saved_run(tmp_path)
     config = TrainConfig(out=str(tmp_path), **given)
-    choice = resolve_run_tokenizer(config, splits_of(SMALL))
+    choice = resolve_run_tokenizer(config, TrainConfig.load(tmp_path), splits_of(SMALL))
+    config = choice.resolved(config)
     assert "saved choice" not in choice.describe()
     assert (config.source_vocabulary_size, config.target_vocabulary_size) != (20, 30)
 
@@ -302,7 +306,9 @@ def test_a_saved_choice_survives_another_budget(tmp_path, given):
     saved_run(tmp_path)
     config = TrainConfig(out=str(tmp_path), **given)
     read = splits_of(SMALL)
-    assert "saved choice" in resolve_run_tokenizer(config, read).describe()
+    choice = resolve_run_tokenizer(config, TrainConfig.load(tmp_path), read)
+    config = choice.resolved(config)
+    assert "saved choice" in choice.describe()
     assert (config.source_vocabulary_size, config.target_vocabulary_size, read.calls) == (20, 30, 0)
 
 
@@ -310,7 +316,8 @@ def test_an_explicit_choice_needs_no_resolution(tmp_path):
     saved_run(tmp_path)
     config = TrainConfig(out=str(tmp_path), tokenizer="words", source_vocabulary_size=20,
                          target_vocabulary_size=30)  # fmt: skip
-    assert resolve_run_tokenizer(config, splits_of(SMALL)).reason == "given"
+    saved = TrainConfig.load(tmp_path)
+    assert resolve_run_tokenizer(config, saved, splits_of(SMALL)).reason == "given"
 
 
 # ------------------------------------------------------------- runs
