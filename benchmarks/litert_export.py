@@ -135,7 +135,7 @@ def dynamic_range_exporter():
     """`LiteRTExporter` converting with LiteRT's post-training dynamic-range quantization."""
     import tensorflow as tf
 
-    from keras_attention.export.litert_exporter import LiteRTExporter
+    from keras_attention.export.litert.exporter import LiteRTExporter
 
     class DynamicRange(LiteRTExporter):
         def convert(self, mode: str) -> bytes:
@@ -154,7 +154,7 @@ def main(argv=None):
     info = harness.print_machine_header()
     from keras_attention.evaluation.bleu import score_translations
     from keras_attention.export.export_settings import ExportSettings
-    from keras_attention.export.litert_exporter import LiteRTExporter
+    from keras_attention.export.litert.exporter import LiteRTExporter
     from keras_attention.export.translator_exporter import export_translator
     from keras_attention.saved_model_session import SavedModelSession
     from keras_attention_client.litert_translator import LiteRTTranslator

@@ -290,8 +290,8 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_litert_export(args: argparse.Namespace) -> int:
     """`export --format litert`: writes the models; checks them unless `--no-check`."""
-    from keras_attention.export.litert_checker import LiteRTChecker
-    from keras_attention.export.litert_exporter import LiteRTExporter
+    from keras_attention.export.litert.checker import LiteRTChecker
+    from keras_attention.export.litert.exporter import LiteRTExporter
 
     weights = "float32" if args.weights == AUTO else args.weights
     if weights not in LITERT_WEIGHTS:
@@ -387,7 +387,7 @@ def run_check_export(args: argparse.Namespace) -> int:
     from keras_attention_client.litert_contract import MANIFEST_FILE
 
     if (Path(args.path) / MANIFEST_FILE).is_file():
-        from keras_attention.export.litert_checker import LiteRTChecker
+        from keras_attention.export.litert.checker import LiteRTChecker
 
         report = LiteRTChecker(saved_model=args.saved_model).check(args.path)
         print(report.format())

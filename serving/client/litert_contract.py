@@ -1,5 +1,5 @@
 """The files, inputs and outputs of a LiteRT (`.tflite`) export: what the exporter writes
-(`keras_attention.export.litert_exporter`) and `LiteRTTranslator` reads.
+(`keras_attention.export.litert.exporter`) and `LiteRTTranslator` reads.
 
 An export is a directory:
 

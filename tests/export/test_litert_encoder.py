@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_attention.export.litert_encoder import encode_with_buffers
+from keras_attention.export.litert.encoder import encode_with_buffers
 from keras_attention.models.encoder import Encoder
 
 

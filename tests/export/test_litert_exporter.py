@@ -17,10 +17,10 @@ import pytest
 from helpers.export_testing import SENTENCES
 
 from keras_attention.cli import main
-from keras_attention.export.litert_checker import LiteRTChecker
-from keras_attention.export.litert_exporter import LiteRTExporter
-from keras_attention.export.litert_ops import model_ops
-from keras_attention.export.litert_settings import LiteRTSettings
+from keras_attention.export.litert.checker import LiteRTChecker
+from keras_attention.export.litert.exporter import LiteRTExporter
+from keras_attention.export.litert.ops import model_ops
+from keras_attention.export.litert.settings import LiteRTSettings
 from keras_attention_client.litert_contract import MANIFEST_FILE, MODEL_FILES, MODES
 from keras_attention_client.litert_translator import LiteRTTranslator
 

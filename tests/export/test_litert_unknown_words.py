@@ -17,8 +17,8 @@ import pytest
 from helpers.export_testing import train_export_run
 
 from keras_attention.cli import main
-from keras_attention.export.litert_check_report import LiteRTCheckReport
-from keras_attention.export.litert_checker import LiteRTChecker
+from keras_attention.export.litert.check_report import LiteRTCheckReport
+from keras_attention.export.litert.checker import LiteRTChecker
 from keras_attention_client.litert_contract import MANIFEST_FILE, MODES
 from keras_attention_client.litert_translator import LiteRTTranslator
 from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE, TEXT_INPUT
@@ -190,7 +190,7 @@ def test_replace_unknown_is_refused_for_a_sentencepiece_target(litert_exports, t
     """A SentencePiece target never emits `[UNK]` (as `Translator` says)."""
     import shutil
 
-    from keras_attention.export.litert_text_files import write_text_files
+    from keras_attention.export.litert.text_files import write_text_files
     from keras_attention.text import SubwordVectorizer, train_subword_model
 
     model = train_subword_model(["a small red house", "the big dog sees a cat"] * 50, 300)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_attention.export.litert_ops import model_ops
-from keras_attention.export.litert_weights import int8_weight_only
+from keras_attention.export.litert.ops import model_ops
+from keras_attention.export.litert.weights import int8_weight_only
 
 
 def numpy_int8(weights: np.ndarray) -> np.ndarray:

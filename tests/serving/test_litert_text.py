@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import tensorflow as tf
 
-from keras_attention.export.litert_text_files import write_text_files
+from keras_attention.export.litert.text_files import write_text_files
 from keras_attention.text import (
     SpacingRules,
     SubwordVectorizer,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_attention.export.litert_check_report import LiteRTCheckReport
-from keras_attention.export.litert_ops import model_ops
+from keras_attention.export.litert.check_report import LiteRTCheckReport
+from keras_attention.export.litert.ops import model_ops
 from keras_attention_client.litert_contract import MANIFEST_FILE, MODEL_FILES
 from keras_attention_client.wire.contract import BEAM_SEARCH, DEFAULT_SIGNATURE, TEXT_INPUT
 from keras_attention_client.wire.translation import Translation

@@ -17,11 +17,11 @@ import tensorflow as tf
 
 import keras_attention
 from keras_attention.export.export_manifest import file_sha256, jsonable
-from keras_attention.export.litert_encoder import encode_with_buffers
-from keras_attention.export.litert_ops import model_ops
-from keras_attention.export.litert_settings import LiteRTSettings
-from keras_attention.export.litert_text_files import write_text_files
-from keras_attention.export.litert_weights import int8_weight_only
+from keras_attention.export.litert.encoder import encode_with_buffers
+from keras_attention.export.litert.ops import model_ops
+from keras_attention.export.litert.settings import LiteRTSettings
+from keras_attention.export.litert.text_files import write_text_files
+from keras_attention.export.litert.weights import int8_weight_only
 from keras_attention.export.warmup_pairs import DEFAULT_WARMUP_PAIRS, run_warmup_pairs
 from keras_attention.inference.next_step import check_shortlist, own_candidates
 from keras_attention.inference.translator import Translator
