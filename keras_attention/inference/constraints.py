@@ -44,7 +44,7 @@ def _assert(condition, message, data):
     return tf.debugging.Assert(condition, [tf.constant(message), *data], summarize=8)
 
 
-def encode_constraints(translator, constraints, batch_size) -> tf.Tensor:
+def encode_constraints(target_vectorizer, constraints, batch_size, max_output_length) -> tf.Tensor:
     """Target ids `(batch_size, C, L)` of the phrases, padded with the target's pad id.
 
     Each phrase is tokenized as a training target (no start or end token).
@@ -53,7 +53,7 @@ def encode_constraints(translator, constraints, batch_size) -> tf.Tensor:
     the output would hold `[UNK]`, not the word), and naming the limit when a sentence's phrases hold more
     tokens than a translation can (`constraint_token_limit`).
     """
-    target = translator.target_vectorizer
+    target = target_vectorizer
     constraints = tf.convert_to_tensor(constraints, dtype=tf.string)
     constraints = tf.reshape(constraints, [batch_size, -1])
     width = tf.shape(constraints)[1]
@@ -63,7 +63,7 @@ def encode_constraints(translator, constraints, batch_size) -> tf.Tensor:
     blank = tf.equal(tf.strings.length(tf.strings.strip(flat)), 0)
     unknown = tf.reduce_any(tf.equal(ids, target.unk_id), axis=1)
     bad = tf.logical_and(tf.logical_not(blank), tf.logical_or(lengths == 0, unknown))
-    limit = constraint_token_limit(translator.max_output_length)
+    limit = constraint_token_limit(max_output_length)
     totals = tf.reduce_sum(tf.reshape(lengths, [batch_size, -1]), axis=1)
     checks = [
         _assert(
@@ -86,14 +86,16 @@ def encode_constraints(translator, constraints, batch_size) -> tf.Tensor:
     return tf.reshape(dense, [batch_size, width, length])
 
 
-def check_phrases(translator, constraints: Sequence[Sequence[str]]) -> None:
+def check_phrases(
+    target_vectorizer, constraints: Sequence[Sequence[str]], max_output_length: int
+) -> None:
     """Raises `ValueError` naming each phrase no translation can contain, or the limit.
 
     The eager twin of `encode_constraints`' checks, for Python callers
     (`translate_all`, the command line).
     """
-    target = translator.target_vectorizer
-    limit = constraint_token_limit(translator.max_output_length)
+    target = target_vectorizer
+    limit = constraint_token_limit(max_output_length)
     for row in constraints:
         phrases = [p for p in ([row] if isinstance(row, str) else row) if p.strip()]
         if not phrases:
@@ -166,27 +168,12 @@ def to_positions(candidates, ids) -> tf.Tensor:
     return tf.reshape(tf.cast(positions, tf.int32), tf.shape(ids))
 
 
-def steered_batches(
-    translator, strategy, prefixes, next_words, constraints, count, order, batch_size
-):
+def steered_batches(translate_fn, prefixes, constraints, count, order, batch_size):
     """`translate(texts, batch_index)` for `Translator.translate_all` with prefixes, next
-    words or constraints: one `tf.function` for every batch of the texts in `order`."""
+    words or constraints: each batch of the texts in `order` with its rows' prefixes and
+    phrases, to `translate_fn(texts, prefixes, phrases)` (one `tf.function` for every
+    batch, `Translator.steered_function`)."""
     phrases = pad_phrases(constraints, count)
-    translate_fn = tf.function(
-        lambda texts, batch_prefixes, batch_phrases: translator.translate(
-            texts,
-            strategy,
-            prefixes=None if prefixes is None else batch_prefixes,
-            next_words=next_words,
-            constraints=None if constraints is None else batch_phrases,
-        ),
-        input_signature=[
-            tf.TensorSpec([None], tf.string, name="text"),
-            tf.TensorSpec([None], tf.string, name="prefix"),
-            tf.TensorSpec([None, None], tf.string, name="constraints"),
-        ],
-        autograph=False,
-    )
 
     def translate(texts, batch_index):
         rows = order[batch_index * batch_size : (batch_index + 1) * batch_size]

@@ -14,8 +14,6 @@ import math
 
 import tensorflow as tf
 
-from keras_attention.models.weight_slices import WeightSlices
-
 
 def is_zero(value) -> bool:
     """Whether `value` is the Python int 0 (a tensor is never: it may be anything)."""
@@ -82,7 +80,16 @@ def check_shortlist(shortlist, model, source_vectorizer, target_vectorizer) -> N
         )
 
 
-def encode_prefixes(translator, prefixes, batch_size) -> tuple[tf.Tensor, tf.Tensor]:
+def forbidden_mask(target_vectorizer, ids):
+    """Whether each of `ids` is one of the target's `forbidden_output_ids`; `None` when it
+    has none."""
+    forbidden = list(target_vectorizer.forbidden_output_ids)
+    if not forbidden:
+        return None
+    return tf.reduce_any(tf.equal(ids[:, tf.newaxis], tf.constant(forbidden, tf.int32)), axis=1)
+
+
+def encode_prefixes(target_vectorizer, prefixes, batch_size) -> tuple[tf.Tensor, tf.Tensor]:
     """Target ids `(batch_size, P)` (P >= 1, padded with 0) and lengths `(batch_size,)`
     of the prefixes, tokenized as training targets (no start or end token)."""
     prefixes = tf.reshape(tf.convert_to_tensor(prefixes, dtype=tf.string), [-1])
@@ -96,41 +103,53 @@ def encode_prefixes(translator, prefixes, batch_size) -> tuple[tf.Tensor, tf.Ten
         ]
     ):
         prefixes = tf.identity(prefixes)
-    prefix_ids = translator.target_vectorizer.encode(prefixes, ragged=True)
+    prefix_ids = target_vectorizer.encode(prefixes, ragged=True)
     lengths = tf.cast(prefix_ids.row_lengths(), tf.int32)
-    prefix_ids = tf.cast(
-        prefix_ids.to_tensor(default_value=translator.target_vectorizer.pad_id), tf.int32
-    )
+    prefix_ids = tf.cast(prefix_ids.to_tensor(default_value=target_vectorizer.pad_id), tf.int32)
     width = tf.maximum(tf.shape(prefix_ids)[1], 1)
     prefix_ids = tf.pad(prefix_ids, [[0, 0], [0, width - tf.shape(prefix_ids)[1]]])
     return prefix_ids, lengths
 
 
 def next_word_outputs(
-    translator, source_ids, prefix_ids, prefix_lengths, k
+    model, target_vectorizer, source_ids, prefix_ids, prefix_lengths, k
 ) -> dict[str, tf.Tensor]:
-    """The `k` most probable words after each prefix, by teacher forcing.
+    """The `k` most probable words after each prefix, by teacher forcing `model` (called
+    in the caller's `WeightSlices` scope). `k` may be a scalar tensor (an export's input):
+    the teacher-forced pass then runs only where `k > 0`.
 
     Returns:
         `next_words` string `(batch_size, k)` and `next_word_scores`
         float32 `(batch_size, k)`, their log-probabilities (over the whole
         target vocabulary, the forbidden ids, padding and start excluded),
-        most probable first.
+        most probable first; `(batch_size, 0)` for `k` 0.
     """
-    target = translator.target_vectorizer
-    start = tf.fill([tf.shape(prefix_ids)[0], 1], tf.constant(target.start_id, tf.int32))
-    with WeightSlices(translator.gather_weights):
-        logits, _ = translator.model.call_with_attention(
+    target = target_vectorizer
+
+    def none():
+        batch_size = tf.shape(prefix_ids)[0]
+        return {
+            "next_words": tf.fill([batch_size, 0], ""),
+            "next_word_scores": tf.zeros([batch_size, 0], tf.float32),
+        }
+
+    def asked():
+        start = tf.fill([tf.shape(prefix_ids)[0], 1], tf.constant(target.start_id, tf.int32))
+        logits, _ = model.call_with_attention(
             (source_ids, tf.concat([start, prefix_ids], axis=1)), training=False
         )
-    logits = tf.gather(tf.cast(logits, tf.float32), prefix_lengths, batch_dims=1)
-    ids = tf.range(target.vocabulary_size)
-    never = tf.logical_or(tf.equal(ids, target.pad_id), tf.equal(ids, target.start_id))
-    banned = translator.forbidden(ids)
-    if banned is not None:
-        never = tf.logical_or(never, banned)
-    log_probs = tf.nn.log_softmax(tf.where(never, -math.inf, logits), axis=-1)
-    size = target.vocabulary_size
-    k = tf.minimum(k, size) if tf.is_tensor(k) else min(int(k), size)
-    scores, top = tf.math.top_k(log_probs, k=k)
-    return {"next_words": target.ids_to_tokens(top), "next_word_scores": scores}
+        logits = tf.gather(tf.cast(logits, tf.float32), prefix_lengths, batch_dims=1)
+        ids = tf.range(target.vocabulary_size)
+        never = tf.logical_or(tf.equal(ids, target.pad_id), tf.equal(ids, target.start_id))
+        banned = forbidden_mask(target, ids)
+        if banned is not None:
+            never = tf.logical_or(never, banned)
+        log_probs = tf.nn.log_softmax(tf.where(never, -math.inf, logits), axis=-1)
+        size = target.vocabulary_size
+        top_k = tf.minimum(k, size) if tf.is_tensor(k) else min(int(k), size)
+        scores, top = tf.math.top_k(log_probs, k=top_k)
+        return {"next_words": target.ids_to_tokens(top), "next_word_scores": scores}
+
+    if tf.is_tensor(k):  # an export's input: the pass runs only when asked
+        return tf.cond(k > 0, asked, none)
+    return asked() if k else none()

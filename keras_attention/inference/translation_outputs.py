@@ -19,7 +19,24 @@ OUTPUT_KEYS = (
     "confidence",
 )
 """The outputs of `Translator.translate` (with steering, `next_words` and
-`next_word_scores` too)."""
+`next_word_scores` too), dense tensors:
+
+- `translation` string `(batch_size,)`;
+- `score` float32 `(batch_size,)`, the log-probability;
+- `length` int32 `(batch_size,)`, tokens before `[END]`;
+- `tokens` string `(batch_size, T_out)`;
+- `source_tokens` string `(batch_size, T_in)`, padded with `""`;
+- `attention` float32 `(batch_size, T_out, T_in)`;
+- `token_scores` float32 `(batch_size, T_out)`: the log-probability of each
+  output token, at position `length` the end token's when one was emitted, 0
+  after (a row sums to `score`);
+- `confidence` float32 `(batch_size,)`: the geometric mean of the scored
+  tokens' probabilities, `exp(score / n)` with `n` the tokens scored
+  (`length`, plus one for the end token), in `[0, 1]`.
+
+Inputs with no token (empty or blank strings) translate to `""` with score 0,
+length 0 and confidence 1. With n-best lists, every output but `source_tokens`
+has an n-best axis after the batch axis."""
 
 
 def resolve_replace_unknown(replace_unknown: bool | None, target_vectorizer) -> bool:
@@ -41,29 +58,32 @@ def resolve_replace_unknown(replace_unknown: bool | None, target_vectorizer) -> 
     return emits_unknown if replace_unknown is None else replace_unknown
 
 
-def single_outputs(translator, result, has_tokens, source_tokens) -> dict[str, tf.Tensor]:
+def single_outputs(
+    target_vectorizer, replace_unknown: bool, result, has_tokens, source_tokens
+) -> dict[str, tf.Tensor]:
     """`Translator.translate`'s outputs (but `source_tokens`) of a `DecodeResult` without an
-    n-best axis."""
+    n-best axis, its tokens read with `target_vectorizer` (each `[UNK]` replaced by the
+    most attended source token with `replace_unknown`)."""
     lengths = tf.where(has_tokens, result.lengths, 0)
     steps = tf.shape(result.tokens)[1]
     keep = tf.sequence_mask(lengths, steps)
-    token_ids = tf.where(keep, result.tokens, translator.target_vectorizer.pad_id)
-    tokens = tf.where(keep, translator.target_vectorizer.ids_to_tokens(token_ids), "")
+    token_ids = tf.where(keep, result.tokens, target_vectorizer.pad_id)
+    tokens = tf.where(keep, target_vectorizer.ids_to_tokens(token_ids), "")
     attention = tf.where(keep[:, :, tf.newaxis], result.attention, 0.0)
     scores = tf.where(has_tokens, result.scores, 0.0)
     if result.token_scores is None:
         token_scores = tf.zeros(tf.shape(result.tokens), tf.float32)
     else:
         token_scores = tf.where(has_tokens[:, tf.newaxis], result.token_scores, 0.0)
-    translation = translator.target_vectorizer.decode(token_ids)
-    if translator.replace_unknown:
-        unknown = tf.logical_and(keep, tf.equal(token_ids, translator.target_vectorizer.unk_id))
+    translation = target_vectorizer.decode(token_ids)
+    if replace_unknown:
+        unknown = tf.logical_and(keep, tf.equal(token_ids, target_vectorizer.unk_id))
         attended = tf.argmax(result.attention, axis=-1, output_type=tf.int32)
         copied = tf.gather(source_tokens, attended, batch_dims=1)
         tokens = tf.where(unknown, copied, tokens)
         translation = tf.where(
             tf.reduce_any(unknown, axis=1),
-            detokenize(tokens, spacing=translator.target_vectorizer.spacing),
+            detokenize(tokens, spacing=target_vectorizer.spacing),
             translation,
         )
     return {
@@ -77,8 +97,11 @@ def single_outputs(translator, result, has_tokens, source_tokens) -> dict[str, t
     }
 
 
-def n_best_outputs(translator, result, has_tokens, source_tokens) -> dict[str, tf.Tensor]:
-    """`translate`'s outputs with an n-best axis: the rows flattened, processed, reshaped."""
+def n_best_outputs(
+    target_vectorizer, replace_unknown: bool, result, has_tokens, source_tokens
+) -> dict[str, tf.Tensor]:
+    """`translate`'s outputs with an n-best axis: the rows flattened, processed
+    (`single_outputs`), reshaped."""
     batch_size, n_best = tf.shape(result.tokens)[0], tf.shape(result.tokens)[1]
     steps, source_length = tf.shape(result.tokens)[2], tf.shape(result.attention)[3]
     flat = type(result)(
@@ -91,7 +114,11 @@ def n_best_outputs(translator, result, has_tokens, source_tokens) -> dict[str, t
         else tf.reshape(result.token_scores, [-1, steps]),
     )
     outputs = single_outputs(
-        translator, flat, tf.repeat(has_tokens, n_best), tf.repeat(source_tokens, n_best, axis=0)
+        target_vectorizer,
+        replace_unknown,
+        flat,
+        tf.repeat(has_tokens, n_best),
+        tf.repeat(source_tokens, n_best, axis=0),
     )
     shaped = {
         "translation": [batch_size, n_best],

@@ -7,8 +7,9 @@ import random
 
 import tensorflow as tf
 
-from keras_attention.decoding import BeamSearch, GreedySearch, RandomSampling
+from keras_attention.decoding.options_strategy import strategy_for
 from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
+from keras_attention.inference import next_step
 from keras_attention.inference.constraints import (
     allow_constraints,
     as_beam_search,
@@ -18,15 +19,6 @@ from keras_attention.inference.constraints import (
     pad_phrases,
     steered_batches,
     to_positions,
-)
-from keras_attention.inference.next_step import (
-    check_shortlist,
-    encode_prefixes,
-    forced_prefix,
-    is_zero,
-    lowest_where,
-    next_word_outputs,
-    own_candidates,
 )
 from keras_attention.inference.translation_outputs import (
     OUTPUT_KEYS,
@@ -102,7 +94,7 @@ class Translator:
                 f"`max_output_length` must be >= 1. Received: max_output_length={max_output_length}"
             )
         if shortlist is not None:
-            check_shortlist(shortlist, model, source_vectorizer, target_vectorizer)
+            next_step.check_shortlist(shortlist, model, source_vectorizer, target_vectorizer)
         self.model = model
         self.source_vectorizer = source_vectorizer
         self.target_vectorizer = target_vectorizer
@@ -124,41 +116,15 @@ class Translator:
         )
 
     def strategy(self, options: DecodingOptions | None = None, **decoding):
-        """The decoding strategy for `options` (a `DecodingOptions`, or its fields as keywords).
-
-        Greedy search for beam width 1 (the default, and no `n_best` above
-        1), beam search otherwise (`n_best` hypotheses per sentence when
-        given), both with `drop_finished=True` (only the running sentences are
-        computed); with `sample=True`, `RandomSampling(temperature, top_k,
-        top_p, seed)`. The options not given take `DecodingOptions.DEFAULTS`;
-        `max_output_length` defaults to the translator's. Bad values raise
-        `ValueError`.
-        """
-        options = DecodingOptions.of(options, **decoding)
-        common = dict(
-            max_length=options.max_output_length or self.max_output_length,
+        """The decoding strategy for `options` (a `DecodingOptions`, or its fields as
+        keywords): `keras_attention.decoding.options_strategy.strategy_for`, with the
+        translator's `max_output_length` and the target's end and padding ids. Bad values
+        raise `ValueError`."""
+        return strategy_for(
+            DecodingOptions.of(options, **decoding),
+            max_length=self.max_output_length,
             end_id=self.target_vectorizer.end_id,
             pad_id=self.target_vectorizer.pad_id,
-        )
-        if options.sample:
-            return RandomSampling(
-                temperature=options.value("temperature"),
-                top_k=options.top_k,
-                top_p=options.top_p,
-                seed=options.seed,
-                **common,
-            )
-        # `step_function`'s next_fn finds all of a row in its state, so the
-        # searches may drop finished sentences (the same results, less work).
-        beam_width, n_best = options.value("beam_width"), options.n_best
-        if beam_width == 1 and n_best in (None, 1):
-            return GreedySearch(**common, drop_finished=True)
-        return BeamSearch(
-            beam_width=beam_width,
-            length_penalty=options.value("length_penalty"),
-            n_best=n_best,
-            drop_finished=True,
-            **common,
         )
 
     def encode_source(self, texts) -> tuple[tf.Tensor, tf.Tensor]:
@@ -209,24 +175,17 @@ class Translator:
             else:
                 model_step = self.model.next_logits
         ids = tf.range(self.target_vectorizer.vocabulary_size) if candidates is None else candidates
-        banned = self.forbidden(ids)
+        banned = next_step.forbidden_mask(self.target_vectorizer, ids)
 
         def next_fn(step, token_ids, state):
             if candidates is not None:
                 token_ids = tf.gather(candidates, token_ids)
             logits, state, attention = model_step(step, token_ids, state)
             if banned is not None:
-                logits = lowest_where(banned, logits)
+                logits = next_step.lowest_where(banned, logits)
             return logits, state, attention
 
         return next_fn
-
-    def forbidden(self, ids):
-        """Whether each of `ids` is a forbidden output id; `None` when none is."""
-        forbidden = list(self.target_vectorizer.forbidden_output_ids)
-        if not forbidden:
-            return None
-        return tf.reduce_any(tf.equal(ids[:, tf.newaxis], tf.constant(forbidden, tf.int32)), axis=1)
 
     def translate(
         self, texts, strategy, *, prefixes=None, next_words=0, constraints=None, **options
@@ -254,28 +213,13 @@ class Translator:
                 `max_length`, as scalar tensors in an export).
 
         Returns:
-            A dict of dense tensors: `translation` string `(batch_size,)`,
-            `score` float32 `(batch_size,)` (log-probability), `length` int32
-            `(batch_size,)` (tokens before `[END]`), `tokens` string
-            `(batch_size, T_out)`, `source_tokens` string `(batch_size, T_in)`
-            (padded with `""`), `attention` float32 `(batch_size, T_out, T_in)`,
-            `token_scores` float32 `(batch_size, T_out)` (the log-probability
-            of each output token, at position `length` the end token's when
-            one was emitted, 0 after: a row sums to `score`) and `confidence`
-            float32 `(batch_size,)`, the geometric mean of the scored
-            tokens' probabilities, `exp(score / n)` with `n` the tokens
-            scored (`length`, plus one for the end token), in `[0, 1]`.
-            Inputs with no token (empty or blank strings) translate to `""`
-            with score 0, length 0 and confidence 1. For a strategy that returns n-best
-            lists (`BeamSearch` with `n_best`), every output but
-            `source_tokens` has an n-best axis after the batch axis:
-            `translation`, `score`, `length`, `confidence`
-            `(batch_size, n_best)`, `tokens` and `token_scores`
-            `(batch_size, n_best, T_out)`, `attention`
-            `(batch_size, n_best, T_out, T_in)`. With `prefixes` or
-            `next_words`, the outputs also hold `next_words` string
-            `(batch_size, next_words)` and `next_word_scores` float32
-            `(batch_size, next_words)` (`next_step.next_word_outputs`).
+            A dict of dense tensors: `translation_outputs.OUTPUT_KEYS`
+            (`translation`, `score`, `length`, `tokens`, `source_tokens`,
+            `attention`, `token_scores`, `confidence`; shapes and meanings
+            there), with an n-best axis after the batch axis for a strategy
+            that returns n-best lists (`BeamSearch` with `n_best`), and with
+            `prefixes` or `next_words` also `next_words` and
+            `next_word_scores` (`next_step.next_word_outputs`).
         """
         texts = tf.reshape(tf.convert_to_tensor(texts, dtype=tf.string), [-1])
         source_ids, source_tokens = self.encode_source(texts)
@@ -286,14 +230,18 @@ class Translator:
         with WeightSlices(self.gather_weights):
             state = self.model.initial_decode_state(source_ids)
         # With a shortlist, the start, end and padding ids are candidates at their own positions.
-        steered = prefixes is not None or not is_zero(next_words)
+        steered = prefixes is not None or not next_step.is_zero(next_words)
         if steered:
             if prefixes is None:
                 prefixes = tf.fill([batch_size], "")
-            prefix_ids, prefix_lengths = encode_prefixes(self, prefixes, batch_size)
+            prefix_ids, prefix_lengths = next_step.encode_prefixes(
+                self.target_vectorizer, prefixes, batch_size
+            )
         if constraints is not None:
             check_beam_search(strategy)
-            constraint_ids = encode_constraints(self, constraints, batch_size)
+            constraint_ids = encode_constraints(
+                self.target_vectorizer, constraints, batch_size, self.max_output_length
+            )
             options["constraints"] = constraint_ids
         if self.shortlist is None:
             candidates = None
@@ -310,36 +258,33 @@ class Translator:
                 options["constraints"] = to_positions(candidates, constraint_ids)
             # Each row's own candidates travel in the state, so that beam
             # search's tiling and the dropping of finished rows keep them.
-            next_fn = own_candidates(self.step_function(state, candidates))
+            next_fn = next_step.own_candidates(self.step_function(state, candidates))
             decode_state = (state, allowed)
         if prefixes is not None:
             forced = prefix_ids if candidates is None else to_positions(candidates, prefix_ids)
-            next_fn = forced_prefix(next_fn)
+            next_fn = next_step.forced_prefix(next_fn)
             decode_state = (decode_state, forced, prefix_lengths)
         result = strategy(next_fn, decode_state, start_ids, **options)
         if candidates is not None:
             result = result._replace(tokens=tf.gather(candidates, result.tokens))
+        target = self.target_vectorizer
         if result.tokens.shape.rank == 3:
-            outputs = n_best_outputs(self, result, has_tokens, source_tokens)
+            outputs = n_best_outputs(
+                target, self.replace_unknown, result, has_tokens, source_tokens
+            )
         else:
-            outputs = single_outputs(self, result, has_tokens, source_tokens)
+            outputs = single_outputs(
+                target, self.replace_unknown, result, has_tokens, source_tokens
+            )
             outputs["source_tokens"] = source_tokens
             outputs = {key: outputs[key] for key in OUTPUT_KEYS}
         if steered:
-
-            def none():
-                return {
-                    "next_words": tf.fill([batch_size, 0], ""),
-                    "next_word_scores": tf.zeros([batch_size, 0], tf.float32),
-                }
-
-            def asked():
-                return next_word_outputs(self, source_ids, prefix_ids, prefix_lengths, next_words)
-
-            if tf.is_tensor(next_words):  # an export's input: the pass runs only when asked
-                outputs.update(tf.cond(next_words > 0, asked, none))
-            else:
-                outputs.update(asked() if next_words else none())
+            with WeightSlices(self.gather_weights):
+                outputs.update(
+                    next_step.next_word_outputs(
+                        self.model, target, source_ids, prefix_ids, prefix_lengths, next_words
+                    )
+                )
         return outputs
 
     def compile(self, strategy):
@@ -348,6 +293,26 @@ class Translator:
             lambda texts: self.translate(texts, strategy),
             input_signature=[tf.TensorSpec([None], tf.string, name="text")],
             autograph=False,  # translate is plain TensorFlow; no Python control flow to convert
+        )
+
+    def steered_function(self, strategy, prefixed: bool, next_words: int, constrained: bool):
+        """`translate` with `strategy` as a `tf.function` over a batch's `text`, `prefix`
+        and `constraints` (`[None]`, `[None]`, `[None, None]` strings); the prefixes and
+        the constraints are passed on only when `prefixed` and `constrained`."""
+        return tf.function(
+            lambda texts, prefixes, phrases: self.translate(
+                texts,
+                strategy,
+                prefixes=prefixes if prefixed else None,
+                next_words=next_words,
+                constraints=phrases if constrained else None,
+            ),
+            input_signature=[
+                tf.TensorSpec([None], tf.string, name="text"),
+                tf.TensorSpec([None], tf.string, name="prefix"),
+                tf.TensorSpec([None, None], tf.string, name="constraints"),
+            ],
+            autograph=False,
         )
 
     def translate_all(
@@ -429,10 +394,14 @@ class Translator:
                 return seeded(texts, tf.constant((seed + batch_index) % 2**31, tf.int32))
         elif steered:
             if constraints is not None:
-                check_phrases(self, pad_phrases(constraints, len(texts)))
+                phrases = pad_phrases(constraints, len(texts))
+                check_phrases(self.target_vectorizer, phrases, self.max_output_length)
                 strategy = as_beam_search(strategy, options.value("length_penalty"))
+            translate_fn = self.steered_function(
+                strategy, prefixes is not None, next_words, constraints is not None
+            )
             translate = steered_batches(
-                self, strategy, prefixes, next_words, constraints, len(texts), order, batch_size
+                translate_fn, prefixes, constraints, len(texts), order, batch_size
             )
         else:
             compiled = self.compile(strategy)
