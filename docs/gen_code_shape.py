@@ -1,5 +1,6 @@
 """The shape of the code at one or more commits: lines per package, the largest modules,
-import circles, long signatures and how often the length penalty's default is written.
+import circles, long signatures, how often each decoding default is written and the
+names the trainer imports from a run's modules.
 
 Each commit is read from git (`git archive`) into a temporary folder and measured there
 with `tests/helpers/code_shape.py`, the functions `tests/test_architecture.py` bounds.
@@ -86,7 +87,50 @@ def measure(revision: str, shape) -> dict:
                 if count > 8 and not keras_init
             ),
             "length_penalty_defaults": shape.literal_default_places("length_penalty", root),
+            "modules_of_420_lines_or_more": sorted(m for m, n in lines.items() if n >= 420),
+            "functions_with_8_parameters": sorted(
+                f"{module}:{line} {name}"
+                for module, line, name, count, keras_init in counts
+                if count == 8 and not keras_init
+            ),
+            "defaults_written_more_than_once": {
+                option: places
+                for option, modes in DEFAULT_OPTIONS.items()
+                if len(places := shape.literal_default_places(option, root, modes=modes)) > 1
+            },
+            "trainer_names_from_runs_and_precision": trainer_names(root),
         }
+
+
+DEFAULT_OPTIONS = {
+    "length_penalty": (),
+    "temperature": (),
+    "beam_width": (1,),
+    "max_output_length": (),
+}
+"""The decoding options whose default must be written once (`beam_width=1` asks for
+greedy search: a mode, not a default), as `tests/test_architecture.py` checks them."""
+
+
+def trainer_names(root: Path) -> list[str]:
+    """The names `keras_attention/training/trainer.py` imports from `keras_attention.runs`
+    and `keras_attention.precision` (and their modules)."""
+    import ast
+
+    path = root / "keras_attention" / "training" / "trainer.py"
+    if not path.is_file():
+        return []
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith(("keras_attention.runs", "keras_attention.precision")):
+                names += [f"{node.module}.{alias.name}" for alias in node.names]
+    return sorted(names)
+
+
+def _count(result: dict, key: str) -> str:
+    """How many entries a figure has ("-" in records written before it was measured)."""
+    return str(len(result[key])) if key in result else "-"
 
 
 def tables(results: list[dict]) -> str:
@@ -109,6 +153,14 @@ def tables(results: list[dict]) -> str:
         ),
         "places a length-penalty default is written": lambda r: str(
             len(r["length_penalty_defaults"])
+        ),
+        "modules of 420 lines or more": lambda r: _count(r, "modules_of_420_lines_or_more"),
+        "functions with exactly 8 parameters": lambda r: _count(r, "functions_with_8_parameters"),
+        "decoding defaults written more than once": lambda r: _count(
+            r, "defaults_written_more_than_once"
+        ),
+        "names the trainer imports from `runs` and `precision`": lambda r: _count(
+            r, "trainer_names_from_runs_and_precision"
         ),
         "largest module (lines)": lambda r: str(r["largest_modules"][0]["lines"]),
     }

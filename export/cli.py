@@ -14,6 +14,13 @@ import dataclasses
 import sys
 
 from keras_attention.auto import AUTO
+from keras_attention.export.argument_types import (
+    beam_width_of_beam_search,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
+    shortlist_size,
+)
 from keras_attention.export.export_settings import COMMAND_SETTINGS, ExportSettings
 from keras_attention.export.signature_options import DEFAULT_MAX_BEAM_WIDTH
 from keras_attention.export.weight_choices import WEIGHTS
@@ -25,48 +32,6 @@ FORMATS = ("savedmodel", "litert")
 
 EXPORT_ERROR = 2
 CHECK_FAILED = 1
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1. Received: {text}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0. Received: {text}")
-    return value
-
-
-def _shortlist_size(text: str) -> int | str | None:
-    """`--shortlist`: `auto`, `none`, or an integer >= 1."""
-    if text.lower() in ("auto", "none"):
-        return None if text.lower() == "none" else "auto"
-    try:
-        return _positive_int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be 'auto', 'none' or an integer >= 1. Received: {text}"
-        ) from None
-
-
-def _beam_width(text: str) -> int:
-    value = int(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(
-            f"must be an integer >= 2 (greedy search is serving_default). Received: {text}"
-        )
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0. Received: {text}")
-    return value
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,7 +59,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model-version",
         dest="model_version",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="version number; an existing version is never overwritten "
@@ -105,7 +70,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "--beam-width",
         "--beam",  # the alias translate and evaluate also accept
         dest="beam_width",
-        type=_beam_width,
+        type=beam_width_of_beam_search,
         default=signatures.beam_width,
         help="the beam_search signature's beam width (fixed in its graph), >= 2 "
         f"(default: {signatures.beam_width})",
@@ -113,21 +78,21 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-beam-width",
         dest="max_beam_width",
-        type=_positive_int,
+        type=positive_int,
         default=signatures.max_beam_width,
         help="the largest beam_width input a search request may give, >= --beam-width "
         f"(default: {DEFAULT_MAX_BEAM_WIDTH}, or --beam-width if larger)",
     )
     parser.add_argument(
         "--length-penalty",
-        type=_non_negative_float,
+        type=non_negative_float,
         default=signatures.length_penalty,
         help="GNMT length penalty alpha of beam_search, and the default length_penalty input "
         f"of search (default: {signatures.length_penalty})",
     )
     parser.add_argument(
         "--max-output-length",
-        type=_positive_int,
+        type=positive_int,
         default=COMMAND_SETTINGS.max_output_length,
         help="most tokens of a translation, the largest max_output_length input "
         "(default: the run's max_output_length)",
@@ -179,7 +144,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shortlist",
         metavar="K",
-        type=_shortlist_size,
+        type=shortlist_size,
         default=COMMAND_SETTINGS.shortlist,
         help="decode over a vocabulary shortlist: for each source token, the K target tokens "
         "that go with it most (local mutual information) in the run's training split, plus the "
@@ -192,7 +157,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shortlist-frequent",
         metavar="M",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=COMMAND_SETTINGS.shortlist_frequent,
         help="the most frequent target tokens every --shortlist keeps "
         f"(default: {COMMAND_SETTINGS.shortlist_frequent})",

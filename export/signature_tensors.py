@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_attention_client.wire.contract import STEERING_OUTPUTS
+from keras_attention_client.wire.contract import CONSTRAINT_SEPARATOR, STEERING_OUTPUTS
 
 DTYPES = {"DT_STRING": tf.string, "DT_FLOAT": tf.float32, "DT_INT32": tf.int32}
 """The contract's DataType names -> TensorFlow dtypes."""
@@ -71,3 +71,10 @@ def empty_outputs(outputs: dict[str, tuple[str, list[int]]]) -> dict[str, tf.Ten
         else tf.fill([0] * len(shape), "")
         for key, (dtype, shape) in outputs.items()
     }
+
+
+def split_phrases(constraints: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """`[batch]` strings of `CONSTRAINT_SEPARATOR`-joined phrases -> `[batch, C]` phrases
+    (`""`-padded) and whether any row holds one (not blank)."""
+    phrases = tf.strings.split(constraints, CONSTRAINT_SEPARATOR).to_tensor("")
+    return phrases, tf.reduce_any(tf.strings.length(tf.strings.strip(phrases)) > 0)

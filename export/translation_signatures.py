@@ -18,13 +18,13 @@ from keras_attention.export.signature_tensors import (
     check_range,
     empty_outputs,
     scalar_specs,
+    split_phrases,
     tensor_specs,
 )
 from keras_attention.export.translation_scores import teacher_forced_scores
 from keras_attention.inference.translator import Translator
 from keras_attention_client.wire.contract import (
     BEAM_SEARCH,
-    CONSTRAINT_SEPARATOR,
     DECODING_INPUTS,
     DEFAULT_SIGNATURE,
     N_BEST_OUTPUTS,
@@ -271,7 +271,7 @@ class TranslationSignatures:
                 tf.equal(tf.size(prefix), 0), lambda: tf.fill(tf.shape(text), ""), lambda: prefix
             )
             steering = {"prefixes": prefix, "next_words": next_words}
-            phrases, constrained = _phrases(constraints)
+            phrases, constrained = split_phrases(constraints)
 
             def run_greedy():
                 return translator.translate(text, greedy, max_length=max_output_length, **steering)
@@ -322,7 +322,7 @@ class TranslationSignatures:
             ]
             with tf.control_dependencies(checks):
                 text = tf.identity(text)
-            phrases, constrained = _phrases(constraints)
+            phrases, constrained = split_phrases(constraints)
             steered = tf.logical_or(constrained, tf.reduce_any(tf.strings.length(prefix) > 0))
 
             def run_steered():
@@ -411,10 +411,3 @@ class TranslationSignatures:
     def score(self, text, translation) -> dict[str, tf.Tensor]:
         """The `score_translation` function (see the class docstring)."""
         return teacher_forced_scores(self.translator, text, translation)
-
-
-def _phrases(constraints: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """`[batch]` strings of `CONSTRAINT_SEPARATOR`-joined phrases -> `[batch, C]` phrases
-    (`""`-padded) and whether any row holds one (not blank)."""
-    phrases = tf.strings.split(constraints, CONSTRAINT_SEPARATOR).to_tensor("")
-    return phrases, tf.reduce_any(tf.strings.length(tf.strings.strip(phrases)) > 0)

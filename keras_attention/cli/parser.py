@@ -117,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     from keras_attention.serving.server import cli as server_cli
     from keras_attention.version_action import VersionAction
     from keras_attention_client import cli as client_cli
+    from keras_attention_client.intermixed_argument_parser import IntermixedArgumentParser
 
     parser = argparse.ArgumentParser(
         prog="keras-attention",
@@ -144,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = _Commands(
         # Each command's options may come before, between and after its positionals.
         parser.add_subparsers(
-            dest="command", metavar="COMMAND", parser_class=client_cli.IntermixedArgumentParser
+            dest="command", metavar="COMMAND", parser_class=IntermixedArgumentParser
         ),
         parents=[verbose],
     )
