@@ -236,7 +236,7 @@ def padding_fraction(config, batches=200):
     from keras_attention.runs.run_vectorizers import load_vectorizers
 
     splits = split_corpus(load_corpus(None).pairs, seed=config.seed)
-    source, target = load_vectorizers(RunDirectory(config.out), config, splits=splits)
+    source, target = load_vectorizers(RunDirectory(config.out), config, sample=splits)
     data = make_dataset(
         splits.train,
         source,

@@ -189,16 +189,16 @@ def claim_run(config: TrainConfig, saved: TrainConfig | None = None) -> RunDirec
     return run
 
 
-def write_run_files(run: RunDirectory, config: TrainConfig, splits: CorpusSample) -> None:
+def write_run_files(run: RunDirectory, config: TrainConfig, sample: CorpusSample) -> None:
     """Writes the validation and test splits, the data summary and the vocabularies of a new run.
 
     A resumed run keeps its saved vocabularies (or subword models), so it
     continues with identical token ids.
     """
-    run.write_pairs(run.validation_split, splits.validation)
-    run.write_pairs(run.test_split, splits.test)
-    write_json_atomically(run.data_summary, splits.summary())
-    write_vocabularies(run, config, splits)
+    run.write_pairs(run.validation_split, sample.validation)
+    run.write_pairs(run.test_split, sample.test)
+    write_json_atomically(run.data_summary, sample.summary())
+    write_vocabularies(run, config, sample)
 
 
 def keep_history(run: RunDirectory, epochs: int) -> None:

@@ -34,10 +34,10 @@ from keras_attention.text import (
 from keras_attention.text.spacing_rules import SpacingRules
 
 
-def _learn(config: TrainConfig, splits) -> tuple[object, object]:
-    """The source and target vocabularies (word lists or subword models) of `splits.train`."""
-    sources = [source for source, _ in splits.train]
-    targets = [target for _, target in splits.train]
+def _learn(config: TrainConfig, sample) -> tuple[object, object]:
+    """The source and target vocabularies (word lists or subword models) of `sample.train`."""
+    sources = [source for source, _ in sample.train]
+    targets = [target for _, target in sample.train]
     if config.tokenizer == "subwords":
         learn = train_subword_model
     else:
@@ -53,12 +53,12 @@ def _learn(config: TrainConfig, splits) -> tuple[object, object]:
     return source, target
 
 
-def measure_spacing(splits) -> SpacingRules:
+def measure_spacing(sample) -> SpacingRules:
     """The spacing conventions of the training targets (`SpacingRules.measure`)."""
-    return SpacingRules.measure(target for _, target in splits.train)
+    return SpacingRules.measure(target for _, target in sample.train)
 
 
-def write_vocabularies(run: RunDirectory, config: TrainConfig, splits) -> None:
+def write_vocabularies(run: RunDirectory, config: TrainConfig, sample) -> None:
     """Learns and saves the run's vocabularies, unless it has them (a resumed run keeps its ids).
 
     With `tokenizer="words"` the target side's spacing is measured too and
@@ -66,7 +66,7 @@ def write_vocabularies(run: RunDirectory, config: TrainConfig, splits) -> None:
     """
     files = run.tokenizer_files(config.tokenizer)
     if config.tokenizer == "words" and not run.target_spacing.is_file():
-        spacing = measure_spacing(splits)
+        spacing = measure_spacing(sample)
         run.target_spacing.write_text(
             json.dumps(spacing.get_config(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
         )
@@ -75,9 +75,9 @@ def write_vocabularies(run: RunDirectory, config: TrainConfig, splits) -> None:
     progress.logger.info(
         "Learning the %s from %d sampled training pairs",
         "subword models" if config.tokenizer == "subwords" else "vocabularies",
-        len(splits.train),
+        len(sample.train),
     )
-    source, target = _learn(config, splits)
+    source, target = _learn(config, sample)
     save = save_subword_model if config.tokenizer == "subwords" else save_vocabulary
     save(source, files[0])
     save(target, files[1])
@@ -117,7 +117,7 @@ def _read_spacing(run: RunDirectory) -> SpacingRules | None:
         raise ValueError(f"{str(run.target_spacing)!r} is not a spacing file: {error}") from None
 
 
-def load_vectorizers(run: RunDirectory, config: TrainConfig, splits=None):
+def load_vectorizers(run: RunDirectory, config: TrainConfig, sample=None):
     """The run's vectorizers; learned from `splits` in memory (as the chief did) if given.
 
     Raises:
@@ -125,7 +125,7 @@ def load_vectorizers(run: RunDirectory, config: TrainConfig, splits=None):
         ValueError: a file is not a vocabulary / subword model.
     """
     if splits is not None:
-        return make_vectorizers(config, *_learn(config, splits), measure_spacing(splits))
+        return make_vectorizers(config, *_learn(config, sample), measure_spacing(sample))
     files = run.tokenizer_files(config.tokenizer)
     missing = [path.name for path in files if not path.is_file()]
     if missing:

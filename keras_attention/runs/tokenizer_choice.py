@@ -251,8 +251,8 @@ def resolve_tokenizer(
             "subwords", SUBWORD_PIECES, SUBWORD_PIECES, reason=f"{SUBWORD_PIECES:,} pieces per side"
         )
     else:
-        splits = read_sample() if read_sample is not None else run_data.sample_splits(config)
-        statistics = corpus_statistics(splits.train)
+        sample = read_sample() if read_sample is not None else run_data.sample_splits(config)
+        statistics = corpus_statistics(sample.train)
         if config.tokenizer == AUTO:
             choice = choose_tokenizer(statistics)
         else:

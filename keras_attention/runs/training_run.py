@@ -3,8 +3,8 @@
 `TrainingRun.open(config)` reads the run directory's saved config once, resolves
 `auto` precision and tokenizer into a frozen, resolved `TrainConfig`
 (`dataclasses.replace`), and tells whether the run already completed with it.
-The trainer then asks the run for its data split (`splits`), claims it (`claim`:
-the config, splits, data summary and vocabularies written), takes its
+The trainer then asks the run for its data sample (`sample`), claims it (`claim`:
+the config, the held-out splits, the data summary and vocabularies written), takes its
 vectorizers and training stream, and records how training ended
 (`record_failure`, `record_interruption`, `record_completion`).
 """
@@ -134,45 +134,45 @@ class TrainingRun:
             "already_completed": True,
         }
 
-    def splits(self, recorded: bool = True) -> CorpusSample:
+    def sample(self, recorded: bool = True) -> CorpusSample:
         """The run's data split: with `recorded`, the sample a resumed run recorded
         (`run_data.run_splits`), else the corpus sample (read once)."""
         return run_splits(self.config, self._read_sample) if recorded else self._read_sample()
 
-    def claim(self, splits: CorpusSample) -> RunDirectory:
+    def claim(self, sample: CorpusSample) -> RunDirectory:
         """Claims the directory (`run_data.claim_run`) and writes the run's files."""
         claim_run(self.config, self._saved)
         self.claimed = True
-        write_run_files(self.directory, self.config, splits)
+        write_run_files(self.directory, self.config, sample)
         return self.directory
 
-    def vectorizers(self, splits: CorpusSample):
+    def vectorizers(self, sample: CorpusSample):
         """`(source, target)` vectorizers: the claimed run's saved ones, else learned from
         `splits` in memory, as the chief learned them."""
-        return load_vectorizers(self.directory, self.config, None if self.claimed else splits)
+        return load_vectorizers(self.directory, self.config, None if self.claimed else sample)
 
-    def training_stream(self, splits, vectorizers, options: DatasetOptions, part, start: int):
+    def training_stream(self, sample, vectorizers, options: DatasetOptions, part, start: int):
         """An endless, deterministic stream of training batches read from the corpus files
         (`training_pairs`, `make_stream`): worker `part[0]` of `part[1]` reads its own lines,
         `options.batch_size` pairs per batch, from batch `start` on (a resumed run continues
         where its backup was taken)."""
         pairs = training_pairs(
-            splits.scans,
+            sample.scans,
             held_out(self.config),
-            splits.strides,
+            sample.strides,
             self.config.shuffle_buffer,
             self.config.seed,
             reverse=self.config.reverse,
-            excluded_sources=excluded_sources(self.config, splits),
+            excluded_sources=excluded_sources(self.config, sample),
             part=part,
         )
         return make_stream(pairs, *vectorizers, options).skip(start)
 
-    def steps_per_epoch(self, splits: CorpusSample) -> int:
+    def steps_per_epoch(self, sample: CorpusSample) -> int:
         """`config.steps_per_epoch`, or about one pass over the training pairs."""
         if self.config.steps_per_epoch is not None:
             return self.config.steps_per_epoch
-        return max(1, math.ceil(splits.training_lines() / self.config.batch_size))
+        return max(1, math.ceil(sample.training_lines() / self.config.batch_size))
 
     def position(self) -> tuple[int, int]:
         """`(epoch, step)` where the run's backup was taken (`(0, 0)` without one)."""

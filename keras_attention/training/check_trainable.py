@@ -7,7 +7,7 @@ import tensorflow as tf
 from keras_attention.data import make_stream
 
 
-def check_trainable(splits, source_vectorizer, target_vectorizer, options) -> None:
+def check_trainable(sample, source_vectorizer, target_vectorizer, options) -> None:
     """Raises when a corpus's sampled training pairs are all filtered out.
 
     The training stream is endless: a corpus none of whose pairs passes the
@@ -17,7 +17,7 @@ def check_trainable(splits, source_vectorizer, target_vectorizer, options) -> No
     Raises:
         ValueError: naming the corpus and the limits.
     """
-    for scan, pairs in zip(splits.scans, splits.train_by_corpus(), strict=True):
+    for scan, pairs in zip(sample.scans, sample.train_by_corpus(), strict=True):
         kept = None
         if pairs:
             sample = tf.data.Dataset.from_tensor_slices(

@@ -136,12 +136,12 @@ def train(
             # directory is not ours, so nothing is recorded in it.
             # The chief resumes from the run's recorded sample (no corpus read);
             # other workers learn the vocabularies from the sample itself.
-            splits = run.splits(recorded=distribution.is_chief)
+            sample = run.sample(recorded=distribution.is_chief)
             if distribution.is_chief:
-                run.claim(splits)
+                run.claim(sample)
             summary = _fit(
                 run,
-                splits,
+                sample,
                 interrupt,
                 verbose,
                 distribution,
@@ -170,7 +170,7 @@ def train(
 
 def _fit(
     run: TrainingRun,
-    splits,
+    sample,
     interrupt,
     verbose,
     distribution,
@@ -183,26 +183,26 @@ def _fit(
     dist.check_workers_agree(
         distribution,
         config=dist.comparable_config(config),
-        data=dist.fingerprint({"corpora": splits.summary(), "validation": splits.validation}),
+        data=dist.fingerprint({"corpora": sample.summary(), "validation": sample.validation}),
         resume_epoch=initial_epoch,
     )
-    vectorizers = run.vectorizers(splits)
+    vectorizers = run.vectorizers(sample)
     source_vectorizer, target_vectorizer = vectorizers
     keras.utils.set_random_seed(config.seed)
     evaluation = DatasetOptions(
         batch_size=config.batch_size, shuffle=False, max_length=config.max_length
     )  # one pass, in data order
     train_options = dataclasses.replace(evaluation, max_length_ratio=config.max_length_ratio)
-    if not splits.recorded:  # a resumed run's corpora passed when it started
-        check_trainable(splits, source_vectorizer, target_vectorizer, train_options)
-    steps_per_epoch = run.steps_per_epoch(splits)
+    if not sample.recorded:  # a resumed run's corpora passed when it started
+        check_trainable(sample, source_vectorizer, target_vectorizer, train_options)
+    steps_per_epoch = run.steps_per_epoch(sample)
     replicas = distribution.num_replicas
 
     def training_batches(part: tuple[int, int]) -> tf.data.Dataset:
         # Worker i of n reads its own lines and its share of each global batch.
         options = dataclasses.replace(train_options, batch_size=config.batch_size // part[1])
         start = initial_epoch * steps_per_epoch + resumed_steps
-        batches = run.training_stream(splits, vectorizers, options, part, start)
+        batches = run.training_stream(sample, vectorizers, options, part, start)
         return dist.pad_to_replicas(batches, replicas // part[1])
 
     if distribution.is_multi_worker:
@@ -210,7 +210,7 @@ def _fit(
     else:  # one pipeline; tf.distribute splits each batch over the replicas
         train_data = dist.shard_by_data(training_batches((0, 1)))
     validation_data = make_dataset(
-        splits.validation, source_vectorizer, target_vectorizer, evaluation
+        sample.validation, source_vectorizer, target_vectorizer, evaluation
     )
     # A known size lets Keras restart the validation pass every epoch without
     # running the iterator dry (and warning about it).
