@@ -124,7 +124,7 @@ def load_vectorizers(run: RunDirectory, config: TrainConfig, sample=None):
         FileNotFoundError: the run lacks the files of its `tokenizer`.
         ValueError: a file is not a vocabulary / subword model.
     """
-    if splits is not None:
+    if sample is not None:
         return make_vectorizers(config, *_learn(config, sample), measure_spacing(sample))
     files = run.tokenizer_files(config.tokenizer)
     missing = [path.name for path in files if not path.is_file()]
