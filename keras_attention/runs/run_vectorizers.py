@@ -118,7 +118,7 @@ def _read_spacing(run: RunDirectory) -> SpacingRules | None:
 
 
 def load_vectorizers(run: RunDirectory, config: TrainConfig, sample=None):
-    """The run's vectorizers; learned from `splits` in memory (as the chief did) if given.
+    """The run's vectorizers; learned from the `sample` in memory (as the chief did) if given.
 
     Raises:
         FileNotFoundError: the run lacks the files of its `tokenizer`.
