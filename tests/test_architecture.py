@@ -32,7 +32,7 @@ LAYERS = [
         "precision",
         "shortlist_defaults",
     },
-    {"data", "models"},
+    {"data", "models", "seq2seq"},
     {"runs"},
     {"vocabulary_shortlist", "distribution", "inference"},
     {"training"},
