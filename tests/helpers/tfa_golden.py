@@ -55,10 +55,12 @@ def make_cell(kind, units):
     return keras.layers.LSTMCell(units)
 
 
-def make_wrapper(mechanism_name, mechanism_kwargs, wrapper_kwargs, units, query_layer=False):
+def make_wrapper(
+    mechanism_name, mechanism_kwargs, wrapper_kwargs, units, query_layer=False, cell_units=8
+):
     """`(mechanism, AttentionWrapper)` as the generator's `_make_wrapper` built them."""
     wrapper_kwargs = dict(wrapper_kwargs)
-    cell = make_cell(wrapper_kwargs.pop("cell", "lstm"), 8)
+    cell = make_cell(wrapper_kwargs.pop("cell", "lstm"), cell_units)
     kwargs = dict(mechanism_kwargs)
     if query_layer:
         kwargs["query_layer"] = keras.layers.Dense(units, use_bias=False)
