@@ -89,6 +89,7 @@ class AttentionMechanism(keras.layers.Layer):
         self.batch_size = None
         self._alignments_size = None
         self._memory_initialized = False
+        self._own_weights_built = False
         self.supports_masking = True
         if memory is not None:
             self.setup_memory(memory, memory_sequence_length)
@@ -107,8 +108,25 @@ class AttentionMechanism(keras.layers.Layer):
             )
         return PROBABILITY_FNS[name]
 
+    def _build_own_weights(self):
+        """Creates the mechanism's own weights once (a subclass adds them here)."""
+
     def build(self, input_shape=None):
-        """Creates the mechanism's own weights (a subclass adds them here)."""
+        """Creates the own weights; before the memory is bound, also builds
+        `memory_layer` for a memory of `input_shape`, after it `query_layer` for a
+        query of `input_shape[0]` (TFA's two-phase build)."""
+        if not self._own_weights_built:
+            self._build_own_weights()
+            self._own_weights_built = True
+        shapes = input_shape if isinstance(input_shape, list) else [input_shape]
+        if not shapes or shapes[0] is None:
+            return
+        first = tuple(shapes[0])
+        if not self._memory_initialized:
+            if self.memory_layer is not None and not self.memory_layer.built:
+                self.memory_layer.build(first)
+        elif self.query_layer is not None and not self.query_layer.built:
+            self.query_layer.build(first)
 
     def setup_memory(self, memory, memory_sequence_length=None, memory_mask=None):
         """Binds `memory`: computes `values` (padding zeroed) and `keys` once.
@@ -161,7 +179,7 @@ class AttentionMechanism(keras.layers.Layer):
             raise ValueError("Expected inputs `[query, state]` (and optionally the values).")
         query, state = inputs[0], inputs[1]
         if not self.built:
-            self.build(tuple(self.values.shape))
+            self.build(None)
         return super().__call__(query, state, **kwargs)
 
     def call(self, query, state):
@@ -198,7 +216,11 @@ class AttentionMechanism(keras.layers.Layer):
         for name in ("query_layer", "memory_layer"):
             layer = getattr(self, name)
             if layer is not None:
-                config[name] = keras.saving.serialize_keras_object(layer)
+                # Without its build config: the layer builds when the memory (or the
+                # first query) comes, so weights set in between match TFA's order.
+                serialized = keras.saving.serialize_keras_object(layer)
+                serialized.pop("build_config", None)
+                config[name] = serialized
         return config
 
     @classmethod

@@ -256,8 +256,6 @@ class AttentionWrapper(keras.layers.Layer):
             self._cell.build((None, input_depth + attention_depth))
         cell_output = self._cell_output_size()
         for i, mechanism in enumerate(self._attention_mechanisms):
-            if not mechanism.built:
-                mechanism.build(tuple(mechanism.values.shape))
             if mechanism.query_layer is not None and not mechanism.query_layer.built:
                 mechanism.query_layer.build((None, cell_output))
             if self._attention_layers is not None and not self._attention_layers[i].built:

@@ -94,7 +94,7 @@ class BahdanauAttention(AttentionMechanism):
                 name="attention_b", shape=(self.units,), initializer="zeros"
             )
 
-    def build(self, input_shape=None):
+    def _build_own_weights(self):
         self.attention_v = self.add_weight(
             name="attention_v", shape=(self.units,), initializer=self.kernel_initializer
         )
@@ -202,7 +202,7 @@ class BahdanauMonotonicAttention(BahdanauAttention):
         if memory is not None:
             self.setup_memory(memory, memory_sequence_length)
 
-    def build(self, input_shape=None):
+    def _build_own_weights(self):
         self.attention_v = self.add_weight(
             name="attention_v", shape=(self.units,), initializer=self.kernel_initializer
         )

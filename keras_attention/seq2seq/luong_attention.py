@@ -80,7 +80,7 @@ class LuongAttention(AttentionMechanism):
             **kwargs,
         )
 
-    def build(self, input_shape=None):
+    def _build_own_weights(self):
         if self.scale:
             self.scale_weight = self.add_weight(name="attention_g", shape=(), initializer="ones")
 
@@ -165,7 +165,7 @@ class LuongMonotonicAttention(AttentionMechanism):
             **kwargs,
         )
 
-    def build(self, input_shape=None):
+    def _build_own_weights(self):
         if self.scale:
             self.attention_g = self.add_weight(name="attention_g", shape=(), initializer="ones")
         self.attention_score_bias = self.add_weight(
