@@ -39,6 +39,7 @@ class BahdanauAttention(AttentionMechanism):
 
     Example:
 
+    >>> import numpy as np
     >>> memory = np.random.rand(2, 5, 6).astype("float32")
     >>> mechanism = BahdanauAttention(4, memory=memory, memory_sequence_length=[5, 3])
     >>> alignments, _ = mechanism([np.ones((2, 3), "float32"), None])

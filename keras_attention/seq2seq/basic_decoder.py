@@ -41,6 +41,8 @@ class BasicDecoder(BaseDecoder):
 
     Example:
 
+    >>> import numpy as np
+    >>> from keras_attention.seq2seq import TrainingSampler
     >>> cell = keras.layers.LSTMCell(8)
     >>> decoder = BasicDecoder(cell, TrainingSampler())
     >>> inputs = np.random.rand(2, 4, 3).astype("float32")

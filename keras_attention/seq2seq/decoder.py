@@ -201,8 +201,6 @@ def dynamic_decode(
     parallel_iterations=32,
     swap_memory=False,
     training=None,
-    scope=None,
-    enable_tflite_convertible=False,
     **kwargs,
 ):
     """Runs `decoder` step by step in one `tf.while_loop` until every entry has finished
@@ -216,15 +214,17 @@ def dynamic_decode(
         parallel_iterations: The `tf.while_loop`'s `parallel_iterations`.
         swap_memory: The `tf.while_loop`'s `swap_memory`.
         training: Passed to `decoder.step`.
-        scope: Optional name scope.
-        enable_tflite_convertible: Boolean, fixed-size flat `TensorArray`s for LiteRT
-            conversion (batch size 1, `maximum_iterations` required for a fixed size).
-        **kwargs: `decoder_init_input` and `decoder_init_kwargs` for a `BaseDecoder`'s
+        **kwargs: Keyword arguments as TFA's: `scope` (optional name scope),
+            `enable_tflite_convertible` (boolean, fixed-size flat `TensorArray`s for
+            LiteRT conversion: batch size 1 and `maximum_iterations` required), and
+            `decoder_init_input` / `decoder_init_kwargs` for a `BaseDecoder`'s
             `initialize`.
 
     Returns:
         `(final_outputs, final_state, final_sequence_lengths)`.
     """
+    scope = kwargs.pop("scope", None)
+    enable_tflite_convertible = kwargs.pop("enable_tflite_convertible", False)
     with tf.name_scope(scope or "decoder"):
         if maximum_iterations is not None:
             maximum_iterations = tf.convert_to_tensor(

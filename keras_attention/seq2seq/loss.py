@@ -47,7 +47,7 @@ def sequence_loss(
     sum_over_timesteps=False,
     sum_over_batch=False,
     softmax_loss_function=None,
-    name=None,
+    **kwargs,
 ):
     """Weighted cross entropy of `logits` `(batch, time, classes)` against `targets`
     (ids `(batch, time)` or one-hot `(batch, time, classes)`), TFA's `sequence_loss`.
@@ -68,7 +68,7 @@ def sequence_loss(
         sum_over_batch: Boolean. Defaults to `False`.
         softmax_loss_function: Optional `(labels, logits) -> loss` in place of the
             softmax cross entropy.
-        name: Optional name scope.
+        **kwargs: `name`, an optional name scope (as TFA's keyword argument).
 
     Returns:
         The loss: a scalar, a vector or `(batch_size, sequence_length)`.
@@ -88,6 +88,9 @@ def sequence_loss(
     _check_reductions(
         average_across_timesteps, average_across_batch, sum_over_timesteps, sum_over_batch
     )
+    name = kwargs.pop("name", None)
+    if kwargs:
+        raise TypeError(f"Unexpected keyword arguments: {sorted(kwargs)}")
     with tf.name_scope(name or "sequence_loss"):
         num_classes = tf.shape(logits)[2]
         logits_flat = tf.reshape(logits, [-1, num_classes])
