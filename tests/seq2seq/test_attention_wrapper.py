@@ -278,3 +278,44 @@ def test_inside_keras_rnn():
     assert layer(tf.ones((2, 4, 8))).shape == (2, 8)
     initial_state = cell.get_initial_state(batch_size=2, dtype="float32")
     assert layer(tf.ones((2, 4, 8)), initial_state=initial_state).shape == (2, 8)
+
+
+def test_inside_keras_rnn_with_mask():
+    mechanism = seq2seq.LuongAttention(units=3)
+    cell = seq2seq.AttentionWrapper(keras.layers.LSTMCell(3), mechanism)
+    data = tf.ones((4, 4, 3))
+    mechanism.setup_memory(data)
+    outputs = keras.layers.RNN(cell)(data, mask=tf.sequence_mask([1, 2, 3, 4], 4))
+    assert outputs.shape == (4, 3)
+
+
+class ReSetupModel(keras.Model):
+    """TFA's `test_memory_re_setup` model: the memory bound twice in `call`."""
+
+    def __init__(self, mechanism_cls):
+        super().__init__()
+        self.embedding = keras.layers.Embedding(20, 6, mask_zero=True)
+        self.encoder = keras.layers.LSTM(6, return_sequences=True)
+        self.mechanism = mechanism_cls(8)
+
+    def call(self, inputs):
+        tokens, query, state = inputs
+        mask = self.embedding.compute_mask(tokens)
+        memory = self.encoder(self.embedding(tokens), mask=mask)
+        self.mechanism(memory, mask=mask, setup_memory=True)
+        self.mechanism(memory, mask=mask, setup_memory=True)
+        return self.mechanism([query, state])
+
+
+@pytest.mark.parametrize("cls", MECHANISMS)
+def test_memory_re_setup_in_a_model(cls):
+    rng = np.random.default_rng(4)
+    model = ReSetupModel(cls)
+    model.compile("rmsprop", "mse")
+    tokens = rng.integers(20, size=(10, 5))
+    query = rng.normal(size=(10, 8)).astype("float32")
+    state = rng.normal(size=(10, 5)).astype("float32")
+    target = rng.normal(size=(10, 5)).astype("float32")
+    model.fit([tokens, query, state], (target, target), batch_size=10, verbose=0)
+    alignments, _ = model.predict_on_batch([tokens, query, state])
+    assert alignments.shape == (10, 5)
