@@ -13,6 +13,11 @@ from keras_attention.seq2seq.bahdanau_attention import (
     BahdanauMonotonicAttention,
 )
 from keras_attention.seq2seq.basic_decoder import BasicDecoder, BasicDecoderOutput
+from keras_attention.seq2seq.beam_search_ops import (
+    gather_tree,
+    gather_tree_from_array,
+    tile_batch,
+)
 from keras_attention.seq2seq.decoder import BaseDecoder, Decoder, dynamic_decode
 from keras_attention.seq2seq.loss import SequenceLoss, sequence_loss
 from keras_attention.seq2seq.luong_attention import LuongAttention, LuongMonotonicAttention
@@ -50,8 +55,11 @@ __all__ = [
     "SequenceLoss",
     "TrainingSampler",
     "dynamic_decode",
+    "gather_tree",
+    "gather_tree_from_array",
     "hardmax",
     "monotonic_attention",
     "safe_cumprod",
     "sequence_loss",
+    "tile_batch",
 ]
