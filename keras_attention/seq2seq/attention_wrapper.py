@@ -262,6 +262,12 @@ class AttentionWrapper(keras.layers.Layer):
                 depth = mechanism.values.shape[-1]
                 self._attention_layers[i].build((None, cell_output + depth))
 
+    def build_from_config(self, config):
+        # The memory is no part of the config: without one bound, the wrapper builds
+        # at its first step instead.
+        if all(m.memory_initialized for m in self._attention_mechanisms):
+            super().build_from_config(config)
+
     def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
         """The zero `AttentionWrapperState` (the cell's own zero state, or
         `initial_cell_state`), with empty `TensorArray`s for the history.
