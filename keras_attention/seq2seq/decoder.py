@@ -6,6 +6,8 @@ import abc
 import keras
 import tensorflow as tf
 
+from keras_attention.decoding.decoding_strategy import in_xla_context
+
 
 class Decoder(metaclass=abc.ABCMeta):
     """An RNN decoder's contract for `dynamic_decode` (TFA's `Decoder`).
@@ -169,9 +171,9 @@ def transpose_batch_time(tensor):
     return tf.transpose(tensor, perm)
 
 
-def _output_arrays(decoder, maximum_iterations, tflite):
-    """One `TensorArray` per output, written one step at a time (fixed size and flat
-    for LiteRT)."""
+def _output_arrays(decoder, maximum_iterations, tflite, fixed_size):
+    """One `TensorArray` per output, written one step at a time (flat for LiteRT; of
+    `maximum_iterations` elements for LiteRT and XLA)."""
 
     def create(shape, dtype):
         shape = tf.TensorShape(shape)
@@ -185,8 +187,8 @@ def _output_arrays(decoder, maximum_iterations, tflite):
         static_batch = tf.get_static_value(tf.convert_to_tensor(decoder.batch_size))
         return tf.TensorArray(
             dtype=dtype,
-            size=0,
-            dynamic_size=True,
+            size=maximum_iterations if fixed_size else 0,
+            dynamic_size=not fixed_size,
             element_shape=tf.TensorShape([static_batch]).concatenate(shape),
         )
 
@@ -226,6 +228,9 @@ def dynamic_decode(
     scope = kwargs.pop("scope", None)
     enable_tflite_convertible = kwargs.pop("enable_tflite_convertible", False)
     with tf.name_scope(scope or "decoder"):
+        is_xla = in_xla_context()
+        if maximum_iterations is None and is_xla:
+            raise ValueError("maximum_iterations is required for XLA compilation.")
         if maximum_iterations is not None:
             maximum_iterations = tf.convert_to_tensor(
                 maximum_iterations, dtype=tf.int32, name="maximum_iterations"
@@ -254,7 +259,9 @@ def dynamic_decode(
         if maximum_iterations is not None:
             initial_finished = tf.logical_or(initial_finished, 0 >= maximum_iterations)
         initial_sequence_lengths = tf.zeros_like(initial_finished, dtype=tf.int32)
-        initial_outputs_ta = _output_arrays(decoder, maximum_iterations, enable_tflite_convertible)
+        initial_outputs_ta = _output_arrays(
+            decoder, maximum_iterations, enable_tflite_convertible, fixed_size=is_xla
+        )
 
         def condition(time, outputs_ta, state, inputs, finished, sequence_lengths):
             return tf.logical_not(tf.reduce_all(finished))

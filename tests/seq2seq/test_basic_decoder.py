@@ -323,3 +323,18 @@ def test_scheduled_embedding_decode_dtype():
         sequence_length=[3, 4, 3, 1],
     )
     assert outputs.rnn_output.dtype == tf.float32
+
+
+def test_dynamic_decode_under_xla_matches_eager():
+    cell = keras.layers.LSTMCell(6)
+    decoder = seq2seq.BasicDecoder(cell, seq2seq.TrainingSampler(), maximum_iterations=4)
+    inputs = tf.constant(np.random.default_rng(8).normal(size=(3, 4, 5)), tf.float32)
+
+    def decode(inputs):
+        state = cell.get_initial_state(batch_size=3)
+        return decoder(inputs, initial_state=state, sequence_length=[4, 4, 4])
+
+    expected, _, _ = decode(inputs)
+    outputs, _, lengths = tf.function(decode, jit_compile=True)(inputs)
+    np.testing.assert_allclose(expected.rnn_output, outputs.rnn_output, atol=1e-5)
+    assert_equal([4, 4, 4], lengths)
