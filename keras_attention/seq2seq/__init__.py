@@ -1,5 +1,5 @@
 """A Keras 3 successor to TensorFlow Addons' `tfa.seq2seq`: attention mechanisms bound to
-a memory, `AttentionWrapper`, `BasicDecoder` with its samplers, `dynamic_decode` and
+a memory, `AttentionWrapper`, `BasicDecoder` with its samplers, `BeamSearchDecoder`, `dynamic_decode` and
 `SequenceLoss`, with TFA's names, arguments, output structures and variable order.
 
 TFA code runs after changing `tfa.seq2seq` to `keras_attention.seq2seq` and `tf.keras`
@@ -13,6 +13,12 @@ from keras_attention.seq2seq.bahdanau_attention import (
     BahdanauMonotonicAttention,
 )
 from keras_attention.seq2seq.basic_decoder import BasicDecoder, BasicDecoderOutput
+from keras_attention.seq2seq.beam_search_decoder import (
+    BeamSearchDecoder,
+    BeamSearchDecoderOutput,
+    BeamSearchDecoderState,
+    FinalBeamSearchDecoderOutput,
+)
 from keras_attention.seq2seq.beam_search_ops import (
     gather_tree,
     gather_tree_from_array,
@@ -42,8 +48,12 @@ __all__ = [
     "BaseDecoder",
     "BasicDecoder",
     "BasicDecoderOutput",
+    "BeamSearchDecoder",
+    "BeamSearchDecoderOutput",
+    "BeamSearchDecoderState",
     "CustomSampler",
     "Decoder",
+    "FinalBeamSearchDecoderOutput",
     "GreedyEmbeddingSampler",
     "InferenceSampler",
     "LuongAttention",

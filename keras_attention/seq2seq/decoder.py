@@ -240,6 +240,16 @@ def dynamic_decode(
             tf.debugging.assert_greater(
                 maximum_iterations, 0, message="maximum_iterations should be greater than 0"
             )
+        if hasattr(decoder, "run_search"):
+            # A decoder that runs keras_attention.decoding's one loop itself
+            # (`BeamSearchDecoder`).
+            return decoder.run_search(
+                maximum_iterations,
+                output_time_major,
+                training,
+                kwargs.pop("decoder_init_input", None),
+                kwargs.pop("decoder_init_kwargs", {}),
+            )
         if isinstance(decoder, Decoder):
             initial_finished, initial_inputs, initial_state = decoder.initialize()
         else:
