@@ -78,6 +78,10 @@ class FinalBeamSearchDecoderOutput(
         beam_search_decoder_output: The `BeamSearchDecoderOutput` of every step.
     """
 
+TFA_PENALTY_WEIGHT = 0.0
+"""TFA's default penalty weights: no length and no coverage penalty (TFA's API, not
+the decoding default of our own beam search, `DEFAULT_LENGTH_PENALTY`)."""
+
 
 def _map_wrapper_states(fn, state):
     """`state` with `fn` applied to its `AttentionWrapperState`s (itself or items)."""
@@ -180,8 +184,8 @@ class BeamSearchDecoder(BaseDecoder):
         beam_width,
         embedding_fn=None,
         output_layer=None,
-        length_penalty_weight=0.0,
-        coverage_penalty_weight=0.0,
+        length_penalty_weight=TFA_PENALTY_WEIGHT,
+        coverage_penalty_weight=TFA_PENALTY_WEIGHT,
         reorder_tensor_arrays=True,
         output_all_scores=False,
         **kwargs,
