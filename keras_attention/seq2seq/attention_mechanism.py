@@ -47,7 +47,7 @@ def mask_score(score, memory_sequence_length=None, memory_mask=None):
     return tf.where(memory_mask, score, score.dtype.min * tf.ones_like(score))
 
 
-@keras.saving.register_keras_serializable(package="keras_attention")
+@keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
 class AttentionMechanism(keras.layers.Layer):
     """Base class of the attention mechanisms of `AttentionWrapper` (TFA's API).
 

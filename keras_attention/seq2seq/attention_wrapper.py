@@ -89,7 +89,7 @@ def _concat_inputs(inputs, attention):
     return tf.concat([inputs, attention], -1)
 
 
-@keras.saving.register_keras_serializable(package="keras_attention")
+@keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
 class AttentionWrapper(keras.layers.Layer):
     """Wraps an RNN cell with attention, TFA's `AttentionWrapper`.
 

@@ -12,7 +12,7 @@ from keras_attention.seq2seq.attention_mechanism import AttentionMechanism, dira
 from keras_attention.seq2seq.probability import MONOTONIC_MODES, monotonic_probability_fn
 
 
-@keras.saving.register_keras_serializable(package="keras_attention")
+@keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
 class BahdanauAttention(AttentionMechanism):
     """Bahdanau-style (additive) attention mechanism, TFA's `BahdanauAttention`.
 
@@ -133,7 +133,7 @@ class BahdanauAttention(AttentionMechanism):
         return config
 
 
-@keras.saving.register_keras_serializable(package="keras_attention")
+@keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
 class BahdanauMonotonicAttention(BahdanauAttention):
     """Monotonic attention with Bahdanau's score, TFA's `BahdanauMonotonicAttention`.
 

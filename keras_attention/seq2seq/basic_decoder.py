@@ -18,7 +18,7 @@ class BasicDecoderOutput(collections.namedtuple("BasicDecoderOutput", ("rnn_outp
     """
 
 
-@keras.saving.register_keras_serializable(package="keras_attention")
+@keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
 class BasicDecoder(BaseDecoder):
     """A decoder that steps `cell`, applies `output_layer` and asks `sampler` for the
     sample ids and next inputs (TFA's `BasicDecoder`).

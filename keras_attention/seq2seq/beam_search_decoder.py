@@ -127,7 +127,7 @@ def _without_history(state):
     )
 
 
-@keras.saving.register_keras_serializable(package="keras_attention")
+@keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
 class BeamSearchDecoder(BaseDecoder):
     """Beam search over an RNN cell (TFA's `BeamSearchDecoder`).
 

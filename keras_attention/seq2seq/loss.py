@@ -118,7 +118,7 @@ def sequence_loss(
         return crossent
 
 
-@keras.saving.register_keras_serializable(package="keras_attention")
+@keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
 class SequenceLoss(keras.losses.Loss):
     """`sequence_loss` as a Keras loss (TFA's `SequenceLoss`):
     `loss(y_true, y_pred, sample_weight)`, the sample weights being the per-token

@@ -27,7 +27,7 @@ def luong_score(query, keys, scale=None):
     return score
 
 
-@keras.saving.register_keras_serializable(package="keras_attention")
+@keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
 class LuongAttention(AttentionMechanism):
     """Luong-style (multiplicative) attention mechanism, TFA's `LuongAttention`.
 
@@ -96,7 +96,7 @@ class LuongAttention(AttentionMechanism):
         return config
 
 
-@keras.saving.register_keras_serializable(package="keras_attention")
+@keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
 class LuongMonotonicAttention(AttentionMechanism):
     """Monotonic attention with Luong's score, TFA's `LuongMonotonicAttention`.
 

@@ -357,3 +357,17 @@ def test_wrapper_config_round_trip(custom_layer):
     np.testing.assert_allclose(expected, output, atol=1e-6)
     assert next_state.alignment_history.stack().shape == (1, 2, 4)
     assert isinstance(keras.saving.deserialize_keras_object(config), seq2seq.AttentionWrapper)
+
+
+def test_the_mechanisms_leave_the_layers_registered_names_alone():
+    """The seq2seq mechanisms share their class names with our attention layers; a
+    saved model's `keras_attention>LuongAttention` must stay the layer."""
+    from keras_attention import layers
+
+    for name in ("BahdanauAttention", "LuongAttention"):
+        assert keras.saving.get_registered_object(f"keras_attention>{name}") is getattr(
+            layers, name
+        )
+        assert keras.saving.get_registered_object(f"keras_attention.seq2seq>{name}") is getattr(
+            seq2seq, name
+        )

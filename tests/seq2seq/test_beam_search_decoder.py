@@ -288,3 +288,59 @@ def test_the_loops_ids_are_gather_tree_of_the_steps(name):
     history = unordered.cell_state.alignment_history.stack()
     reordered = seq2seq.gather_tree_from_array(history, time_major[1], state.lengths)
     np.testing.assert_allclose(state.cell_state.alignment_history, reordered)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_in_a_graph_and_under_xla(jit_compile):
+    """The decoder in `tf.function` (and compiled by XLA, which TFA's custom op could
+    not be) gives TFA's ids and scores."""
+    arrays, _ = load("beam_coverage_penalty")
+    mechanism, cell = make_wrapper(
+        "BahdanauAttention", {}, {"attention_layer_size": 6, "alignment_history": True}, 8
+    )
+    decoder = seq2seq.BeamSearchDecoder(
+        cell,
+        beam_width=3,
+        output_layer=keras.layers.Dense(9),
+        maximum_iterations=7,
+        length_penalty_weight=0.6,
+        coverage_penalty_weight=0.4,
+    )
+    memory = seq2seq.tile_batch(arrays["in_memory"], 3)
+    memory_length = seq2seq.tile_batch(arrays["in_memory_sequence_length"], 3)
+
+    def run():
+        mechanism.setup_memory(memory, memory_sequence_length=memory_length)
+        state = cell.get_initial_state(batch_size=9, dtype=tf.float32)
+        outputs, _, _ = decoder(
+            arrays["in_embedding"],
+            start_tokens=arrays["in_start_tokens"],
+            end_token=0,
+            initial_state=state,
+        )
+        return outputs.predicted_ids, outputs.beam_search_decoder_output.scores
+
+    run()
+    decoder.set_weights(golden_weights(arrays))
+    predicted_ids, scores = tf.function(run, jit_compile=jit_compile)()
+    np.testing.assert_equal(predicted_ids.numpy(), arrays["out_predicted_ids"])
+    assert max_difference(arrays["out_scores"], scores) <= 1e-4
+
+
+def test_config_round_trip_with_an_embedding_layer():
+    decoder = seq2seq.BeamSearchDecoder(
+        keras.layers.GRUCell(8),
+        beam_width=3,
+        embedding_fn=keras.layers.Embedding(6, 5),
+        output_layer=keras.layers.Dense(6),
+        maximum_iterations=4,
+        length_penalty_weight=0.5,
+        coverage_penalty_weight=0.0,
+        output_all_scores=True,
+    )
+    restored = seq2seq.BeamSearchDecoder.from_config(decoder.get_config())
+    assert restored.get_config() == decoder.get_config()
+    state = restored.cell.get_initial_state(batch_size=6)
+    outputs, _, lengths = restored(None, start_tokens=[1, 1], end_token=0, initial_state=state)
+    steps = int(np.max(lengths.numpy()))
+    assert tuple(outputs.beam_search_decoder_output.scores.shape) == (2, steps, 3, 6)
