@@ -172,7 +172,8 @@ class BeamSearch(DecodingStrategy):
     """Whether every step also records the kept ids, their parent beams and
     their ranking scores `(batch, beam)` in that step's beam order (TFA's
     `BeamSearchDecoderOutput`); the records are then a dict with the keys
-    `attention`, `ids`, `parents` and `scores`."""
+    `attention`, `ids`, `parents` and `scores` (not with `drop_finished` or
+    `constraints`)."""
 
     record_all_scores: bool = False
     """With `record_steps`: `scores` holds the ranking score of every

@@ -78,6 +78,7 @@ class FinalBeamSearchDecoderOutput(
         beam_search_decoder_output: The `BeamSearchDecoderOutput` of every step.
     """
 
+
 TFA_PENALTY_WEIGHT = 0.0
 """TFA's default penalty weights: no length and no coverage penalty (TFA's API, not
 the decoding default of our own beam search, `DEFAULT_LENGTH_PENALTY`)."""
