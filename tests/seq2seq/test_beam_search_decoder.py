@@ -207,7 +207,7 @@ def test_beam_search_decoder(cell_kind, time_major, has_attention, with_history,
         assert tuple(history.shape) == (steps, batch * beam, memory_time)
 
 
-BEAM_CASES = ["beam_plain", "beam_length_penalty", "beam_coverage_penalty"]
+BEAM_CASES = ["beam_plain", "beam_length_penalty", "beam_coverage_penalty", "beam_coverage_ended"]
 
 
 def golden_beam_case(name, reorder=True):
