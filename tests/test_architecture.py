@@ -32,7 +32,7 @@ LAYERS = [
         "precision",
         "saved_model_session",
     },
-    {"data", "models"},
+    {"data", "models", "seq2seq"},
     {"runs"},
     {"shortlist", "distribution", "inference"},
     {"training"},

@@ -143,6 +143,48 @@ class BeamSearch(DecodingStrategy):
     constraints: tf.Tensor | None = None
     """The call's lexical constraints (`__call__`'s `constraints`), or `None`."""
 
+    # Options of TensorFlow Addons' `BeamSearchDecoder`, all off by default;
+    # `keras_attention.seq2seq.BeamSearchDecoder` sets them on its strategy
+    # (they are not constructor arguments and not part of the config).
+
+    tiled_state: bool = False
+    """Whether `initial_state` already has `batch_size * beam_width` rows, a
+    sentence's beams on consecutive rows (as `seq2seq.tile_batch` lays them
+    out). False: `initialize` repeats every leaf `beam_width` times."""
+
+    tfa_scoring: bool = False
+    """TFA's ranking: a candidate that emits `end_id` is ranked by the length
+    without its end token (the kept `lengths` still count it), a finished
+    hypothesis' continuations other than `pad_id` cost the float32 minimum
+    instead of `-inf`, and the beams after the first start finished. With
+    `pad_id = end_id` a finished hypothesis repeats the end token, as TFA's."""
+
+    coverage_penalty: float = 0.0
+    """TFA's coverage penalty weight `beta`: a finished hypothesis' candidates
+    gain `beta * sum_i log(min(a_i, 1))` over the source positions `i` of the
+    attention `a` it accumulated while running (positions it never attended
+    count as 1). Needs `initial_coverage`."""
+
+    initial_coverage: tf.Tensor | None = None
+    """With `coverage_penalty`: the attention accumulated before step 0,
+    `(batch_size * beam_width, Tv)` (TFA: the initial state's alignments)."""
+
+    record_steps: bool = False
+    """Whether every step also records the kept ids, their parent beams and
+    their ranking scores `(batch, beam)` in that step's beam order (TFA's
+    `BeamSearchDecoderOutput`); the records are then a dict with the keys
+    `attention`, `ids`, `parents` and `scores` (not with `drop_finished` or
+    `constraints`)."""
+
+    record_all_scores: bool = False
+    """With `record_steps`: `scores` holds the ranking score of every
+    candidate, `(batch, beam, vocab)` (TFA's `output_all_scores`)."""
+
+    def record_dtypes(self):
+        if not self.record_steps:
+            return tf.float32
+        return {"attention": tf.float32, "ids": tf.int32, "parents": tf.int32, "scores": tf.float32}
+
     def __init__(
         self,
         beam_width: int = DEFAULT_BEAM_WIDTH,
@@ -215,13 +257,17 @@ class BeamSearch(DecodingStrategy):
     def initialize(self, initial_state, start_ids):
         batch_size = tf.shape(start_ids)[0]
         beam_width, max_length = self.beam_width, self.max_length
-        state = tf.nest.map_structure(lambda x: tf.repeat(x, beam_width, axis=0), initial_state)
+        state = initial_state
+        if not self.tiled_state:
+            state = tf.nest.map_structure(lambda x: tf.repeat(x, beam_width, axis=0), state)
         # Only the first copy of each sentence is live at step 0.
         first_live = tf.where(tf.range(beam_width) > 0, -math.inf, 0.0)
+        # TFA's scoring also counts the other copies finished.
+        first_finished = tf.logical_and(tf.range(beam_width) > 0, self.tfa_scoring)
         search = {
             "log_probs": tf.tile(first_live[tf.newaxis], [batch_size, 1]),
             "lengths": tf.zeros([batch_size, beam_width], tf.int32),
-            "finished": tf.zeros([batch_size, beam_width], tf.bool),
+            "finished": tf.tile(first_finished[tf.newaxis], [batch_size, 1]),
             "tokens": tf.fill([batch_size, beam_width, max_length], tf.constant(self.pad_id)),
             # Each emitted token's log-probability (the end token's included).
             "token_scores": tf.zeros([batch_size, beam_width, max_length], tf.float32),
@@ -230,6 +276,11 @@ class BeamSearch(DecodingStrategy):
         }
         if self.constraints is not None:
             search.update(initial_search(self.constraints, beam_width))
+        if self.coverage_penalty:
+            if self.initial_coverage is None:
+                raise ValueError("`coverage_penalty` needs `initial_coverage`.")
+            coverage = tf.cast(self.initial_coverage, tf.float32)
+            search["coverage"] = tf.reshape(coverage, [batch_size, beam_width, -1])
         return tf.repeat(start_ids, beam_width), state, search
 
     def step(self, step, log_probs, state, attention, search):
@@ -241,14 +292,23 @@ class BeamSearch(DecodingStrategy):
         vocab_size = tf.shape(log_probs)[-1]
         step_log_probs = tf.reshape(log_probs, [-1, beam_width, vocab_size])
         # A finished hypothesis continues only with pad, at no cost.
-        pad_only = tf.where(
-            tf.equal(tf.range(vocab_size), pad), 0.0, tf.constant(-math.inf, tf.float32)
-        )
+        never = tf.float32.min if self.tfa_scoring else -math.inf
+        pad_only = tf.where(tf.equal(tf.range(vocab_size), pad), 0.0, tf.constant(never))
         step_log_probs = tf.where(finished[..., tf.newaxis], pad_only, step_log_probs)
         totals = search["log_probs"][..., tf.newaxis] + step_log_probs  # (batch, beam, vocab)
-        candidate_lengths = search["lengths"] + tf.cast(tf.logical_not(finished), tf.int32)
-        ranked = self.normalize(totals, candidate_lengths[..., tf.newaxis])
-        _, top = tf.math.top_k(tf.reshape(ranked, [-1, beam_width * vocab_size]), beam_width)
+        running = tf.logical_not(finished)
+        candidate_lengths = search["lengths"] + tf.cast(running, tf.int32)
+        ranked_lengths = candidate_lengths[..., tf.newaxis]
+        if self.tfa_scoring:  # an ending candidate is ranked without its end token
+            ends = tf.equal(tf.range(vocab_size), self.end_id)
+            ranked_lengths -= tf.cast(tf.logical_and(running[..., tf.newaxis], ends), tf.int32)
+        ranked = self.normalize(totals, ranked_lengths)
+        if self.coverage_penalty:
+            coverage, penalty = self._coverage(attention, search)
+            ranked += penalty[..., tf.newaxis]
+        kept_scores, top = tf.math.top_k(
+            tf.reshape(ranked, [-1, beam_width * vocab_size]), beam_width
+        )
         parents = top // vocab_size  # (batch, beam)
         ids = top % vocab_size
         kept_log_probs = tf.gather(
@@ -281,10 +341,31 @@ class BeamSearch(DecodingStrategy):
             ),
             "ancestry": write_column(ancestry, step, parents),
         }
+        if self.coverage_penalty:
+            search["coverage"] = tf.gather(coverage, parents, batch_dims=1)
+        if self.record_steps:
+            attention = {
+                "attention": attention,
+                "ids": ids,
+                "parents": parents,
+                "scores": ranked if self.record_all_scores else kept_scores,
+            }
         next_ids = tf.reshape(tf.where(parent_finished, pad, ids), [-1])
         # Attention is recorded in the order of this step's rows; `ancestry`
         # finds the best hypothesis' rows in `finalize`.
         return next_ids, state, search, attention
+
+    def _coverage(self, attention, search):
+        """TFA's coverage: each hypothesis' accumulated attention (this step's
+        counted while it runs), and `coverage_penalty * sum_i log(min(a_i, 1))`
+        for the finished hypotheses (0 for the running ones)."""
+        finished = search["finished"]
+        step_attention = tf.reshape(attention, tf.concat([tf.shape(finished), [-1]], axis=0))
+        running = tf.cast(tf.logical_not(finished), tf.float32)[..., tf.newaxis]
+        coverage = search["coverage"] + step_attention * running
+        covered = tf.where(tf.equal(coverage, 0.0), 1.0, coverage)
+        penalty = tf.reduce_sum(tf.math.log(tf.minimum(covered, 1.0)), axis=-1)
+        return coverage, self.coverage_penalty * penalty * tf.cast(finished, tf.float32)
 
     def _ancestor_rows(self, search):
         """`ancestry` as rows of the recorded attention (batch * beam layout)."""
@@ -292,6 +373,8 @@ class BeamSearch(DecodingStrategy):
         return search["ancestry"] + sentences[:, tf.newaxis, tf.newaxis] * self.beam_width
 
     def finalize(self, steps, search, attention):
+        if self.record_steps:
+            attention = attention["attention"]
         if self.n_best is not None:
             return self._finalize_n_best(steps, search, attention)
         max_length = self.max_length

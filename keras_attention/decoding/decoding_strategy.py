@@ -74,10 +74,16 @@ def in_xla_context() -> bool:
 
 
 def _append_step(recorded: tf.Tensor, step: tf.Tensor, step_attention: tf.Tensor) -> tf.Tensor:
-    """`recorded` `(step, rows, Tv)` with `step_attention` `(rows, Tv)` appended
-    (`recorded` starts as a `(0, 0, 0)` tensor, reshaped to the rows' shape)."""
+    """`recorded` `(step, ...)` with `step_attention` `(...)` appended (`recorded`
+    starts as an empty tensor, reshaped to the step's shape)."""
     recorded = tf.reshape(recorded, tf.concat([[step], tf.shape(step_attention)], axis=0))
     return tf.concat([recorded, step_attention[tf.newaxis]], axis=0)
+
+
+def _pad_steps(recorded: tf.Tensor, missing: tf.Tensor) -> tf.Tensor:
+    """`recorded` `(steps, ...)` padded with zeros to `steps + missing` steps."""
+    shape = tf.shape(recorded)
+    return tf.concat([recorded, tf.zeros(tf.concat([[missing], shape[1:]], 0), recorded.dtype)], 0)
 
 
 def prepare_start_ids(start_ids: Any) -> tf.Tensor:
@@ -110,11 +116,14 @@ class DecodingStrategy:
     2. `step(step, log_probs, state, attention, search)` picks the next
        tokens and returns `(token_ids, state, search, attention)`: the ids fed
        to the next step, the (possibly reordered) model state, the updated
-       search variables and the attention row to record for this step.
+       search variables and the attention row to record for this step (or
+       the nest of records that `record_dtypes` describes).
     3. `finalize(steps, search, attention)` builds the `DecodeResult` from
        the number of steps run, the final search variables and the recorded
        attention, stacked to `(max_length, rows, Tv)` (rows past `steps` are
        not meaningful).
+
+    `loop` is the `tf.while_loop` between `initialize` and `finalize`.
 
     With `drop_finished` (a strategy's choice), `step` sees only the rows of
     the sentences still running and their slice of `search`
@@ -233,52 +242,90 @@ class DecodingStrategy:
         if self.drop_finished and self.tensor_arrays and not in_xla_context():
             # XLA needs static shapes; LiteRT, plain tensors in the loop.
             return drop_finished_loop(self, next_fn, token_ids, state, search)
+        steps, _, search, records = self.loop(next_fn, token_ids, state, search)
+        return self.finalize(steps, search, records)
 
-        def body(step, token_ids, state, search, attention):
+    def record_dtypes(self) -> Any:
+        """The dtype, or a nest of dtypes, of what `step` records each step.
+
+        `tf.float32`: the step's attention. A strategy that records more per
+        step (`BeamSearch` with `record_steps`) returns a nest; `finalize`
+        then receives the same nest of stacked records.
+        """
+        return tf.float32
+
+    def loop(
+        self, next_fn: NextFn, token_ids: tf.Tensor, state: Any, search: dict[str, tf.Tensor]
+    ) -> tuple[tf.Tensor, Any, dict[str, tf.Tensor], Any]:
+        """The one `tf.while_loop`, from `initialize`'s values.
+
+        Returns `(steps, state, search, records)`: the number of steps run,
+        the final model state and search variables, and each step's records
+        (see `record_dtypes`) stacked to `(max_length, ...)`; `__call__`
+        hands all but the state to `finalize`. A caller that needs the final
+        state or the search variables themselves (TFA's `BeamSearchDecoder`
+        in `keras_attention.seq2seq`) calls `initialize` and `loop` itself.
+        """
+        tensor_arrays = self.tensor_arrays
+
+        def record(records, step, values):
+            return tf.nest.map_structure(
+                lambda kept, value: (
+                    kept.write(step, value) if tensor_arrays else _append_step(kept, step, value)
+                ),
+                records,
+                values,
+            )
+
+        def body(step, token_ids, state, search, records):
             log_probs, new_state, step_attention = call_next_fn(next_fn, step, token_ids, state)
-            token_ids, new_state, search, step_attention = self.step(
+            token_ids, new_state, search, step_records = self.step(
                 step, log_probs, new_state, step_attention, search
             )
-            if self.tensor_arrays:
-                attention = attention.write(step, step_attention)
-            else:
-                attention = _append_step(attention, step, step_attention)
-            return step + 1, token_ids, new_state, search, attention
+            return step + 1, token_ids, new_state, search, record(records, step, step_records)
 
-        def cond(step, token_ids, state, search, attention):
+        def cond(step, token_ids, state, search, records):
             # Always one step, so an empty batch still has a step to stack.
             return tf.logical_or(
                 tf.equal(step, 0), tf.logical_not(tf.reduce_all(search["finished"]))
             )
 
+        dtypes = self.record_dtypes()
         loop_vars = (
             tf.constant(0, tf.int32),
             token_ids,
             state,
             search,
-            tf.TensorArray(tf.float32, size=self.max_length)
-            if self.tensor_arrays
-            else tf.zeros([0, 0, 0], tf.float32),
+            tf.nest.map_structure(
+                lambda dtype: (
+                    tf.TensorArray(dtype, size=self.max_length)
+                    if tensor_arrays
+                    else tf.zeros([0], dtype)
+                ),
+                dtypes,
+            ),
         )
         shape_invariants = (
             tf.TensorShape([]),
             relaxed_shape(token_ids),
             tf.nest.map_structure(relaxed_shape, state),
             tf.nest.map_structure(relaxed_shape, search),
-            tf.TensorShape(None),
+            tf.nest.map_structure(lambda _: tf.TensorShape(None), dtypes),
         )
-        steps, _, _, search, attention = tf.while_loop(
+        steps, _, state, search, records = tf.while_loop(
             cond,
             body,
             loop_vars,
             shape_invariants=shape_invariants,
             maximum_iterations=self.max_steps,
         )
-        if self.tensor_arrays:
-            attention = attention.stack()
+        if tensor_arrays:
+            records = tf.nest.map_structure(lambda kept: kept.stack(), records)
         else:
-            attention = tf.pad(attention, [[0, self.max_length - steps], [0, 0], [0, 0]])
-        return self.finalize(steps, search, attention)
+            records = tf.nest.map_structure(
+                lambda kept: _pad_steps(kept, self.max_length - steps), records
+            )
+        return steps, state, search, records
 
     def initialize(
         self, initial_state: Any, start_ids: tf.Tensor

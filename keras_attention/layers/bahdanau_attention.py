@@ -21,14 +21,15 @@ def additive_scores(query, keys, query_kernel, score_vector, bias=None):
     Args:
         query: `(batch_size, Tq, dq)`.
         keys: `(batch_size, Tv, units)`, the values already projected by `W_k`.
-        query_kernel: `W_q`, `(dq, units)`.
+        query_kernel: `W_q`, `(dq, units)`, or `None` for a query already projected
+            (`(batch_size, Tq, units)`, e.g. by a layer of the caller's choice).
         score_vector: `v`, `(units,)`.
         bias: Optional `(units,)` added inside the `tanh`.
 
     Returns:
         Scores of shape `(batch_size, Tq, Tv)`.
     """
-    processed_query = ops.matmul(query, query_kernel)  # (b, Tq, units)
+    processed_query = query if query_kernel is None else ops.matmul(query, query_kernel)
     # (b, Tq, 1, units) + (b, 1, Tv, units) -> (b, Tq, Tv, units)
     hidden = ops.expand_dims(processed_query, 2) + ops.expand_dims(keys, 1)
     if bias is not None:

@@ -1,0 +1,237 @@
+"""The base of TFA-style attention mechanisms: memory bound once, queried per step."""
+
+import keras
+import tensorflow as tf
+
+from keras_attention.seq2seq.probability import hardmax
+
+PROBABILITY_FNS = {"softmax": tf.nn.softmax, "hardmax": hardmax}
+
+
+def prepare_memory(memory, memory_sequence_length=None, memory_mask=None):
+    """`memory` as a tensor, zeroed at the positions past each length (or where the
+    boolean `memory_mask` `(batch_size, max_time)` is False)."""
+    memory = tf.convert_to_tensor(memory, name="memory")
+    if memory_sequence_length is not None and memory_mask is not None:
+        raise ValueError(
+            "memory_sequence_length and memory_mask can't be provided at the same time."
+        )
+    if not memory.shape[2:].is_fully_defined():
+        raise ValueError(
+            f"Expected memory to have fully defined inner dims. Received: shape={memory.shape}"
+        )
+    if memory_sequence_length is not None:
+        memory_sequence_length = tf.convert_to_tensor(memory_sequence_length)
+        mask = tf.sequence_mask(
+            memory_sequence_length, maxlen=tf.shape(memory)[1], dtype=memory.dtype
+        )
+    elif memory_mask is not None:
+        mask = tf.cast(memory_mask, memory.dtype)
+    else:
+        return memory
+    extra_ones = tf.ones(memory.shape.rank - 2, dtype=tf.int32)
+    return memory * tf.reshape(mask, tf.concat((tf.shape(mask), extra_ones), 0))
+
+
+def mask_score(score, memory_sequence_length=None, memory_mask=None):
+    """`score` with the positions past each length (or outside the mask) set to the
+    dtype's minimum, so softmax, hardmax and sigmoid give them 0."""
+    if memory_sequence_length is None and memory_mask is None:
+        return score
+    if memory_sequence_length is not None:
+        message = "All values in memory_sequence_length must be greater than zero."
+        with tf.control_dependencies(
+            [tf.debugging.assert_positive(memory_sequence_length, message=message)]
+        ):
+            memory_mask = tf.sequence_mask(memory_sequence_length, maxlen=tf.shape(score)[1])
+    return tf.where(memory_mask, score, score.dtype.min * tf.ones_like(score))
+
+
+@keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
+class AttentionMechanism(keras.layers.Layer):
+    """Base class of the attention mechanisms of `AttentionWrapper` (TFA's API).
+
+    The memory (e.g. encoder outputs, or image feature cells) is bound once, at
+    construction (`memory=`) or with `setup_memory()`; `values` is the memory with
+    padded positions zeroed and `keys` is `memory_layer(values)`. Each call
+    `mechanism([query, state])` then scores one decoder step and returns
+    `(alignments, next_state)`, both `(batch_size, max_time)`.
+
+    A subclass creates its own weights in `build()` and implements
+    `_calculate_attention(query, state)`. Variables: the subclass's own, then
+    `query_layer`'s, then `memory_layer`'s (TFA's `get_weights()` order).
+
+    Args:
+        memory: Optional memory `(batch_size, max_time, ...)`; binds it now.
+        probability_fn: Callable `probabilities = probability_fn(score, state)`.
+        query_layer: Optional layer applied to the query.
+        memory_layer: Optional layer applied to the memory to make the keys.
+        memory_sequence_length: Optional lengths `(batch_size,)` of the memory.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+    """
+
+    def __init__(
+        self,
+        memory=None,
+        probability_fn=None,
+        query_layer=None,
+        memory_layer=None,
+        memory_sequence_length=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.query_layer = query_layer
+        self.memory_layer = memory_layer
+        self.default_probability_fn = probability_fn
+        self.probability_fn = probability_fn
+        self.keys = None
+        self.values = None
+        self.batch_size = None
+        self._alignments_size = None
+        self._memory_initialized = False
+        self._own_weights_built = False
+        self.supports_masking = True
+        if memory is not None:
+            self.setup_memory(memory, memory_sequence_length)
+
+    @property
+    def memory_initialized(self):
+        """Whether a memory has been bound (`memory=` or `setup_memory()`)."""
+        return self._memory_initialized
+
+    @staticmethod
+    def _process_probability_fn(name):
+        if name not in PROBABILITY_FNS:
+            raise ValueError(
+                f"`probability_fn` must be one of {tuple(PROBABILITY_FNS)}. "
+                f"Received: probability_fn={name!r}"
+            )
+        return PROBABILITY_FNS[name]
+
+    def _build_own_weights(self):
+        """Creates the mechanism's own weights once (a subclass adds them here)."""
+
+    def build(self, input_shape=None):
+        """Creates the own weights; before the memory is bound, also builds
+        `memory_layer` for a memory of `input_shape`, after it `query_layer` for a
+        query of `input_shape[0]` (TFA's two-phase build)."""
+        if not self._own_weights_built:
+            self._build_own_weights()
+            self._own_weights_built = True
+        shapes = input_shape if isinstance(input_shape, list) else [input_shape]
+        if not shapes or shapes[0] is None:
+            return
+        first = tuple(shapes[0])
+        if not self._memory_initialized:
+            if self.memory_layer is not None and not self.memory_layer.built:
+                self.memory_layer.build(first)
+        elif self.query_layer is not None and not self.query_layer.built:
+            self.query_layer.build(first)
+
+    def setup_memory(self, memory, memory_sequence_length=None, memory_mask=None):
+        """Binds `memory`: computes `values` (padding zeroed) and `keys` once.
+
+        Args:
+            memory: `(batch_size, max_time, ...)`.
+            memory_sequence_length: Optional `(batch_size,)` lengths.
+            memory_mask: Optional boolean `(batch_size, max_time)`; not with
+                `memory_sequence_length`.
+        """
+        if memory_sequence_length is not None and memory_mask is not None:
+            raise ValueError(
+                "memory_sequence_length and memory_mask cannot be used at the same time "
+                "for attention."
+            )
+        self.values = prepare_memory(memory, memory_sequence_length, memory_mask)
+        if self.dtype is not None and self.values.dtype != self.compute_dtype:
+            self.values = tf.cast(self.values, self.compute_dtype)
+        if not self.built:
+            self.build(tuple(self.values.shape))
+        self.keys = self.memory_layer(self.values) if self.memory_layer else self.values
+        self.batch_size = self.keys.shape[0] or tf.shape(self.keys)[0]
+        self._alignments_size = self.keys.shape[1] or tf.shape(self.keys)[1]
+        self.probability_fn = self.default_probability_fn
+        if memory_mask is not None or memory_sequence_length is not None:
+            unmasked = self.default_probability_fn
+
+            def _mask_probability_fn(score, previous):
+                return unmasked(mask_score(score, memory_sequence_length, memory_mask), previous)
+
+            self.probability_fn = _mask_probability_fn
+        self._memory_initialized = True
+
+    def __call__(self, inputs, mask=None, setup_memory=False, **kwargs):
+        """`mechanism([query, state])` scores a step; `mechanism(memory,
+        setup_memory=True, mask=...)` (or `[memory, memory_sequence_length]`) binds
+        the memory and returns `values`."""
+        if setup_memory:
+            if isinstance(inputs, (list, tuple)):
+                if len(inputs) not in (1, 2):
+                    raise ValueError(f"Expected inputs of 1 or 2 tensors. Received: {len(inputs)}")
+                length = inputs[1] if len(inputs) == 2 else None
+                self.setup_memory(inputs[0], length, mask)
+            else:
+                self.setup_memory(inputs, None, mask)
+            return self.values
+        if not self._memory_initialized:
+            raise ValueError("Cannot query the attention before the setup of memory.")
+        if not isinstance(inputs, (list, tuple)) or len(inputs) not in (2, 3):
+            raise ValueError("Expected inputs `[query, state]` (and optionally the values).")
+        query, state = inputs[0], inputs[1]
+        if not self.built:
+            self.build(None)
+        return super().__call__(query, state, **kwargs)
+
+    def call(self, query, state):
+        return self._calculate_attention(query, state)
+
+    def _calculate_attention(self, query, state):
+        raise NotImplementedError(
+            f"{self.__class__.__name__} must implement `_calculate_attention()`."
+        )
+
+    def compute_mask(self, *args, **kwargs):
+        return None
+
+    @property
+    def alignments_size(self):
+        if isinstance(self._alignments_size, int):
+            return self._alignments_size
+        return tf.TensorShape([None])
+
+    @property
+    def state_size(self):
+        return self.alignments_size
+
+    def initial_alignments(self, batch_size, dtype):
+        """Zeros `(batch_size, max_time)`: the alignments before the first step."""
+        return tf.zeros([batch_size, self._alignments_size], dtype=dtype)
+
+    def initial_state(self, batch_size, dtype):
+        """The mechanism's state before the first step (the initial alignments)."""
+        return self.initial_alignments(batch_size, dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        for name in ("query_layer", "memory_layer"):
+            layer = getattr(self, name)
+            if layer is not None:
+                # Without its build config: the layer builds when the memory (or the
+                # first query) comes, so weights set in between match TFA's order.
+                serialized = keras.saving.serialize_keras_object(layer)
+                serialized.pop("build_config", None)
+                config[name] = serialized
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for name in ("query_layer", "memory_layer"):
+            if config.get(name) is not None:
+                config[name] = keras.saving.deserialize_keras_object(config[name])
+        return cls(**config)
+
+
+def dirac_alignments(batch_size, alignments_size, dtype):
+    """`[1, 0, ..., 0]` for every batch entry: the first alignments of monotonic attention."""
+    return tf.one_hot(tf.zeros((batch_size,), dtype=tf.int32), alignments_size, dtype=dtype)

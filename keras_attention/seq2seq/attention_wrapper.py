@@ -1,0 +1,405 @@
+"""`AttentionWrapper`: an RNN cell with attention over a bound memory (TFA's API).
+
+This module also gives TFA's `attention_wrapper` module path its names: the attention
+mechanisms and the probability functions live in their own modules.
+"""
+
+import collections
+
+import keras
+import tensorflow as tf
+
+from keras_attention.seq2seq.attention_mechanism import AttentionMechanism
+from keras_attention.seq2seq.bahdanau_attention import (
+    BahdanauAttention,
+    BahdanauMonotonicAttention,
+)
+from keras_attention.seq2seq.luong_attention import LuongAttention, LuongMonotonicAttention
+from keras_attention.seq2seq.probability import hardmax, monotonic_attention, safe_cumprod
+
+__all__ = [
+    "AttentionMechanism",
+    "AttentionWrapper",
+    "AttentionWrapperState",
+    "BahdanauAttention",
+    "BahdanauMonotonicAttention",
+    "LuongAttention",
+    "LuongMonotonicAttention",
+    "hardmax",
+    "monotonic_attention",
+    "safe_cumprod",
+]
+
+
+class AttentionWrapperState(
+    collections.namedtuple(
+        "AttentionWrapperState",
+        ("cell_state", "attention", "alignments", "alignment_history", "attention_state"),
+    )
+):
+    """The state of an `AttentionWrapper`.
+
+    Attributes:
+        cell_state: The wrapped cell's state at the previous step.
+        attention: The attention emitted at the previous step.
+        alignments: The previous step's alignments (a tuple of them with several
+            mechanisms).
+        alignment_history: With `alignment_history=True`, a time-major `TensorArray`
+            of every step's alignments (call `.stack()`), else `()`.
+        attention_state: The mechanisms' states (the alignments, for TFA's ones).
+    """
+
+    def clone(self, **kwargs):
+        """A copy with the fields in `kwargs` replaced (shapes must match).
+
+        Example: `state.clone(cell_state=encoder_final_state)`.
+        """
+
+        def with_same_shape(old, new):
+            if isinstance(old, tf.Tensor) and isinstance(new, tf.Tensor):
+                if not tf.executing_eagerly():
+                    assertion = tf.debugging.assert_equal(tf.shape(new), tf.shape(old))
+                    with tf.control_dependencies([assertion]):
+                        return tf.identity(new)
+                if old.shape.as_list() != new.shape.as_list():
+                    raise ValueError(
+                        "The shape of the AttentionWrapperState is expected to be the same "
+                        f"as the one to clone. Received: {old.shape} and {new.shape}"
+                    )
+            return new
+
+        return tf.nest.map_structure(with_same_shape, self, super()._replace(**kwargs))
+
+
+def _compute_attention(attention_mechanism, cell_output, attention_state, attention_layer):
+    """`(attention, alignments, next_attention_state)` of one mechanism for one step."""
+    alignments, next_attention_state = attention_mechanism([cell_output, attention_state])
+    # (batch, 1, max_time) @ (batch, max_time, depth) -> (batch, depth)
+    context = tf.squeeze(tf.matmul(tf.expand_dims(alignments, 1), attention_mechanism.values), [1])
+    if attention_layer is not None:
+        return (
+            attention_layer(tf.concat([cell_output, context], 1)),
+            alignments,
+            (next_attention_state),
+        )
+    return context, alignments, next_attention_state
+
+
+def _concat_inputs(inputs, attention):
+    return tf.concat([inputs, attention], -1)
+
+
+@keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
+class AttentionWrapper(keras.layers.Layer):
+    """Wraps an RNN cell with attention, TFA's `AttentionWrapper`.
+
+    Each step: 1. `cell_inputs = cell_input_fn(inputs, previous attention)` (a
+    concatenation by default); 2. `cell_output, cell_state = cell(cell_inputs,
+    state.cell_state)`; 3. each mechanism scores `cell_output` into alignments;
+    4. `context = alignments @ mechanism.values`; 5. `attention =
+    attention_layer([cell_output, context])` (or the context without a layer);
+    6. the output is `attention` (`output_attention=True`, Luong style) or
+    `cell_output` (Bahdanau style). Works with `BasicDecoder` and inside
+    `keras.layers.RNN`.
+
+    Variables, in order: the attention layers', the cell's, then each mechanism's.
+
+    Args:
+        cell: An RNN cell (`keras.layers.LSTMCell`, `GRUCell`, ...).
+        attention_mechanism: An `AttentionMechanism` or a list of them.
+        attention_layer_size: Optional depth (or list, one per mechanism) of a
+            `Dense(use_bias=False)` attention layer. Not with `attention_layer`.
+        alignment_history: Boolean, keep every step's alignments in the state (a
+            `TensorArray`). Defaults to `False`.
+        cell_input_fn: Optional callable `(inputs, attention) -> cell_inputs`.
+        output_attention: Boolean, output the attention (default) or the cell output.
+        initial_cell_state: Optional cell state for `get_initial_state`.
+        name: Layer name.
+        attention_layer: Optional layer (or list) mapping `[cell_output, context]`.
+        attention_fn: Optional callable `(mechanism, cell_output, attention_state,
+            attention_layer) -> (attention, alignments, next_attention_state)`.
+        **kwargs: Base layer keyword arguments.
+    """
+
+    def __init__(
+        self,
+        cell,
+        attention_mechanism,
+        attention_layer_size=None,
+        alignment_history=False,
+        cell_input_fn=None,
+        output_attention=True,
+        initial_cell_state=None,
+        name=None,
+        attention_layer=None,
+        attention_fn=None,
+        **kwargs,
+    ):
+        super().__init__(name=name, **kwargs)
+        self._is_multi = isinstance(attention_mechanism, (list, tuple))
+        mechanisms = list(attention_mechanism) if self._is_multi else [attention_mechanism]
+        if attention_layer_size is not None and attention_layer is not None:
+            raise ValueError("Only one of attention_layer_size and attention_layer should be set")
+        if attention_layer_size is not None:
+            sizes = tuple(
+                attention_layer_size
+                if isinstance(attention_layer_size, (list, tuple))
+                else (attention_layer_size,)
+            )
+            if len(sizes) != len(mechanisms):
+                raise ValueError(
+                    "If provided, attention_layer_size must contain exactly one integer per "
+                    f"attention_mechanism. Received: {len(sizes)} vs {len(mechanisms)}"
+                )
+            layers = [
+                keras.layers.Dense(
+                    size, name="attention_layer", use_bias=False, dtype=self.dtype_policy
+                )
+                for size in sizes
+            ]
+        elif attention_layer is not None:
+            layers = list(
+                attention_layer if isinstance(attention_layer, (list, tuple)) else [attention_layer]
+            )
+            if len(layers) != len(mechanisms):
+                raise ValueError(
+                    "If provided, attention_layer must contain exactly one layer per "
+                    f"attention_mechanism. Received: {len(layers)} vs {len(mechanisms)}"
+                )
+        else:
+            layers = None
+        self._attention_layers = layers
+        self._cell = cell
+        self._attention_mechanisms = mechanisms
+        self.attention_layer_size = attention_layer_size
+        self._has_custom_attention_layer = attention_layer is not None
+        self._attention_fn = attention_fn or _compute_attention
+        self._cell_input_fn = cell_input_fn or _concat_inputs
+        self._custom_functions = cell_input_fn is not None or attention_fn is not None
+        self._output_attention = output_attention
+        self._alignment_history = alignment_history
+        self._attention_layer_size = None
+        self._initial_cell_state = initial_cell_state
+
+    @property
+    def cell(self):
+        return self._cell
+
+    def _attention_mechanisms_checks(self):
+        for mechanism in self._attention_mechanisms:
+            if not mechanism.memory_initialized:
+                raise ValueError(
+                    "The AttentionMechanism instances passed to this AttentionWrapper should "
+                    "be initialized with a memory first, either by passing it to the "
+                    "AttentionMechanism constructor or calling attention_mechanism.setup_memory()"
+                )
+
+    def _batch_size_checks(self, batch_size, error_message):
+        self._attention_mechanisms_checks()
+        return [
+            tf.debugging.assert_equal(batch_size, mechanism.batch_size, message=error_message)
+            for mechanism in self._attention_mechanisms
+        ]
+
+    def _get_attention_layer_size(self):
+        if self._attention_layer_size is not None:
+            return self._attention_layer_size
+        self._attention_mechanisms_checks()
+        depths = [mechanism.values.shape[-1] for mechanism in self._attention_mechanisms]
+        if self._attention_layers is None:
+            self._attention_layer_size = sum(depths)
+        else:
+            self._attention_layer_size = sum(
+                layer.compute_output_shape((None, self._cell_output_size() + depth))[-1]
+                for layer, depth in zip(self._attention_layers, depths, strict=True)
+            )
+        return self._attention_layer_size
+
+    def _cell_output_size(self):
+        size = getattr(self._cell, "output_size", None)
+        if size is None:
+            state_size = self._cell.state_size
+            size = state_size[0] if isinstance(state_size, (list, tuple)) else state_size
+        return size
+
+    def _item_or_tuple(self, seq):
+        items = tuple(seq)
+        return items if self._is_multi else items[0]
+
+    @property
+    def output_size(self):
+        if self._output_attention:
+            return self._get_attention_layer_size()
+        return self._cell_output_size()
+
+    @property
+    def state_size(self):
+        """An `AttentionWrapperState` of the sizes of the state's parts."""
+        return AttentionWrapperState(
+            cell_state=self._cell.state_size,
+            attention=self._get_attention_layer_size(),
+            alignments=self._item_or_tuple(m.alignments_size for m in self._attention_mechanisms),
+            attention_state=self._item_or_tuple(m.state_size for m in self._attention_mechanisms),
+            alignment_history=self._item_or_tuple(
+                m.alignments_size if self._alignment_history else ()
+                for m in self._attention_mechanisms
+            ),
+        )
+
+    def build(self, input_shape):
+        """Builds the cell, the mechanisms' query layers and the attention layers
+        from the step input's shape (needs the memory bound)."""
+        self._attention_mechanisms_checks()
+        input_depth = input_shape[-1]
+        attention_depth = self._get_attention_layer_size()
+        if not self._cell.built:
+            self._cell.build((None, input_depth + attention_depth))
+        cell_output = self._cell_output_size()
+        for i, mechanism in enumerate(self._attention_mechanisms):
+            if mechanism.query_layer is not None and not mechanism.query_layer.built:
+                mechanism.query_layer.build((None, cell_output))
+            if self._attention_layers is not None and not self._attention_layers[i].built:
+                depth = mechanism.values.shape[-1]
+                self._attention_layers[i].build((None, cell_output + depth))
+
+    def build_from_config(self, config):
+        # The memory is no part of the config: without one bound, the wrapper builds
+        # at its first step instead.
+        if all(m.memory_initialized for m in self._attention_mechanisms):
+            super().build_from_config(config)
+
+    def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
+        """The zero `AttentionWrapperState` (the cell's own zero state, or
+        `initial_cell_state`), with empty `TensorArray`s for the history.
+
+        Under `BeamSearchDecoder`, `batch_size` is `batch_size * beam_width` and the
+        memory must be tiled with `tile_batch`.
+        """
+        if inputs is not None:
+            batch_size = tf.shape(inputs)[0]
+            dtype = inputs.dtype
+        dtype = dtype or self.compute_dtype
+        if self._initial_cell_state is not None:
+            cell_state = self._initial_cell_state
+        else:
+            cell_state = self._cell.get_initial_state(batch_size=batch_size)
+            cell_state = tf.nest.map_structure(lambda s: tf.cast(s, dtype), cell_state)
+        message = (
+            f"When calling get_initial_state of AttentionWrapper {self.name}: Non-matching "
+            "batch sizes between the memory (encoder output) and the requested batch size. "
+            "Under BeamSearchDecoder, tile the memory with tile_batch and pass "
+            "batch_size * beam_width."
+        )
+        with tf.control_dependencies(self._batch_size_checks(batch_size, message)):
+            cell_state = tf.nest.map_structure(tf.identity, cell_state)
+        initial_alignments = [
+            mechanism.initial_alignments(batch_size, dtype)
+            for mechanism in self._attention_mechanisms
+        ]
+        return AttentionWrapperState(
+            cell_state=cell_state,
+            attention=tf.zeros([batch_size, self._get_attention_layer_size()], dtype=dtype),
+            alignments=self._item_or_tuple(initial_alignments),
+            attention_state=self._item_or_tuple(
+                mechanism.initial_state(batch_size, dtype)
+                for mechanism in self._attention_mechanisms
+            ),
+            alignment_history=self._item_or_tuple(
+                tf.TensorArray(dtype, size=0, dynamic_size=True, element_shape=alignment.shape)
+                if self._alignment_history
+                else ()
+                for alignment in initial_alignments
+            ),
+        )
+
+    def __call__(self, inputs, states, training=None, **kwargs):
+        # Keras' `Layer.__call__` refuses a state that mixes tensors and TensorArrays
+        # (`alignment_history`); the step needs none of its conversions.
+        if not self.built:
+            self.build(tuple(inputs.shape))
+        return self.call(inputs, states, training=training)
+
+    def call(self, inputs, states, training=None):
+        """One step: returns `(attention or cell output, next AttentionWrapperState)`."""
+        state = states
+        if not isinstance(state, AttentionWrapperState):
+            try:
+                state = AttentionWrapperState(*state)
+            except TypeError as error:
+                raise TypeError(
+                    "Expected state to be an AttentionWrapperState or values that can "
+                    f"construct one. Received: {type(state)}"
+                ) from error
+        cell_inputs = self._cell_input_fn(inputs, state.attention)
+        cell_state = state.cell_state
+        cell_output, next_cell_state = self._cell(cell_inputs, cell_state, training=training)
+        next_cell_state = tf.nest.pack_sequence_as(cell_state, tf.nest.flatten(next_cell_state))
+        message = (
+            f"When applying AttentionWrapper {self.name}: Non-matching batch sizes between "
+            "the memory (encoder output) and the query (decoder output). Under "
+            "BeamSearchDecoder, tile the memory with tile_batch."
+        )
+        batch_size = cell_output.shape[0] or tf.shape(cell_output)[0]
+        with tf.control_dependencies(self._batch_size_checks(batch_size, message)):
+            cell_output = tf.identity(cell_output)
+        previous_states = state.attention_state if self._is_multi else [state.attention_state]
+        previous_histories = (
+            state.alignment_history if self._is_multi else [state.alignment_history]
+        )
+        attentions, alignments_all, states_all, histories = [], [], [], []
+        for i, mechanism in enumerate(self._attention_mechanisms):
+            layer = self._attention_layers[i] if self._attention_layers else None
+            attention, alignments, next_attention_state = self._attention_fn(
+                mechanism, cell_output, previous_states[i], layer
+            )
+            history = previous_histories[i]
+            histories.append(
+                history.write(history.size(), alignments) if self._alignment_history else ()
+            )
+            attentions.append(attention)
+            alignments_all.append(alignments)
+            states_all.append(next_attention_state)
+        attention = tf.concat(attentions, 1)
+        next_state = AttentionWrapperState(
+            cell_state=next_cell_state,
+            attention=attention,
+            attention_state=self._item_or_tuple(states_all),
+            alignments=self._item_or_tuple(alignments_all),
+            alignment_history=self._item_or_tuple(histories),
+        )
+        return (attention if self._output_attention else cell_output), next_state
+
+    def get_config(self):
+        if self._custom_functions or self._initial_cell_state is not None:
+            raise NotImplementedError(
+                "An AttentionWrapper with cell_input_fn, attention_fn or initial_cell_state "
+                "cannot be serialized: pass them again when rebuilding it."
+            )
+        serialize = keras.saving.serialize_keras_object
+        mechanisms = [serialize(m) for m in self._attention_mechanisms]
+        config = super().get_config()
+        config.update(
+            {
+                "cell": serialize(self._cell),
+                "attention_mechanism": mechanisms if self._is_multi else mechanisms[0],
+                "attention_layer_size": self.attention_layer_size,
+                "alignment_history": self._alignment_history,
+                "output_attention": self._output_attention,
+            }
+        )
+        if self._has_custom_attention_layer:
+            layers = [serialize(layer) for layer in self._attention_layers]
+            config["attention_layer"] = layers if self._is_multi else layers[0]
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        deserialize = keras.saving.deserialize_keras_object
+        for key in ("cell", "attention_mechanism", "attention_layer"):
+            value = config.get(key)
+            if isinstance(value, list):
+                config[key] = [deserialize(item) for item in value]
+            elif value is not None:
+                config[key] = deserialize(value)
+        return cls(**config)

@@ -1,0 +1,79 @@
+"""Loading the golden files of `benchmarks/tfa_golden/make_golden.py` and building our
+objects the way each case built TFA's."""
+
+import json
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_attention import seq2seq
+
+GOLDEN = Path(__file__).parents[1] / "seq2seq" / "golden"
+
+
+def load(name):
+    """`(arrays, config)` of `golden/<name>.npz`."""
+    with np.load(GOLDEN / f"{name}.npz") as data:
+        arrays = {key: data[key] for key in data.files}
+    return arrays, json.loads(str(arrays.pop("config")))
+
+
+def names(prefix):
+    return sorted(path.stem for path in GOLDEN.glob(f"{prefix}*.npz"))
+
+
+def golden_weights(arrays):
+    count = len(json.loads(str(arrays["weight_shapes"])))
+    return [arrays[f"w_{i}"] for i in range(count)]
+
+
+def flatten_state(prefix, state):
+    """`{prefix_path: array}` of a nested state, TensorArrays stacked (as the generator)."""
+    flat = {}
+
+    def visit(path, value):
+        if isinstance(value, tf.TensorArray):
+            flat[path] = value.stack().numpy()
+        elif hasattr(value, "_fields"):
+            for field in value._fields:
+                visit(f"{path}_{field}", getattr(value, field))
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                visit(f"{path}_{i}", item)
+        else:
+            flat[path] = np.asarray(value)
+
+    visit(prefix, state)
+    return flat
+
+
+def make_cell(kind, units):
+    if kind == "gru":
+        return keras.layers.GRUCell(units)
+    return keras.layers.LSTMCell(units)
+
+
+def make_wrapper(
+    mechanism_name, mechanism_kwargs, wrapper_kwargs, units, query_layer=False, cell_units=8
+):
+    """`(mechanism, AttentionWrapper)` as the generator's `_make_wrapper` built them."""
+    wrapper_kwargs = dict(wrapper_kwargs)
+    cell = make_cell(wrapper_kwargs.pop("cell", "lstm"), cell_units)
+    kwargs = dict(mechanism_kwargs)
+    if query_layer:
+        kwargs["query_layer"] = keras.layers.Dense(units, use_bias=False)
+    mechanism = getattr(seq2seq, mechanism_name)(units, **kwargs)
+    if wrapper_kwargs.get("attention_layer") == "dense_tanh_7":
+        wrapper_kwargs["attention_layer"] = keras.layers.Dense(7, activation="tanh")
+    return mechanism, seq2seq.AttentionWrapper(cell, mechanism, **wrapper_kwargs)
+
+
+def max_difference(expected, actual):
+    expected, actual = np.asarray(expected), np.asarray(actual)
+    if expected.shape != actual.shape:
+        raise AssertionError(f"shapes differ: {expected.shape} vs {actual.shape}")
+    if expected.size == 0:
+        return 0.0
+    return float(np.max(np.abs(expected.astype(np.float64) - actual.astype(np.float64))))
