@@ -11,7 +11,8 @@ logger = logging.getLogger(__name__)
 
 def with_precision(translator: Translator, precision: str) -> Translator:
     """`translator` computing under `precision` (`"auto"` or a dtype policy)."""
-    from keras_attention.precision import model_with_policy, resolve_precision
+    from keras_attention.models.model_policy import model_with_policy
+    from keras_attention.precision import resolve_precision
 
     choice = resolve_precision(precision)
     logger.info("export precision: %s", choice.describe())
