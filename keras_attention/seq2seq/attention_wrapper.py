@@ -104,6 +104,10 @@ class AttentionWrapper(keras.layers.Layer):
 
     Variables, in order: the attention layers', the cell's, then each mechanism's.
 
+    The memory is no part of the config: a wrapper reloaded from a `.keras` file
+    creates its weights from its build config, and its memory is bound again with
+    `wrapper.attention_mechanisms[i].setup_memory(...)`.
+
     Args:
         cell: An RNN cell (`keras.layers.LSTMCell`, `GRUCell`, ...).
         attention_mechanism: An `AttentionMechanism` or a list of them.

@@ -31,6 +31,11 @@ class BasicDecoder(BaseDecoder):
 
     Variables, in order: the cell's, then the output layer's.
 
+    `get_config` holds the cell, the sampler and the output layer; a sampler built from
+    callables (`CustomSampler`, `InferenceSampler`, an `embedding_fn` that is not a
+    Keras layer) has no config. A sampler's embedding layer is saved with the decoder
+    in a `.keras` file, though its weights are not in `weights`.
+
     Args:
         cell: An RNN cell (e.g. an `AttentionWrapper`).
         sampler: A `Sampler`.
