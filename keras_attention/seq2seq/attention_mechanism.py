@@ -118,15 +118,30 @@ class AttentionMechanism(keras.layers.Layer):
         if not self._own_weights_built:
             self._build_own_weights()
             self._own_weights_built = True
-        shapes = input_shape if isinstance(input_shape, list) else [input_shape]
-        if not shapes or shapes[0] is None:
+        first = _first_shape(input_shape)
+        if first is None:
             return
-        first = tuple(shapes[0])
         if not self._memory_initialized:
             if self.memory_layer is not None and not self.memory_layer.built:
                 self.memory_layer.build(first)
         elif self.query_layer is not None and not self.query_layer.built:
             self.query_layer.build(first)
+
+    def get_build_config(self):
+        """The memory's shape (`input_shape`) and, once built, `query_layer`'s build
+        config: a reloaded mechanism creates every weight before the memory comes."""
+        config = super().get_build_config() or {}
+        if self.query_layer is not None and self.query_layer.built:
+            query = self.query_layer.get_build_config()
+            if query:
+                config["query_layer"] = query
+        return config or None
+
+    def build_from_config(self, config):
+        self.build(config.get("input_shape"))
+        query = config.get("query_layer")
+        if query and self.query_layer is not None and not self.query_layer.built:
+            self.query_layer.build_from_config(query)
 
     def setup_memory(self, memory, memory_sequence_length=None, memory_mask=None):
         """Binds `memory`: computes `values` (padding zeroed) and `keys` once.
@@ -230,6 +245,20 @@ class AttentionMechanism(keras.layers.Layer):
             if config.get(name) is not None:
                 config[name] = keras.saving.deserialize_keras_object(config[name])
         return cls(**config)
+
+
+def _first_shape(input_shape):
+    """The first shape of `input_shape`: a shape, or a list of shapes (a shape read
+    back from a config is a list of dimensions)."""
+    if input_shape is None:
+        return None
+    if isinstance(input_shape, tf.TensorShape):
+        return tuple(input_shape) if input_shape.rank is not None else None
+    if not isinstance(input_shape, (list, tuple)) or not input_shape:
+        return None
+    if all(isinstance(dim, int) or dim is None for dim in input_shape):
+        return tuple(input_shape)
+    return _first_shape(input_shape[0])
 
 
 def dirac_alignments(batch_size, alignments_size, dtype):

@@ -104,6 +104,10 @@ class AttentionWrapper(keras.layers.Layer):
 
     Variables, in order: the attention layers', the cell's, then each mechanism's.
 
+    The memory is no part of the config: a wrapper reloaded from a `.keras` file
+    creates its weights from its build config, and its memory is bound again with
+    `wrapper.attention_mechanisms[i].setup_memory(...)`.
+
     Args:
         cell: An RNN cell (`keras.layers.LSTMCell`, `GRUCell`, ...).
         attention_mechanism: An `AttentionMechanism` or a list of them.
@@ -180,10 +184,17 @@ class AttentionWrapper(keras.layers.Layer):
         self._alignment_history = alignment_history
         self._attention_layer_size = None
         self._initial_cell_state = initial_cell_state
+        self._memory_depths = None
 
     @property
     def cell(self):
         return self._cell
+
+    @property
+    def attention_mechanisms(self):
+        """The mechanisms, a tuple: a reloaded wrapper's memory is bound with their
+        `setup_memory`."""
+        return tuple(self._attention_mechanisms)
 
     def _attention_mechanisms_checks(self):
         for mechanism in self._attention_mechanisms:
@@ -204,16 +215,22 @@ class AttentionWrapper(keras.layers.Layer):
     def _get_attention_layer_size(self):
         if self._attention_layer_size is not None:
             return self._attention_layer_size
+        if self.attention_layer_size is not None:  # known before a memory is bound
+            sizes = self.attention_layer_size
+            self._attention_layer_size = sum(sizes) if isinstance(sizes, (list, tuple)) else sizes
+            return self._attention_layer_size
         self._attention_mechanisms_checks()
         depths = [mechanism.values.shape[-1] for mechanism in self._attention_mechanisms]
-        if self._attention_layers is None:
-            self._attention_layer_size = sum(depths)
-        else:
-            self._attention_layer_size = sum(
-                layer.compute_output_shape((None, self._cell_output_size() + depth))[-1]
-                for layer, depth in zip(self._attention_layers, depths, strict=True)
-            )
+        self._attention_layer_size = self._attention_depth(depths)
         return self._attention_layer_size
+
+    def _attention_depth(self, memory_depths):
+        if self._attention_layers is None:
+            return sum(memory_depths)
+        return sum(
+            layer.compute_output_shape((None, self._cell_output_size() + depth))[-1]
+            for layer, depth in zip(self._attention_layers, memory_depths, strict=True)
+        )
 
     def _cell_output_size(self):
         size = getattr(self._cell, "output_size", None)
@@ -250,22 +267,35 @@ class AttentionWrapper(keras.layers.Layer):
         """Builds the cell, the mechanisms' query layers and the attention layers
         from the step input's shape (needs the memory bound)."""
         self._attention_mechanisms_checks()
-        input_depth = input_shape[-1]
-        attention_depth = self._get_attention_layer_size()
+        depths = [mechanism.values.shape[-1] for mechanism in self._attention_mechanisms]
+        self._build_parts(input_shape[-1], depths)
+
+    def _build_parts(self, input_depth, memory_depths):
+        self._memory_depths = list(memory_depths)
+        self._attention_layer_size = self._attention_depth(memory_depths)
         if not self._cell.built:
-            self._cell.build((None, input_depth + attention_depth))
+            self._cell.build((None, input_depth + self._attention_layer_size))
         cell_output = self._cell_output_size()
         for i, mechanism in enumerate(self._attention_mechanisms):
             if mechanism.query_layer is not None and not mechanism.query_layer.built:
                 mechanism.query_layer.build((None, cell_output))
             if self._attention_layers is not None and not self._attention_layers[i].built:
-                depth = mechanism.values.shape[-1]
-                self._attention_layers[i].build((None, cell_output + depth))
+                self._attention_layers[i].build((None, cell_output + memory_depths[i]))
+
+    def get_build_config(self):
+        """The step input's shape and the memories' depths: a reloaded wrapper creates
+        every weight before a memory is bound."""
+        config = super().get_build_config()
+        if config and self._memory_depths:
+            config["memory_depths"] = self._memory_depths
+        return config
 
     def build_from_config(self, config):
-        # The memory is no part of the config: without one bound, the wrapper builds
-        # at its first step instead.
-        if all(m.memory_initialized for m in self._attention_mechanisms):
+        depths = config.get("memory_depths")
+        if depths and config.get("input_shape"):
+            self._build_parts(config["input_shape"][-1], depths)
+            self.built = True
+        elif all(m.memory_initialized for m in self._attention_mechanisms):
             super().build_from_config(config)
 
     def get_initial_state(self, inputs=None, batch_size=None, dtype=None):

@@ -31,6 +31,11 @@ class BasicDecoder(BaseDecoder):
 
     Variables, in order: the cell's, then the output layer's.
 
+    `get_config` holds the cell, the sampler and the output layer; a sampler built from
+    callables (`CustomSampler`, `InferenceSampler`, an `embedding_fn` that is not a
+    Keras layer) has no config. A sampler's embedding layer is saved with the decoder
+    in a `.keras` file, though its weights are not in `weights`.
+
     Args:
         cell: An RNN cell (e.g. an `AttentionWrapper`).
         sampler: A `Sampler`.
@@ -60,6 +65,33 @@ class BasicDecoder(BaseDecoder):
         self.sampler = sampler
         self.output_layer = output_layer
         self._cell_dtype = None
+
+    @property
+    def _sampler_embedding(self):
+        # The sampler's embedding layer, for `keras.saving`'s walk over attributes
+        # (its weights are saved and loaded), without adding it to `weights`.
+        layer = getattr(self.sampler, "_configured_embedding_fn", None)
+        return layer if isinstance(layer, keras.layers.Layer) else None
+
+    def get_config(self):
+        config = super().get_config()
+        serialize = keras.saving.serialize_keras_object
+        config.update(
+            {
+                "cell": serialize(self.cell),
+                "sampler": serialize(self.sampler),
+                "output_layer": serialize(self.output_layer),
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("cell", "sampler", "output_layer"):
+            if config.get(key) is not None:
+                config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)
 
     def _build_sublayers(self, inputs):
         """Creates the cell's and the output layer's variables before the loop."""

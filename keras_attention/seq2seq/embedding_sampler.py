@@ -1,10 +1,19 @@
 """Samplers that feed back the embedding of a step's chosen token: greedy and sampled."""
 
+import keras
 import tensorflow as tf
 
-from keras_attention.seq2seq.sampling import _BatchSizeSampler, categorical_sample
+from keras_attention.seq2seq.sampling import (
+    _BatchSizeSampler,
+    categorical_sample,
+    serialize_embedding_fn,
+    serialize_value,
+)
+
+_register = keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
 
 
+@_register
 class GreedyEmbeddingSampler(_BatchSizeSampler):
     """Greedy decoding (TFA's `GreedyEmbeddingSampler`): the argmax of the outputs,
     embedded, is the next input; an entry finishes at `end_token`.
@@ -19,7 +28,11 @@ class GreedyEmbeddingSampler(_BatchSizeSampler):
 
     def __init__(self, embedding_fn=None):
         self.embedding_fn = embedding_fn
+        self._configured_embedding_fn = embedding_fn
         self._batch_size = None
+
+    def get_config(self):
+        return {"embedding_fn": serialize_embedding_fn(self, self._configured_embedding_fn)}
 
     @property
     def sample_ids_shape(self):
@@ -57,6 +70,7 @@ class GreedyEmbeddingSampler(_BatchSizeSampler):
         return finished, next_inputs, state
 
 
+@_register
 class SampleEmbeddingSampler(GreedyEmbeddingSampler):
     """Sampling decoding (TFA's `SampleEmbeddingSampler`): a draw from
     `softmax(outputs / softmax_temperature)`, embedded, is the next input.
@@ -71,6 +85,16 @@ class SampleEmbeddingSampler(GreedyEmbeddingSampler):
         super().__init__(embedding_fn)
         self.softmax_temperature = softmax_temperature
         self.seed = seed
+
+    def get_config(self):
+        temperature = self.softmax_temperature
+        if temperature is not None and not isinstance(temperature, (int, float)):
+            temperature = serialize_value(temperature)
+        return {
+            **super().get_config(),
+            "softmax_temperature": temperature,
+            "seed": self.seed,
+        }
 
     def sample(self, time, outputs, state):
         if not isinstance(outputs, tf.Tensor):

@@ -3,6 +3,7 @@ the sampling helpers (TFA's `tfa.seq2seq.sampler`)."""
 
 import abc
 
+import keras
 import tensorflow as tf
 
 
@@ -41,6 +42,40 @@ class Sampler(metaclass=abc.ABCMeta):
     @abc.abstractmethod
     def sample_ids_dtype(self):
         """The dtype of the sample ids."""
+
+    def get_config(self):
+        """The constructor's arguments (a Keras layer as `embedding_fn`), for
+        `keras.saving`; a sampler built from other callables raises
+        `NotImplementedError`."""
+        raise NotImplementedError(
+            f"A {type(self).__name__} holds callables and cannot be serialized: pass it "
+            "again when rebuilding the decoder."
+        )
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if config.get("embedding_fn") is not None:
+            config["embedding_fn"] = keras.saving.deserialize_keras_object(config["embedding_fn"])
+        return cls(**config)
+
+
+def serialize_embedding_fn(sampler, embedding_fn):
+    """`embedding_fn` for a sampler's config: a serialized Keras layer, or `None`."""
+    if embedding_fn is None:
+        return None
+    if isinstance(embedding_fn, keras.layers.Layer):
+        return keras.saving.serialize_keras_object(embedding_fn)
+    raise NotImplementedError(
+        f"A {type(sampler).__name__} whose embedding_fn is not a Keras layer cannot be "
+        "serialized: pass an Embedding layer, or the sampler again when rebuilding the decoder."
+    )
+
+
+def serialize_value(sampling_probability):
+    """A number held as a tensor or variable (a probability, a temperature) as a float
+    or a list of floats."""
+    return keras.ops.convert_to_numpy(sampling_probability).tolist()
 
 
 class _BatchSizeSampler(Sampler):

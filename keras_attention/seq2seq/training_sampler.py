@@ -1,5 +1,6 @@
 """Samplers for training: teacher forcing, and scheduled sampling (Bengio et al., 2015)."""
 
+import keras
 import tensorflow as tf
 
 from keras_attention.seq2seq.decoder import transpose_batch_time
@@ -8,8 +9,12 @@ from keras_attention.seq2seq.sampling import (
     bernoulli_sample,
     categorical_sample,
     check_sequence_is_right_padded,
+    serialize_embedding_fn,
+    serialize_value,
     unstack_ta,
 )
+
+_register = keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
 
 
 def _probability(sampling_probability):
@@ -25,6 +30,7 @@ def _probability(sampling_probability):
     return sampling_probability
 
 
+@_register
 class TrainingSampler(_BatchSizeSampler):
     """Teacher forcing (TFA's `TrainingSampler`): step `t + 1`'s input is
     `inputs[:, t + 1]`; an entry finishes after its length. Sample ids are the
@@ -40,6 +46,9 @@ class TrainingSampler(_BatchSizeSampler):
     def __init__(self, time_major=False):
         self.time_major = time_major
         self._batch_size = None
+
+    def get_config(self):
+        return {"time_major": self.time_major}
 
     @property
     def sample_ids_shape(self):
@@ -107,6 +116,7 @@ def _merge(where_sampling, sampled, where_not_sampling, not_sampled, shape):
     )
 
 
+@_register
 class ScheduledEmbeddingTrainingSampler(TrainingSampler):
     """Scheduled sampling over embeddings (TFA's
     `ScheduledEmbeddingTrainingSampler`): with probability `sampling_probability` an
@@ -133,10 +143,20 @@ class ScheduledEmbeddingTrainingSampler(TrainingSampler):
         scheduling_seed=None,
     ):
         self.embedding_fn = embedding_fn
+        self._configured_embedding_fn = embedding_fn
         self.sampling_probability = _probability(sampling_probability)
         self.seed = seed
         self.scheduling_seed = scheduling_seed
         super().__init__(time_major=time_major)
+
+    def get_config(self):
+        return {
+            "sampling_probability": serialize_value(self.sampling_probability),
+            "embedding_fn": serialize_embedding_fn(self, self._configured_embedding_fn),
+            "time_major": self.time_major,
+            "seed": self.seed,
+            "scheduling_seed": self.scheduling_seed,
+        }
 
     def initialize(self, inputs, sequence_length=None, mask=None, embedding=None):
         if self.embedding_fn is None:
@@ -182,6 +202,7 @@ class ScheduledEmbeddingTrainingSampler(TrainingSampler):
         return finished, next_inputs, state
 
 
+@_register
 class ScheduledOutputTrainingSampler(TrainingSampler):
     """Scheduled sampling over outputs (TFA's `ScheduledOutputTrainingSampler`): with
     probability `sampling_probability` an entry's next input is its output (through
@@ -201,6 +222,15 @@ class ScheduledOutputTrainingSampler(TrainingSampler):
         self.seed = seed
         self.next_inputs_fn = next_inputs_fn
         super().__init__(time_major=time_major)
+
+    def get_config(self):
+        if self.next_inputs_fn is not None:
+            return super(TrainingSampler, self).get_config()  # raises: a callable
+        return {
+            "sampling_probability": serialize_value(self.sampling_probability),
+            "time_major": self.time_major,
+            "seed": self.seed,
+        }
 
     def initialize(self, inputs, sequence_length=None, mask=None, auxiliary_inputs=None):
         if auxiliary_inputs is None:
