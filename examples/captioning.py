@@ -20,10 +20,14 @@ blocks, from `keras_attention.seq2seq`:
 3. Captions come from greedy decoding (`GreedyEmbeddingSampler`) and from
    `BeamSearchDecoder` (beam 3) through `dynamic_decode`, over a `tile_batch`-ed
    memory and state.
-4. Soft attention is the softmax over the cells. Hard attention is the same trained
-   model decoding with a mechanism built with `probability_fn="hardmax"`
-   (`keras_attention.seq2seq.hardmax`): each step reads the one cell of largest
-   score (deterministic hard attention at inference; the model is trained soft).
+4. Soft attention is the softmax over the cells. Hard attention uses a second
+   mechanism built with `probability_fn="hardmax"` (`keras_attention.seq2seq.hardmax`)
+   sharing the soft one's layers and GRU cell: each step reads the one cell of
+   largest score. The soft model is first measured decoding with it as it is ("hard
+   at inference"), then fine-tuned with it for `--hard-epochs` (the scoring weights
+   frozen: hardmax passes them no gradient) and measured again ("hard"). This is
+   deterministic hard attention; "Show, Attend and Tell" samples the cell and trains
+   the scores with REINFORCE, which this example does not.
 
 Measures on held-out scenes: the share of captions that match the reference exactly,
 and the share of the colour words whose attention peak (the step that emits the word)
@@ -33,8 +37,14 @@ written as PNG files with `--out`.
 
     python examples/captioning.py --out runs/captioning
 
-Measured with the defaults (seeds 0 and 1, 2-core CPU, about 4 minutes each): see
-the table in `main`'s docstring.
+Measured with the defaults (`python benchmarks/captioning.py --seeds 0 1`, written to
+`benchmarks/results/captioning.json` and shown in docs/captioning.md; a 2-core CPU
+shared with other sessions, about 130 s a seed), seed 0 / seed 1, 500 held-out scenes:
+
+    exact match      greedy 98.4 / 98.0 %, beam 3 98.4 / 98.0 %,
+                     hard at inference 89.6 / 90.8 %, hard fine-tuned 98.0 / 97.2 %
+    colour attention soft 100.0 / 99.9 %, hard at inference 99.8 / 99.8 %,
+                     hard fine-tuned 99.8 / 99.7 %
 """
 
 from __future__ import annotations
@@ -376,12 +386,6 @@ def main(argv: list[str] | None = None) -> dict:
     `hard_at_inference`, `hard`: shares of colour words whose attention peak is on
     their object's cell), `losses` (`soft`, `hard`: per epoch) and `plots` (the PNG
     files written).
-
-    Measured with the defaults on a 2-core CPU (each run about 2 minutes), seeds 0 / 1:
-
-    | measure | seed 0 | seed 1 |
-    | --- | --- | --- |
-    | exact match, greedy | | |
     """
     args = parse_args(argv)
     if args.grid < 2:
