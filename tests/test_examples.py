@@ -143,3 +143,23 @@ def test_captioning_model_steps_and_decodes():
     _, hard = model.greedy(scenes["images"][:3])
     assert set(np.unique(hard)) <= {0.0, 1.0}
     np.testing.assert_array_equal(hard.sum(-1), 1.0)
+
+
+@pytest.mark.slow
+def test_captioning_learns_captions_and_where_the_colours_are(tmp_path):
+    """A reduced captioner (4,000 scenes, 8 epochs soft + 1 hard, about a minute on 2
+    cores) captions held-out scenes and its colour words attend to their objects.
+    Measured (seeds 0 / 1 / 2): exact match greedy 98.5 / 87.0 / 91.5 %, beam the same,
+    hard fine-tuned 91.5 / 95.0 / 85.5 %; colour attention soft 99.5 / 99.5 / 99.8 %,
+    hard 100 / 100 / 99.8 %."""
+    main = load_example("captioning").main
+    results = main(
+        ["--train", "4000", "--epochs", "8", "--batch-size", "32", "--hard-epochs", "1"]
+        + ["--held-out", "200", "--seed", "0", "--out", str(tmp_path)]
+    )
+    match, attention = results["exact_match"], results["colour_attention"]
+    assert match["greedy"] >= 0.7 and match["beam"] >= 0.7  # a random caption: ~0
+    assert match["hard"] >= 0.7
+    assert attention["soft"] >= 0.9 and attention["hard"] >= 0.9  # chance: 1/16
+    assert results["losses"]["soft"][-1] < results["losses"]["soft"][0] / 10
+    assert [path.read_bytes()[:4] for path in results["plots"]] == [b"\x89PNG"] * 4
