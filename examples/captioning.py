@@ -153,6 +153,16 @@ def words_of(ids) -> list[str]:
 class Captioner(keras.Model):
     """CNN encoder, `AttentionWrapper(GRUCell, BahdanauAttention)` decoder.
 
+    Soft attention until `use_hard_attention()`; `greedy` decodes with the attention
+    in use, `beam_search` always with the soft one.
+
+    Args:
+        grid: Cells per side of the scenes (images of `grid * CELL` pixels a side).
+        filters: Filters of the last two convolutions (the first has half).
+        units: Depth of the GRU state, the attention and the attention layer.
+        embedding_dim: Depth of the word embeddings.
+        **kwargs: `keras.Model` keyword arguments.
+
     Call arguments:
         inputs: `(images, decoder_inputs)`: images `(batch, size, size, 3)` and the
             teacher-forced ids `(batch, time)`.
