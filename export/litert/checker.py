@@ -45,11 +45,11 @@ class LiteRTChecker:
        Tokens and translations must be identical for every sentence unless
        the weights are quantized (`float16`, `int8`), where a difference is
        a warning; the message names the differing sentences and both
-       outputs. A shortlisted export
-       (the manifest's `shortlist`) is compared with the Translator over
-       the same shortlist (`vocabulary_shortlist`, else built again from
-       the run with the manifest's `k` and `frequent`); an `int8` export with
-       the Translator whose weight matrices hold their int8 values.
+       outputs. A shortlisted export (the manifest's `shortlist`) is
+       compared with the Translator over the same shortlist
+       (`vocabulary_shortlist`, else built again from the run with the
+       manifest's `k` and `frequent`); an `int8` export with the Translator
+       whose weight matrices hold their int8 values.
 
     Args:
         saved_model: a SavedModel version directory to compare with, or `None`.
