@@ -168,12 +168,11 @@ def to_positions(candidates, ids) -> tf.Tensor:
     return tf.reshape(tf.cast(positions, tf.int32), tf.shape(ids))
 
 
-def steered_batches(translate_fn, prefixes, constraints, count, order, batch_size):
+def steered_batches(translate_fn, prefixes, phrases, order, batch_size):
     """`translate(texts, batch_index)` for `Translator.translate_all` with prefixes, next
     words or constraints: each batch of the texts in `order` with its rows' prefixes and
-    phrases, to `translate_fn(texts, prefixes, phrases)` (one `tf.function` for every
-    batch, `Translator.steered_function`)."""
-    phrases = pad_phrases(constraints, count)
+    `phrases` (`pad_phrases`' rows, one per text), to `translate_fn(texts, prefixes,
+    phrases)` (one `tf.function` for every batch, `Translator.steered_function`)."""
 
     def translate(texts, batch_index):
         rows = order[batch_index * batch_size : (batch_index + 1) * batch_size]

@@ -393,16 +393,14 @@ class Translator:
             def translate(texts, batch_index):
                 return seeded(texts, tf.constant((seed + batch_index) % 2**31, tf.int32))
         elif steered:
+            phrases = pad_phrases(constraints, len(texts))
             if constraints is not None:
-                phrases = pad_phrases(constraints, len(texts))
                 check_phrases(self.target_vectorizer, phrases, self.max_output_length)
                 strategy = as_beam_search(strategy, options.value("length_penalty"))
             translate_fn = self.steered_function(
                 strategy, prefixes is not None, next_words, constraints is not None
             )
-            translate = steered_batches(
-                translate_fn, prefixes, constraints, len(texts), order, batch_size
-            )
+            translate = steered_batches(translate_fn, prefixes, phrases, order, batch_size)
         else:
             compiled = self.compile(strategy)
 
