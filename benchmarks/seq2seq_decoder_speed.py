@@ -23,7 +23,10 @@ pass decodes every batch; the first pass of each decoder is not timed, the decod
 take turns, and the median pass gives sentences/s. The TFA process runs between
 blocks of the in-process passes, one after the other (its ratio crosses processes).
 
-    python benchmarks/seq2seq_decoder_speed.py [--tfa-python /path/to/venv/bin/python]
+    python benchmarks/seq2seq_decoder_speed.py [--tfa-python $TFA_PYTHON]
+
+where `$TFA_PYTHON` is the Python of a venv with `tensorflow-cpu==2.15.1` and
+`tensorflow-addons==0.23.0` (the results record the command with that name).
 """
 
 from __future__ import annotations
@@ -168,10 +171,9 @@ def run_companion(python, arrays_path, repeats):
 
 def save_arrays(path, weights, inputs, search):
     arrays = {f"w/{name}": value for name, value in weights.items()}
-    for i, (annotations, mask, summary) in enumerate(inputs):
-        arrays[f"annotations/{i}"] = annotations.numpy()
-        arrays[f"mask/{i}"] = mask.numpy()
-        arrays[f"summary/{i}"] = summary.numpy()
+    for i, batch in enumerate(inputs):
+        for part, value in zip(("annotations", "mask", "summary"), batch, strict=True):
+            arrays[f"{part}/{i}"] = value.numpy()
     arrays["search"] = np.array(json.dumps({**search, "batches": len(inputs)}))
     np.savez(path, **arrays)
 
@@ -188,6 +190,8 @@ def summary_of(seconds, sentences):
 def main(argv=None):
     args = parse_args(argv)
     machine = harness.print_machine_header()
+    if args.tfa_python:  # recorded without this machine's path of the side environment
+        machine["command"] = machine["command"].replace(args.tfa_python, "$TFA_PYTHON")
     pairs = load_corpus(max_pairs=args.pairs).pairs
     model, vectorizer = build_model(pairs, args.seed)
     step = max(1, len(pairs) // args.sentences)
@@ -275,9 +279,7 @@ def main(argv=None):
         )
     if args.json:
         payload = {
-            "command": " ".join(["python", "benchmarks/seq2seq_decoder_speed.py", *sys.argv[1:]])
-            if argv is None
-            else " ".join(["python", "benchmarks/seq2seq_decoder_speed.py", *argv]),
+            "command": machine["command"],
             "model": {
                 "config": "TrainConfig defaults, float32, no dropout",
                 "weights": f"untrained, seed {args.seed}",
