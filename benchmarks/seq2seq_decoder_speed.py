@@ -2,8 +2,9 @@
 
 One default-config `Seq2Seq` (the model `keras-attention train` builds by default:
 Luong decoder, GRU, scaled cosine score, tied output; float32) with untrained,
-seeded weights and word vocabularies of the bundled corpus' first pairs decodes the
-same batches of the corpus' sentences three ways:
+seeded weights and word vocabularies of `--pairs` pairs of the bundled corpus (every
+k-th line) decodes the same batches of those pairs' sources (evenly spread over them)
+three ways:
 
 - `Seq2Seq`: `keras_attention.decoding.BeamSearch` over `Seq2Seq.step_function`
   (what `Translator` runs);
