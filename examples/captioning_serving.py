@@ -4,7 +4,8 @@
 polls) with `keras.export.ExportArchive`. Its `serving_default` signature takes a batch of
 encoded PNG images and runs everything in the graph, with plain TensorFlow ops only:
 
-1. `tf.io.decode_png` (3 channels), `tf.image.convert_image_dtype` to float32 in [0, 1]
+1. a check that each file starts with the PNG signature (else `INVALID_ARGUMENT`, "not a
+   PNG file"), `tf.io.decode_png` (3 channels), `tf.image.convert_image_dtype` to float32 in [0, 1]
    (the training images' range) and `tf.image.resize` to the model's `grid * CELL` pixels
    (the identity for an image of that size);
 2. the CNN encoder and `BeamSearchDecoder` through `dynamic_decode` (`Captioner.best_beam`);
@@ -36,6 +37,7 @@ import tensorflow as tf
 IMAGES_INPUT = "images"
 OUTPUTS = ("attention", "captions", "scores")
 SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"  # the first 8 bytes of every PNG file
 
 
 def png_bytes(images: np.ndarray) -> list[bytes]:
@@ -58,7 +60,14 @@ def caption_function(model, vocabulary: Sequence[str], end: int, beam_width: int
     words = tf.constant(list(vocabulary))
 
     def decode(png):
-        image = tf.io.decode_png(png, channels=3)
+        # decode_png also reads GIF, BMP and JPEG files: refuse what is not a PNG by name.
+        signature = tf.strings.substr(png, 0, len(PNG_SIGNATURE))
+        is_png = tf.debugging.Assert(
+            tf.equal(signature, PNG_SIGNATURE),
+            [f"An {IMAGES_INPUT!r} input is not a PNG file. It starts with:", signature],
+        )
+        with tf.control_dependencies([is_png]):
+            image = tf.io.decode_png(png, channels=3)
         image = tf.image.convert_image_dtype(image, tf.float32)
         return tf.image.resize(image, [size, size])
 
