@@ -72,6 +72,7 @@ def replay_warmup(
             report.errors.append(f"Warmup record {index} calls unknown signature {name!r}")
             continue
         try:
+            _check_dtypes(session.signature_defs[name], request)
             inputs = {key: tf.make_ndarray(proto) for key, proto in request.inputs.items()}
             batch_size = _batch_size(inputs, report.contract)
             inputs = _repeatable(input_values(session.signature_defs[name], inputs))
@@ -193,6 +194,22 @@ def _repeatable(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     if "seed" in inputs and int(inputs["seed"]) < 0:
         inputs = {**inputs, "seed": np.int32(1)}
     return inputs
+
+
+def _check_dtypes(signature, request) -> None:
+    """TF Serving refuses an input of another dtype than the signature's (a Session feed
+    would cast it).
+
+    Raises:
+        ValueError: TF Serving's message.
+    """
+    for index, alias in enumerate(sorted(request.inputs)):
+        info = signature.inputs.get(alias)
+        if info is not None and request.inputs[alias].dtype != info.dtype:
+            raise ValueError(
+                f"Expects arg[{index}] ({alias!r}) to be {tf.dtypes.as_dtype(info.dtype).name} "
+                f"but {tf.dtypes.as_dtype(request.inputs[alias].dtype).name} is provided"
+            )
 
 
 def _batch_size(inputs: dict[str, np.ndarray], contract: str) -> int | None:
