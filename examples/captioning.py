@@ -37,6 +37,10 @@ written as PNG files with `--out`.
 
     python examples/captioning.py --out runs/captioning
 
+With `--export BASE` the trained captioner is also written as a TF Serving SavedModel
+version under BASE (PNG bytes in, beam-search captions, scores and attention out; see
+`examples/captioning_serving.py` and docs/captioning.md, "Export and serve").
+
 The figures of the defaults, per seed (`python benchmarks/captioning.py --seeds 0 1`),
 are in `benchmarks/results/captioning.json`, shown on the docs page "Image captioning"
 (docs/captioning.md).

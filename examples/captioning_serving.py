@@ -4,10 +4,10 @@
 polls) with `keras.export.ExportArchive`. Its `serving_default` signature takes a batch of
 encoded PNG images and runs everything in the graph, with plain TensorFlow ops only:
 
-1. a check that each file starts with the PNG signature (else `INVALID_ARGUMENT`, "not a
-   PNG file"), `tf.io.decode_png` (3 channels), `tf.image.convert_image_dtype` to float32 in [0, 1]
-   (the training images' range) and `tf.image.resize` to the model's `grid * CELL` pixels
-   (the identity for an image of that size);
+1. a check that each file starts with the PNG signature (else `INVALID_ARGUMENT`, "not
+   a PNG file"), `tf.io.decode_png` (3 channels), `tf.image.convert_image_dtype` to
+   float32 in [0, 1] (the training images' range) and `tf.image.resize` to the model's
+   `grid * CELL` pixels (the identity for an image of that size);
 2. the CNN encoder and `BeamSearchDecoder` through `dynamic_decode` (`Captioner.best_beam`);
 3. the best beam's ids up to `<end>` looked up in the vocabulary and joined with spaces.
 
@@ -22,6 +22,7 @@ server with `keras_attention_client.TranslationClient.predict` (its generic Pred
 
     python examples/captioning.py --export models/captioner
     keras-attention check-export --native models/captioner/1
+    keras-attention serve --port 8500 --model-name captioner --model-base-path models/captioner
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ import numpy as np
 import tensorflow as tf
 
 IMAGES_INPUT = "images"
-OUTPUTS = ("attention", "captions", "scores")
 SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"  # the first 8 bytes of every PNG file
 
