@@ -495,6 +495,8 @@ def main(argv: list[str] | None = None) -> dict:
         f"{attention['soft']:.1%}, hard at inference {attention['hard_at_inference']:.1%}, "
         f"hard fine-tuned {attention['hard']:.1%}"
     )
+    if exported is not None:
+        print(f"exported: {exported} (serving_default: PNG bytes in, captions out)")
     return results
 
 
