@@ -368,6 +368,9 @@ class AttentionWrapper(keras.layers.Layer):
             alignments=self._item_or_tuple(alignments_all),
             alignment_history=self._item_or_tuple(histories),
         )
+        if not isinstance(states, AttentionWrapperState):
+            # `keras.layers.RNN` passes a list, and JAX's scan needs the same type back.
+            next_state = type(states)(next_state)
         return (attention if self._output_attention else cell_output), next_state
 
     def get_config(self):
