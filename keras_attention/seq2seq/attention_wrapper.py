@@ -1,7 +1,8 @@
 """`AttentionWrapper`: an RNN cell with attention over a bound memory (TFA's API).
 
 This module also gives TFA's `attention_wrapper` module path its names: the state, the
-attention mechanisms and the probability functions live in their own modules.
+step's parts, the attention mechanisms and the probability functions live in their own
+modules.
 """
 
 import keras
@@ -9,6 +10,11 @@ import tensorflow as tf
 from keras import ops
 
 from keras_attention.seq2seq.attention_mechanism import AttentionMechanism
+from keras_attention.seq2seq.attention_step import (
+    attention_layers,
+    compute_attention,
+    concat_inputs,
+)
 from keras_attention.seq2seq.attention_wrapper_state import AttentionWrapperState
 from keras_attention.seq2seq.backend_support import is_tensorflow, require_tensorflow
 from keras_attention.seq2seq.bahdanau_attention import (
@@ -30,21 +36,6 @@ __all__ = [
     "monotonic_attention",
     "safe_cumprod",
 ]
-
-
-def _compute_attention(attention_mechanism, cell_output, attention_state, attention_layer):
-    """`(attention, alignments, next_attention_state)` of one mechanism for one step."""
-    alignments, next_attention_state = attention_mechanism([cell_output, attention_state])
-    # (batch, 1, max_time) @ (batch, max_time, depth) -> (batch, depth)
-    context = ops.squeeze(ops.matmul(ops.expand_dims(alignments, 1), attention_mechanism.values), 1)
-    if attention_layer is not None:
-        attention = attention_layer(ops.concatenate([cell_output, context], 1))
-        return attention, alignments, next_attention_state
-    return context, alignments, next_attention_state
-
-
-def _concat_inputs(inputs, attention):
-    return ops.concatenate([inputs, attention], -1)
 
 
 @keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
@@ -102,43 +93,15 @@ class AttentionWrapper(keras.layers.Layer):
             require_tensorflow("AttentionWrapper(alignment_history=True)", "a tf.TensorArray")
         self._is_multi = isinstance(attention_mechanism, (list, tuple))
         mechanisms = list(attention_mechanism) if self._is_multi else [attention_mechanism]
-        if attention_layer_size is not None and attention_layer is not None:
-            raise ValueError("Only one of attention_layer_size and attention_layer should be set")
-        if attention_layer_size is not None:
-            sizes = tuple(
-                attention_layer_size
-                if isinstance(attention_layer_size, (list, tuple))
-                else (attention_layer_size,)
-            )
-            if len(sizes) != len(mechanisms):
-                raise ValueError(
-                    "If provided, attention_layer_size must contain exactly one integer per "
-                    f"attention_mechanism. Received: {len(sizes)} vs {len(mechanisms)}"
-                )
-            layers = [
-                keras.layers.Dense(
-                    size, name="attention_layer", use_bias=False, dtype=self.dtype_policy
-                )
-                for size in sizes
-            ]
-        elif attention_layer is not None:
-            layers = list(
-                attention_layer if isinstance(attention_layer, (list, tuple)) else [attention_layer]
-            )
-            if len(layers) != len(mechanisms):
-                raise ValueError(
-                    "If provided, attention_layer must contain exactly one layer per "
-                    f"attention_mechanism. Received: {len(layers)} vs {len(mechanisms)}"
-                )
-        else:
-            layers = None
-        self._attention_layers = layers
+        self._attention_layers = attention_layers(
+            attention_layer_size, attention_layer, len(mechanisms), self.dtype_policy
+        )
         self._cell = cell
         self._attention_mechanisms = mechanisms
         self.attention_layer_size = attention_layer_size
         self._has_custom_attention_layer = attention_layer is not None
-        self._attention_fn = attention_fn or _compute_attention
-        self._cell_input_fn = cell_input_fn or _concat_inputs
+        self._attention_fn = attention_fn or compute_attention
+        self._cell_input_fn = cell_input_fn or concat_inputs
         self._custom_functions = cell_input_fn is not None or attention_fn is not None
         self._output_attention = output_attention
         self._alignment_history = alignment_history
