@@ -7,6 +7,7 @@ the wrapper inside `keras.layers.RNN` matches a NumPy reference and trains with
 import keras
 import numpy as np
 import pytest
+from helpers.copy_task import train_copy_model
 from helpers.tfa_golden import golden_weights, load, make_wrapper, max_difference, names
 from keras import ops
 
@@ -188,49 +189,14 @@ def test_basic_decoder_impute_finished_matches_masked_keras_rnn():
         np.testing.assert_allclose(ours, theirs, atol=1e-6)
 
 
-class CopyModel(keras.Model):
-    """A tiny encoder-decoder: the target is the source; the decoder is
-    `keras.layers.RNN(AttentionWrapper(LSTMCell, mechanism))`, the memory bound in
-    `call`."""
-
-    def __init__(self, mechanism, vocabulary=8):
-        super().__init__()
-        self.source_embedding = keras.layers.Embedding(vocabulary, 8)
-        self.target_embedding = keras.layers.Embedding(vocabulary, 8)
-        self.encoder = keras.layers.GRU(8, return_sequences=True)
-        self.mechanism = mechanism
-        cell = seq2seq.AttentionWrapper(keras.layers.LSTMCell(8), mechanism, attention_layer_size=8)
-        self.decoder = keras.layers.RNN(cell, return_sequences=True)
-        self.projection = keras.layers.Dense(vocabulary)
-
-    def call(self, inputs):
-        source, target_in = inputs
-        memory = self.encoder(self.source_embedding(source))
-        self.mechanism.setup_memory(memory, memory_mask=ops.not_equal(source, 0))
-        return self.projection(self.decoder(self.target_embedding(target_in)))
-
-
 @pytest.mark.parametrize(
     "mechanism",
     [lambda: seq2seq.LuongAttention(8, scale=True), lambda: seq2seq.BahdanauAttention(8)],
     ids=["luong", "bahdanau"],
 )
 def test_model_with_wrapper_in_keras_rnn_trains(mechanism):
-    keras.utils.set_random_seed(0)
-    rng = np.random.default_rng(0)
-    source = rng.integers(1, 8, size=(32, 5)).astype("int32")
-    target_in = np.concatenate([np.ones((32, 1), "int32"), source[:, :-1]], 1)
-    model = CopyModel(mechanism())
-    model((source[:2], target_in[:2]))  # built eagerly, on real ids
-    model.compile(
-        optimizer=keras.optimizers.Adam(0.02),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
-    history = model.fit((source, target_in), source, batch_size=16, epochs=4, verbose=0)
-    losses = history.history["loss"]
-    assert all(later < earlier for earlier, later in zip(losses[:-1], losses[1:], strict=True)), (
-        losses
-    )
+    losses = train_copy_model(mechanism())
+    assert all(later < earlier for earlier, later in zip(losses[:-1], losses[1:], strict=True))
     assert losses[-1] < 0.95 * losses[0], losses
 
 

@@ -9,6 +9,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers.copy_task import train_copy_model
 from helpers.tfa_golden import golden_weights, load, make_wrapper, max_difference
 
 from keras_attention import seq2seq
@@ -198,3 +199,11 @@ def test_scheduled_embedding_decode_in_float16():
             sequence_length=[3, 3],
         )
     assert outputs.rnn_output.dtype == tf.float16
+
+
+def test_model_with_wrapper_trains_in_float16():
+    """`model.fit` under `mixed_float16` (Keras' loss scaling): the loss falls every epoch."""
+    with policy("mixed_float16"):
+        losses = train_copy_model(seq2seq.BahdanauAttention(8, normalize=True))
+    assert all(np.isfinite(losses))
+    assert all(later < earlier for earlier, later in zip(losses[:-1], losses[1:], strict=True))
