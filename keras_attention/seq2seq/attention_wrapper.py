@@ -208,13 +208,22 @@ class AttentionWrapper(keras.layers.Layer):
         self._memory_depths = list(memory_depths)
         self._attention_layer_size = self._attention_depth(memory_depths)
         if not self._cell.built:
-            self._cell.build((None, input_depth + self._attention_layer_size))
+            self._cell.build((None, self._cell_input_depth(input_depth)))
         cell_output = self._cell_output_size()
         for i, mechanism in enumerate(self._attention_mechanisms):
             if mechanism.query_layer is not None and not mechanism.query_layer.built:
                 mechanism.query_layer.build((None, cell_output))
             if self._attention_layers is not None and not self._attention_layers[i].built:
                 self._attention_layers[i].build((None, cell_output + memory_depths[i]))
+
+    def _cell_input_depth(self, input_depth):
+        """The depth of `cell_input_fn(inputs, attention)`: the two concatenated by
+        default, found by calling a custom function on one row of zeros."""
+        if self._cell_input_fn is concat_inputs:
+            return input_depth + self._attention_layer_size
+        inputs = ops.zeros((1, input_depth), dtype=self.compute_dtype)
+        attention = ops.zeros((1, self._attention_layer_size), dtype=self.compute_dtype)
+        return int(self._cell_input_fn(inputs, attention).shape[-1])
 
     def get_build_config(self):
         """The step input's shape and the memories' depths: a reloaded wrapper creates
