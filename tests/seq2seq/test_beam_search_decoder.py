@@ -2,6 +2,8 @@
 values, run through the one beam search step (`keras_attention.decoding.BeamSearch`
 with TFA's options), and the golden outputs of TFA's decoder for TFA's weights."""
 
+import itertools
+
 import keras
 import numpy as np
 import pytest
@@ -155,12 +157,8 @@ def test_missing_embedding_fn():
 
 @pytest.mark.parametrize(
     "cell_kind, time_major, has_attention, with_history, all_scores",
-    [
-        ("lstm", False, True, True, False),
-        ("gru", True, True, False, True),
-        ("lstm", True, False, False, True),
-        ("gru", False, True, True, True),
-    ],
+    # TFA's 32 combinations (the history is asked for, and ignored, without attention too).
+    list(itertools.product(["lstm", "gru"], *[[False, True]] * 4)),
 )
 def test_beam_search_decoder(cell_kind, time_major, has_attention, with_history, all_scores):
     """TFA's `test_beam_search_decoder`: batch 5, beam 3, vocabulary 20, 3 steps, coverage
@@ -202,7 +200,7 @@ def test_beam_search_decoder(cell_kind, time_major, has_attention, with_history,
     assert tuple(outputs.beam_search_decoder_output.scores.shape) == scores_shape
     assert tuple(decoder.output_size.scores) == ((beam, vocab) if all_scores else (beam,))
     assert isinstance(final_state, seq2seq.BeamSearchDecoderState)
-    if with_history:
+    if with_history and has_attention:
         history = final_state.cell_state.alignment_history  # reordered: a tensor
         assert tuple(history.shape) == (steps, batch * beam, memory_time)
 
