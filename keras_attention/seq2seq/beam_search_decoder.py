@@ -13,6 +13,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention.decoding.beam_search import BeamSearch
+from keras_attention.decoding.decoding_strategy import in_xla_context
 from keras_attention.seq2seq.attention_wrapper import AttentionWrapperState
 from keras_attention.seq2seq.beam_search_ops import (
     gather_tree,
@@ -299,6 +300,9 @@ class BeamSearchDecoder(BaseDecoder):
         strategy.tiled_state = True
         strategy.tfa_scoring = True
         strategy.record_steps = True
+        # The records as plain tensors (LiteRT's converter turns the loop into builtin
+        # ops), except under XLA, which needs the fixed shapes of `TensorArray`s.
+        strategy.tensor_arrays = in_xla_context()
         strategy.record_all_scores = bool(self.output_all_scores)
         if self.coverage_penalty_weight:
             coverage = _attention_probs(initial_state)
