@@ -117,6 +117,38 @@ def test_basic_decoder_with_greedy_embedding_sampler():
     np.testing.assert_array_equal(converted(memory, start_tokens)["sample_id"], eager["sample_id"])
 
 
+def test_tfa_tflite_convertible_case_with_builtin_ops_only():
+    """TFA's `test_dynamic_decode_tflite_conversion` (`enable_tflite_convertible=True`,
+    batch 1, `maximum_iterations=5`), which TFA converted with Flex ops too."""
+    keras.utils.set_random_seed(2)
+    cell = keras.layers.LSTMCell(10)
+    decoder = seq2seq.BasicDecoder(
+        cell, seq2seq.GreedyEmbeddingSampler(), output_layer=keras.layers.Dense(20)
+    )
+    embeddings = np.random.default_rng(0).uniform(size=[20, 10]).astype("float32")
+
+    @tf.function(input_signature=[tf.TensorSpec([1], tf.int32)])
+    def decode(start_tokens):
+        outputs, _, lengths = seq2seq.dynamic_decode(
+            decoder,
+            maximum_iterations=5,
+            enable_tflite_convertible=True,
+            decoder_init_input=embeddings,
+            decoder_init_kwargs={
+                "initial_state": cell.get_initial_state(batch_size=1),
+                "start_tokens": start_tokens,
+                "end_token": 1,
+            },
+        )
+        return {"sample_id": outputs.sample_id, "logits": outputs.rnn_output, "lengths": lengths}
+
+    start_tokens = np.array([3], np.int32)
+    decode.python_function(start_tokens)  # builds the layers
+    converted = convert_function(decode)
+    _no_flex_or_custom_ops(converted)
+    converted.check(start_tokens)
+
+
 def test_a_function_without_a_signature_is_refused():
     with pytest.raises(ValueError, match="input_signature"):
         convert_function(tf.function(lambda x: x + 1))
