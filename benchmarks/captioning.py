@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> dict:
         started = time.perf_counter()
         results = example.main([*args.example_args, "--seed", str(seed)])
         results.pop("plots")
+        results.pop("export")  # a version directory, with --export
         results["seconds"] = time.perf_counter() - started
         payload["seeds"][str(seed)] = results
     if args.out:

@@ -37,6 +37,10 @@ written as PNG files with `--out`.
 
     python examples/captioning.py --out runs/captioning
 
+With `--export BASE` the trained captioner is also written as a TF Serving SavedModel
+version under BASE (PNG bytes in, beam-search captions, scores and attention out; see
+`examples/captioning_serving.py` and docs/captioning.md, "Export and serve").
+
 The figures of the defaults, per seed (`python benchmarks/captioning.py --seeds 0 1`),
 are in `benchmarks/results/captioning.json`, shown on the docs page "Image captioning"
 (docs/captioning.md).
@@ -45,6 +49,7 @@ are in `benchmarks/results/captioning.json`, shown on the docs page "Image capti
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from pathlib import Path
 
 import keras
@@ -169,6 +174,7 @@ class Captioner(keras.Model):
     def __init__(self, grid=4, filters=32, units=64, embedding_dim=32, **kwargs):
         super().__init__(**kwargs)
         self.grid = grid
+        self.image_size = grid * CELL  # pixels a side
         self.convolutions = [
             keras.layers.Conv2D(f, 3, padding="same", activation="relu")
             for f in (filters // 2, filters, filters)
@@ -270,14 +276,21 @@ class Captioner(keras.Model):
 
     def beam_search(self, images, beam_width=3, max_steps=MAX_WORDS + 1):
         """The best beam's ids `(batch, steps)` of `BeamSearchDecoder` via `dynamic_decode`."""
+        return self.best_beam(images, beam_width, max_steps)[0].numpy()
+
+    def best_beam(self, images, beam_width=3, max_steps=MAX_WORDS + 1):
+        """The best beam of `BeamSearchDecoder` via `dynamic_decode`, as tensors (eager or in
+        a `tf.function`): ids `(batch, steps)`, summed log-probability `(batch,)` and the
+        alignments `(batch, steps, cells)` of that beam (the search reorders the alignment
+        history along each beam's ancestry)."""
         memory = self.encode(images)
-        batch = memory.shape[0]
+        batch = tf.shape(memory)[0]
         tiled = seq2seq.tile_batch(memory, beam_width)
         self.mechanism.setup_memory(tiled)
         decoder = seq2seq.BeamSearchDecoder(
             self.cell, beam_width, embedding_fn=self.embedding, output_layer=self.output_layer
         )
-        outputs, _, _ = seq2seq.dynamic_decode(
+        outputs, state, _ = seq2seq.dynamic_decode(
             decoder,
             maximum_iterations=max_steps,
             decoder_init_input=None,
@@ -287,7 +300,13 @@ class Captioner(keras.Model):
                 "initial_state": self.initial_state(self.cell, tiled, batch * beam_width),
             },
         )
-        return outputs.predicted_ids[:, :, 0].numpy()
+        history = state.cell_state.alignment_history  # (steps, batch * beam, cells)
+        if isinstance(history, tf.TensorArray):  # eager; a tf.function gets the stacked tensor
+            history = history.stack()
+        cells = self.grid * self.grid
+        history = tf.reshape(history, [tf.shape(history)[0], batch, beam_width, cells])
+        alignments = tf.transpose(history[:, :, 0], [1, 0, 2])
+        return outputs.predicted_ids[:, :, 0], state.log_probs[:, 0], alignments
 
 
 def colour_attention(ids, alignments, scenes) -> float:
@@ -356,6 +375,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--beam-width", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="folder for the heatmap PNG files (default: none)")
+    parser.add_argument(
+        "--export",
+        metavar="BASE",
+        help="write the trained (soft attention) captioner as a SavedModel version under BASE "
+        "(TF Serving's --model_base_path): PNG bytes in, beam-search captions out",
+    )
     return parser.parse_args(argv)
 
 
@@ -377,6 +402,38 @@ def _fit(model, scenes, args, epochs) -> list[float]:
     return [float(x) for x in history.history["loss"]]
 
 
+def serving_module():
+    """`examples/captioning_serving.py` (the export and the client call), imported by path."""
+    path = Path(__file__).with_name("captioning_serving.py")
+    spec = importlib.util.spec_from_file_location("captioning_serving", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def export(model, base, beam_width: int = 3, warmup_images=()) -> Path:
+    """Exports `model` (soft attention, beam search) as the next version under `base`.
+
+    Args:
+        model: a trained `Captioner`.
+        base: the model's base directory.
+        beam_width: the beam of the exported `BeamSearchDecoder`.
+        warmup_images: float images `(n, size, size, 3)` for the warmup request.
+
+    Returns:
+        The version directory written (`base/<version>`).
+    """
+    serving = serving_module()
+    settings = {
+        "vocabulary": VOCABULARY,
+        "end": END,
+        "beam_width": beam_width,
+        "max_steps": MAX_WORDS + 1,
+    }
+    warmup = serving.png_bytes(warmup_images) if len(warmup_images) else ()
+    return serving.export_captioner(model, base, settings, warmup)
+
+
 def main(argv: list[str] | None = None) -> dict:
     """Trains on generated scenes and returns the held-out measures.
 
@@ -389,8 +446,8 @@ def main(argv: list[str] | None = None) -> dict:
     Returns a dict of `exact_match` (`greedy`, `beam`, `hard_at_inference`, `hard`:
     shares of held-out captions equal to the reference), `colour_attention` (`soft`,
     `hard_at_inference`, `hard`: shares of colour words whose attention peak is on
-    their object's cell), `losses` (`soft`, `hard`: per epoch) and `plots` (the PNG
-    files written).
+    their object's cell), `losses` (`soft`, `hard`: per epoch), `plots` (the PNG
+    files written) and `export` (the version directory `--export` wrote, or None).
     """
     args = parse_args(argv)
     if args.grid < 2:
@@ -404,6 +461,7 @@ def main(argv: list[str] | None = None) -> dict:
     losses = {"soft": _fit(model, train, args, args.epochs)}
     decoded = {"soft": model.greedy(images)}
     beam_ids = model.beam_search(images, beam_width=args.beam_width)
+    exported = export(model, args.export, args.beam_width, images[:2]) if args.export else None
     model.use_hard_attention()
     decoded["hard_at_inference"] = model.greedy(images)
     losses["hard"] = _fit(model, train, args, args.hard_epochs) if args.hard_epochs else []
@@ -418,6 +476,7 @@ def main(argv: list[str] | None = None) -> dict:
         "colour_attention": {kind: colour_attention(*decoded[kind], held_out) for kind in decoded},
         "losses": losses,
         "plots": [],
+        "export": exported,
     }
     if args.out:
         for kind in ("soft", "hard"):
@@ -436,6 +495,8 @@ def main(argv: list[str] | None = None) -> dict:
         f"{attention['soft']:.1%}, hard at inference {attention['hard_at_inference']:.1%}, "
         f"hard fine-tuned {attention['hard']:.1%}"
     )
+    if exported is not None:
+        print(f"exported: {exported} (serving_default: PNG bytes in, captions out)")
     return results
 
 

@@ -15,6 +15,16 @@ def outcome_lines(warnings: list[str], errors: list[str]) -> list[str]:
     ]
 
 
+TRANSLATOR = "translator"
+"""`CheckReport.contract` of a keras-attention translator export (text in, translations out)."""
+GENERIC = "generic"
+"""`CheckReport.contract` of any other SavedModel (its own signatures and warmup requests)."""
+
+
+def _rows(batch_size: int | None) -> str:
+    return "?" if batch_size is None else str(batch_size)
+
+
 @dataclasses.dataclass
 class CheckReport:
     """The findings of `ExportChecker.check`.
@@ -34,6 +44,7 @@ class CheckReport:
         loaded: whether the Session load succeeded.
         native: with `--native`, the C API run: `{"requests", "seconds",
             "max_float_difference"}` (`None` if not run or if it failed).
+        contract: what the signatures were checked against: `TRANSLATOR` or `GENERIC`.
     """
 
     path: str
@@ -46,6 +57,7 @@ class CheckReport:
     manifest: dict[str, Any] | None = None
     loaded: bool = False
     native: dict[str, Any] | None = None
+    contract: str = TRANSLATOR
 
     @property
     def ok(self) -> bool:
@@ -95,10 +107,25 @@ class CheckReport:
             lines.append(f"Warmup: {len(self.warmup)} requests replayed")
             for entry in self.warmup:
                 lines.append(
-                    f"  {entry['signature']:<18} batch {entry['batch_size']:>4}: "
+                    f"  {entry['signature']:<18} batch {_rows(entry['batch_size']):>4}: "
                     f"{entry['seconds'] * 1000:.1f} ms"
                 )
-        if self.native:
+        if self.contract == GENERIC:
+            lines.append("Checked as: a SavedModel of its own (not a keras-attention translator)")
+        if self.native and self.contract == GENERIC:
+            ran = self.native["requests"]
+            lines.append(
+                "TensorFlow's C API (TF_LoadSessionFromSavedModel, no Python TensorFlow): "
+                + (
+                    f"loaded, and {ran} requests (the warmup file's, and one per signature with "
+                    "defaults giving every input) gave the Session path's outputs (largest float "
+                    f"difference {self.native['max_float_difference']:.1e}; "
+                    if ran
+                    else "loaded; no warmup requests to run ("
+                )
+                + f"{self.native['seconds']:.1f} s)"
+            )
+        elif self.native:
             lines.append(
                 f"TensorFlow's C API (TF_LoadSessionFromSavedModel, no Python TensorFlow): "
                 f"{self.native['requests']} requests (the warmup's, and each signature's "

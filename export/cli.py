@@ -111,8 +111,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-decoding-inputs",
         dest="decoding_inputs",
         action="store_false",
-        help="leave out the search and sample signatures (their scalar decoding inputs), as "
-        "older exports; serving_default and beam_search are text-only either way",
+        help="leave out the search, sample and steered_beam_search signatures (their decoding "
+        "inputs), as older exports; serving_default and beam_search are text-only either way",
     )
     parser.add_argument(
         "--jit-compile",

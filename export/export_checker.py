@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from keras_attention.export.allowed_ops import AllowedOps
-from keras_attention.export.check_report import CheckReport
+from keras_attention.export.check_report import GENERIC, TRANSLATOR, CheckReport
 from keras_attention.export.export_manifest import ExportManifest, file_sha256
 from keras_attention.export.saved_model_proto import (
     SAVED_MODEL_PB,
@@ -66,6 +66,15 @@ _EXPECTED_INPUTS = {
 }
 
 
+_NO_MANIFEST = {
+    TRANSLATOR: "No assets.extra/export_manifest.json: not written by keras-attention export; "
+    "checking the default translator signatures",
+    GENERIC: "No assets.extra/export_manifest.json and serving_default takes no 'text': "
+    "checked as a SavedModel of its own (any signatures, dense inputs and outputs, its "
+    "own warmup requests), not against the translator contract",
+}
+
+
 class ExportChecker:
     """Checks an exported version the way TensorFlow Serving would use it.
 
@@ -100,6 +109,15 @@ class ExportChecker:
        signature with decoding inputs, a request giving every input
        explicitly; the outputs must equal the Python Session path's
        (strings and integers exactly, floats within 1e-5 relative).
+
+    A SavedModel without a manifest whose `serving_default` does not take
+    `text` is not a translator export: it is checked as a SavedModel of its
+    own (`CheckReport.contract` is `"generic"`). Step 2 then only asks for a
+    signature and dense inputs and outputs, and skips the manifest's
+    tokenizer; step 5 replays the model's own warmup requests (outputs of the
+    signature's dtypes and ranks, no NaN; no row count is assumed), and step
+    6 loads the version with the C API even without warmup requests, running
+    those there are.
 
     Problems are collected, not raised: the returned `CheckReport` lists
     errors (the check fails) and warnings.
@@ -146,7 +164,13 @@ class ExportChecker:
             )
         manifest = self._check_manifest(path, report)
         report.signatures = describe_signatures(meta_graph)
-        self._check_signatures(report, manifest, meta_graph)
+        report.contract = _contract(manifest, report.signatures)
+        if manifest is None:
+            report.warnings.append(_NO_MANIFEST[report.contract])
+        if report.contract == TRANSLATOR:
+            self._check_signatures(report, manifest, meta_graph)
+        else:
+            _check_generic_signatures(report)
         self._check_ops(meta_graph, report)
         self._check_tokenizer(meta_graph, report, manifest)
         if any(origin == NOT_ALLOWED for origin in report.ops.values()):
@@ -163,7 +187,7 @@ class ExportChecker:
         with session:
             if self.replay_warmup:
                 replayed = replay_warmup(path, session, report, manifest)
-                if self.native and replayed:
+                if self.native and (replayed or report.contract == GENERIC):
                     check_native(path, session, replayed, report)
         return report
 
@@ -173,10 +197,6 @@ class ExportChecker:
         try:
             manifest = ExportManifest.load(path)
         except FileNotFoundError:
-            report.warnings.append(
-                "No assets.extra/export_manifest.json: not written by keras-attention export; "
-                "checking the default translator signatures"
-            )
             return None
         except (ValueError, TypeError) as error:
             report.errors.append(f"Unreadable export manifest: {error}")
@@ -265,12 +285,7 @@ class ExportChecker:
                     alias: (spec["dtype"], spec["shape"])
                     for alias, spec in manifest.signatures[name]["outputs"].items()
                 }
-            for alias, spec in signature["outputs"].items():
-                if spec["name"] in ("", "<composite>"):
-                    report.errors.append(
-                        f"Output {alias!r} of {name!r} is not a dense tensor "
-                        "(ragged and sparse outputs break TF Serving's Predict API)"
-                    )
+            report.errors.extend(_composite_problems(name, signature, ("outputs",)))
             if outputs is None:
                 continue
             received = sorted(signature["outputs"])
@@ -340,3 +355,36 @@ class ExportChecker:
                 f"The manifest says the run was trained with tokenizer {tokenizer!r}, but the "
                 f"graph lacks its ops {missing}: the model and its tokenizer do not match"
             )
+
+
+def _contract(manifest: ExportManifest | None, signatures: dict) -> str:
+    """`TRANSLATOR` for an export with a manifest, or without one whose `serving_default`
+    takes the translator's `text` input; `GENERIC` for any other SavedModel."""
+    if manifest is not None:
+        return TRANSLATOR
+    default = signatures.get(SERVING_DEFAULT)
+    return TRANSLATOR if default is not None and INPUT_KEY in default["inputs"] else GENERIC
+
+
+def _composite_problems(name: str, signature: dict, kinds: tuple[str, ...]) -> list[str]:
+    """Errors for the inputs or outputs (`kinds`) of a signature that are not dense tensors."""
+    return [
+        f"{kind[:-1].capitalize()} {alias!r} of {name!r} is not a dense tensor "
+        f"(ragged and sparse {kind} break TF Serving's Predict API)"
+        for kind in kinds
+        for alias, spec in signature[kind].items()
+        if spec["name"] in ("", "<composite>")
+    ]
+
+
+def _check_generic_signatures(report: CheckReport) -> None:
+    """A SavedModel of no contract of ours: Predict needs a signature, dense in and out."""
+    if not report.signatures:
+        report.errors.append("No signatures: TF Serving's Predict has nothing to run")
+    elif SERVING_DEFAULT not in report.signatures:
+        report.warnings.append(
+            f"No {SERVING_DEFAULT!r} signature: every request must name one of "
+            f"{sorted(report.signatures)}"
+        )
+    for name, signature in report.signatures.items():
+        report.errors.extend(_composite_problems(name, signature, ("inputs", "outputs")))

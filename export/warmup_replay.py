@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import types_pb2
 
-from keras_attention.export.check_report import CheckReport
+from keras_attention.export.check_report import GENERIC, CheckReport
 from keras_attention.export.export_manifest import ExportManifest
 from keras_attention.export.native_check import NativeCheckError, compare_outputs, run_native
 from keras_attention.export.translation_signatures import INPUT_KEY, SERVING_DEFAULT
@@ -32,7 +32,12 @@ def replay_warmup(
     report: CheckReport,
     manifest: ExportManifest | None,
 ) -> list[tuple[str, dict, dict]]:
-    """Replays the warmup requests; returns `(signature, inputs, outputs)` of each that ran."""
+    """Replays the warmup requests; returns `(signature, inputs, outputs)` of each that ran.
+
+    A translator's outputs must have one row per input text; a `GENERIC` model's batch is
+    the leading dimension its inputs share (none if they differ), and its outputs keep
+    whatever rows they have.
+    """
     replayed: list[tuple[str, dict, dict]] = []
     try:
         logs = read_warmup_requests(path)
@@ -51,9 +56,12 @@ def replay_warmup(
     covered = set()
     for index, log in enumerate(logs):
         if log.WhichOneof("log_type") != "predict_log":
+            served = (
+                "the server replays" if report.contract == GENERIC else "the translator exports"
+            )
             report.errors.append(
                 f"Warmup record {index} is a {log.WhichOneof('log_type')}; "
-                "the translator exports only serve Predict"
+                f"{served} only serve Predict"
             )
             continue
         request = log.predict_log.request
@@ -64,8 +72,9 @@ def replay_warmup(
             report.errors.append(f"Warmup record {index} calls unknown signature {name!r}")
             continue
         try:
+            _check_dtypes(session.signature_defs[name], request)
             inputs = {key: tf.make_ndarray(proto) for key, proto in request.inputs.items()}
-            batch_size = len(inputs[INPUT_KEY])
+            batch_size = _batch_size(inputs, report.contract)
             inputs = _repeatable(input_values(session.signature_defs[name], inputs))
             started = time.perf_counter()
             outputs = session.run(name, inputs)
@@ -78,7 +87,8 @@ def replay_warmup(
         report.warmup.append({"signature": name, "batch_size": batch_size, "seconds": seconds})
         replayed.append((name, inputs, outputs))
         for alias, value in outputs.items():
-            problem = _output_problem(signature["outputs"][alias], value, batch_size)
+            rows = None if report.contract == GENERIC else batch_size
+            problem = _output_problem(signature["outputs"][alias], value, rows)
             if problem:
                 report.errors.append(f"Warmup record {index} ({name}): output {alias!r} {problem}")
     for name in sorted(set(report.signatures) - covered):
@@ -132,10 +142,17 @@ def _every_input_requests(
     """
     extra = []
     for name, signature in session.signature_defs.items():
-        texts = next((i[INPUT_KEY] for n, i, _ in replayed if n == name), None)
-        if not signature.defaults or texts is None:
+        given = next(
+            (
+                {k: v for k, v in i.items() if k not in signature.defaults}
+                for n, i, _ in replayed
+                if n == name
+            ),
+            None,
+        )
+        if not signature.defaults or given is None:
             continue
-        inputs = _repeatable(input_values(signature, {INPUT_KEY: texts}))
+        inputs = _repeatable(input_values(signature, given))
         try:
             outputs = session.run(name, inputs)
         except Exception as error:  # noqa: BLE001 - a failing request is the finding
@@ -179,13 +196,38 @@ def _repeatable(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return inputs
 
 
-def _output_problem(spec: dict, value: np.ndarray, batch_size: int) -> str | None:
+def _check_dtypes(signature, request) -> None:
+    """TF Serving refuses an input of another dtype than the signature's (a Session feed
+    would cast it).
+
+    Raises:
+        ValueError: TF Serving's message.
+    """
+    for index, alias in enumerate(sorted(request.inputs)):
+        info = signature.inputs.get(alias)
+        if info is not None and request.inputs[alias].dtype != info.dtype:
+            raise ValueError(
+                f"Expects arg[{index}] ({alias!r}) to be {tf.dtypes.as_dtype(info.dtype).name} "
+                f"but {tf.dtypes.as_dtype(request.inputs[alias].dtype).name} is provided"
+            )
+
+
+def _batch_size(inputs: dict[str, np.ndarray], contract: str) -> int | None:
+    """The rows of a request: a translator's texts; the leading dimension a `GENERIC`
+    model's inputs share (None if one is a scalar or they differ)."""
+    if contract != GENERIC:
+        return len(inputs[INPUT_KEY])
+    leading = {value.shape[0] if value.ndim else None for value in inputs.values()}
+    return leading.pop() if len(leading) == 1 else None
+
+
+def _output_problem(spec: dict, value: np.ndarray, batch_size: int | None) -> str | None:
     dtype = _NUMPY_DTYPES.get(spec["dtype"])
     if dtype is not None and value.dtype != dtype:
         return f"has dtype {value.dtype}, not {spec['dtype']}"
     if spec["shape"] is not None and value.ndim != len(spec["shape"]):
         return f"has shape {value.shape}, not rank {len(spec['shape'])}"
-    if value.ndim == 0 or value.shape[0] != batch_size:
+    if batch_size is not None and (value.ndim == 0 or value.shape[0] != batch_size):
         return f"has shape {value.shape}, not {batch_size} rows"
     if spec["dtype"] == types_pb2.DataType.Name(types_pb2.DT_FLOAT) and np.isnan(value).any():
         return "holds NaN"

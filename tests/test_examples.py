@@ -1,20 +1,8 @@
 """The example scripts run end to end at tiny sizes and learn better than chance."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-def load_example(name):
-    """Imports examples/<name>.py as a module (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from helpers.examples import load_example
 
 
 def test_text_classifier_learns_the_keyword():

@@ -21,7 +21,11 @@ writes the value read from the results file that a benchmark or evaluation wrote
 `provenance()` renders one table row per results record the page's figures came
 from: the command, code version, date, CPU model and flags and precision, read
 from the record's `machine` entry (what `benchmarks/harness.py`'s `write_json`
-writes). A figure's provenance is the `machine` entry nearest to it on its key path,
+writes). The command is shown as a reader runs it from a clone: the directories of
+the machine it ran on (`MACHINE_DIRECTORY`: `/work/`, `/tmp/`, `/home/USER/`,
+`/root/`) are dropped from its paths (`portable_command`), so `--run-dir
+/work/runs/fra-eng` shows as `--run-dir runs/fra-eng`; the results file keeps the
+command as it ran. A figure's provenance is the `machine` entry nearest to it on its key path,
 so a file may hold runs made on different machines. `provenance("a", "b.c")` names
 the records itself (file, or file and key path).
 
@@ -57,6 +61,10 @@ MARKER = re.compile(
 _PART = re.compile(r"\[(?P<field>[^=\]]+)=(?P<value>[^\]]*)\]|(?P<name>[^.\[\]]+)")
 
 PROVENANCE_HEADING = "How these figures were made"
+
+MACHINE_DIRECTORY = re.compile(r"(?<![\w.~/-])/(?:work|tmp|root|home/[^/\s`'\"]+)/")
+"""The start of an absolute path into a machine's own directories (a working tree, a
+temporary directory, a home): `/work/`, `/tmp/`, `/root/`, `/home/USER/`."""
 
 
 class FigureError(ValueError):
@@ -192,6 +200,12 @@ def _record_prefix(file: str, key: str, results: Path) -> str:
     return "".join(text).lstrip(".")
 
 
+def portable_command(command: str) -> str:
+    """`command` with its machine's directories dropped (`MACHINE_DIRECTORY`): each such
+    path reads relative to the working directory (`/tmp/runs/a` -> `runs/a`)."""
+    return MACHINE_DIRECTORY.sub("", command)
+
+
 def _cpu(machine: dict) -> str:
     flags = machine.get("cpu_flags") or []
     bf16 = machine.get("native_bfloat16")
@@ -230,7 +244,7 @@ def provenance_table(records: Iterable[tuple[str, str]], results: Path = RESULTS
         precision = machine.get("precision")
         if precision is None and isinstance(node, dict):
             precision = node.get("precision") or (node.get("train_config") or {}).get("precision")
-        command = machine.get("command", "?").replace("|", "\\|")
+        command = portable_command(machine.get("command", "?")).replace("|", "\\|")
         provenance = (
             f"`{command}`",
             f"`{machine.get('commit', '?')}`",

@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a run's state, epochs, best val_loss, evaluation and size",
         description="Show a run directory's state (training, interrupted, completed, failed), "
         "epochs done of planned, best validation loss, its last evaluation and whether that "
-        "is current (made of the model there now), and its size on disk.",
+        "is current (made of the model the directory holds), and its size on disk.",
     )
     status.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")
     status.add_argument("--json", action="store_true", help="print the status as JSON")

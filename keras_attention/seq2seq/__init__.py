@@ -3,7 +3,9 @@ a memory, `AttentionWrapper`, `BasicDecoder` with its samplers, `BeamSearchDecod
 `SequenceLoss`, with TFA's names, arguments, output structures and variable order.
 
 TFA code runs after changing `tfa.seq2seq` to `keras_attention.seq2seq` and `tf.keras`
-to `keras`; TFA's weights (`get_weights()`) give TFA's outputs.
+to `keras`; TFA's weights (`get_weights()`) give TFA's outputs. The mechanisms,
+`AttentionWrapper` and `BasicDecoder` with `TrainingSampler` run on every Keras backend
+(`backend_support` lists what needs TensorFlow).
 """
 
 from keras_attention.seq2seq.attention_mechanism import AttentionMechanism

@@ -1,36 +1,44 @@
 """The base of TFA-style attention mechanisms: memory bound once, queried per step."""
 
 import keras
+import numpy as np
 import tensorflow as tf
+from keras import ops
 
+from keras_attention.seq2seq.backend_support import is_tensorflow
 from keras_attention.seq2seq.probability import hardmax
 
-PROBABILITY_FNS = {"softmax": tf.nn.softmax, "hardmax": hardmax}
+PROBABILITY_FNS = {"softmax": ops.softmax, "hardmax": hardmax}
+
+
+def sequence_mask(lengths, max_length):
+    """Boolean `(batch_size, max_length)`: True before each entry's length."""
+    lengths = ops.cast(ops.convert_to_tensor(lengths), "int32")
+    return ops.arange(max_length, dtype="int32")[None, :] < ops.expand_dims(lengths, -1)
 
 
 def prepare_memory(memory, memory_sequence_length=None, memory_mask=None):
     """`memory` as a tensor, zeroed at the positions past each length (or where the
     boolean `memory_mask` `(batch_size, max_time)` is False)."""
-    memory = tf.convert_to_tensor(memory, name="memory")
+    memory = ops.convert_to_tensor(memory)
     if memory_sequence_length is not None and memory_mask is not None:
         raise ValueError(
             "memory_sequence_length and memory_mask can't be provided at the same time."
         )
-    if not memory.shape[2:].is_fully_defined():
+    if any(dim is None for dim in memory.shape[2:]):
         raise ValueError(
             f"Expected memory to have fully defined inner dims. Received: shape={memory.shape}"
         )
     if memory_sequence_length is not None:
-        memory_sequence_length = tf.convert_to_tensor(memory_sequence_length)
-        mask = tf.sequence_mask(
-            memory_sequence_length, maxlen=tf.shape(memory)[1], dtype=memory.dtype
-        )
+        mask = sequence_mask(memory_sequence_length, ops.shape(memory)[1])
     elif memory_mask is not None:
-        mask = tf.cast(memory_mask, memory.dtype)
+        mask = memory_mask
     else:
         return memory
-    extra_ones = tf.ones(memory.shape.rank - 2, dtype=tf.int32)
-    return memory * tf.reshape(mask, tf.concat((tf.shape(mask), extra_ones), 0))
+    mask = ops.cast(mask, memory.dtype)
+    for _ in range(len(memory.shape) - 2):
+        mask = ops.expand_dims(mask, -1)
+    return memory * mask
 
 
 def mask_score(score, memory_sequence_length=None, memory_mask=None):
@@ -39,12 +47,15 @@ def mask_score(score, memory_sequence_length=None, memory_mask=None):
     if memory_sequence_length is None and memory_mask is None:
         return score
     if memory_sequence_length is not None:
-        message = "All values in memory_sequence_length must be greater than zero."
-        with tf.control_dependencies(
-            [tf.debugging.assert_positive(memory_sequence_length, message=message)]
-        ):
-            memory_mask = tf.sequence_mask(memory_sequence_length, maxlen=tf.shape(score)[1])
-    return tf.where(memory_mask, score, score.dtype.min * tf.ones_like(score))
+        if is_tensorflow():
+            message = "All values in memory_sequence_length must be greater than zero."
+            with tf.control_dependencies(
+                [tf.debugging.assert_positive(memory_sequence_length, message=message)]
+            ):
+                memory_sequence_length = tf.identity(memory_sequence_length)
+        memory_mask = sequence_mask(memory_sequence_length, ops.shape(score)[1])
+    lowest = np.finfo(keras.backend.standardize_dtype(score.dtype)).min
+    return ops.where(ops.cast(memory_mask, "bool"), score, ops.full_like(score, lowest))
 
 
 @keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
@@ -158,13 +169,13 @@ class AttentionMechanism(keras.layers.Layer):
                 "for attention."
             )
         self.values = prepare_memory(memory, memory_sequence_length, memory_mask)
-        if self.dtype is not None and self.values.dtype != self.compute_dtype:
-            self.values = tf.cast(self.values, self.compute_dtype)
+        if keras.backend.standardize_dtype(self.values.dtype) != self.compute_dtype:
+            self.values = ops.cast(self.values, self.compute_dtype)
         if not self.built:
             self.build(tuple(self.values.shape))
         self.keys = self.memory_layer(self.values) if self.memory_layer else self.values
-        self.batch_size = self.keys.shape[0] or tf.shape(self.keys)[0]
-        self._alignments_size = self.keys.shape[1] or tf.shape(self.keys)[1]
+        self.batch_size = ops.shape(self.keys)[0]
+        self._alignments_size = ops.shape(self.keys)[1]
         self.probability_fn = self.default_probability_fn
         if memory_mask is not None or memory_sequence_length is not None:
             unmasked = self.default_probability_fn
@@ -220,7 +231,7 @@ class AttentionMechanism(keras.layers.Layer):
 
     def initial_alignments(self, batch_size, dtype):
         """Zeros `(batch_size, max_time)`: the alignments before the first step."""
-        return tf.zeros([batch_size, self._alignments_size], dtype=dtype)
+        return ops.zeros((batch_size, self._alignments_size), dtype=dtype)
 
     def initial_state(self, batch_size, dtype):
         """The mechanism's state before the first step (the initial alignments)."""
@@ -263,4 +274,4 @@ def _first_shape(input_shape):
 
 def dirac_alignments(batch_size, alignments_size, dtype):
     """`[1, 0, ..., 0]` for every batch entry: the first alignments of monotonic attention."""
-    return tf.one_hot(tf.zeros((batch_size,), dtype=tf.int32), alignments_size, dtype=dtype)
+    return ops.one_hot(ops.zeros((batch_size,), dtype="int32"), alignments_size, dtype=dtype)

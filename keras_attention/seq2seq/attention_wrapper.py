@@ -1,15 +1,22 @@
 """`AttentionWrapper`: an RNN cell with attention over a bound memory (TFA's API).
 
-This module also gives TFA's `attention_wrapper` module path its names: the attention
-mechanisms and the probability functions live in their own modules.
+This module also gives TFA's `attention_wrapper` module path its names: the state, the
+step's parts, the attention mechanisms and the probability functions live in their own
+modules.
 """
-
-import collections
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from keras_attention.seq2seq.attention_mechanism import AttentionMechanism
+from keras_attention.seq2seq.attention_step import (
+    attention_layers,
+    compute_attention,
+    concat_inputs,
+)
+from keras_attention.seq2seq.attention_wrapper_state import AttentionWrapperState
+from keras_attention.seq2seq.backend_support import is_tensorflow, require_tensorflow
 from keras_attention.seq2seq.bahdanau_attention import (
     BahdanauAttention,
     BahdanauMonotonicAttention,
@@ -31,64 +38,6 @@ __all__ = [
 ]
 
 
-class AttentionWrapperState(
-    collections.namedtuple(
-        "AttentionWrapperState",
-        ("cell_state", "attention", "alignments", "alignment_history", "attention_state"),
-    )
-):
-    """The state of an `AttentionWrapper`.
-
-    Attributes:
-        cell_state: The wrapped cell's state at the previous step.
-        attention: The attention emitted at the previous step.
-        alignments: The previous step's alignments (a tuple of them with several
-            mechanisms).
-        alignment_history: With `alignment_history=True`, a time-major `TensorArray`
-            of every step's alignments (call `.stack()`), else `()`.
-        attention_state: The mechanisms' states (the alignments, for TFA's ones).
-    """
-
-    def clone(self, **kwargs):
-        """A copy with the fields in `kwargs` replaced (shapes must match).
-
-        Example: `state.clone(cell_state=encoder_final_state)`.
-        """
-
-        def with_same_shape(old, new):
-            if isinstance(old, tf.Tensor) and isinstance(new, tf.Tensor):
-                if not tf.executing_eagerly():
-                    assertion = tf.debugging.assert_equal(tf.shape(new), tf.shape(old))
-                    with tf.control_dependencies([assertion]):
-                        return tf.identity(new)
-                if old.shape.as_list() != new.shape.as_list():
-                    raise ValueError(
-                        "The shape of the AttentionWrapperState is expected to be the same "
-                        f"as the one to clone. Received: {old.shape} and {new.shape}"
-                    )
-            return new
-
-        return tf.nest.map_structure(with_same_shape, self, super()._replace(**kwargs))
-
-
-def _compute_attention(attention_mechanism, cell_output, attention_state, attention_layer):
-    """`(attention, alignments, next_attention_state)` of one mechanism for one step."""
-    alignments, next_attention_state = attention_mechanism([cell_output, attention_state])
-    # (batch, 1, max_time) @ (batch, max_time, depth) -> (batch, depth)
-    context = tf.squeeze(tf.matmul(tf.expand_dims(alignments, 1), attention_mechanism.values), [1])
-    if attention_layer is not None:
-        return (
-            attention_layer(tf.concat([cell_output, context], 1)),
-            alignments,
-            (next_attention_state),
-        )
-    return context, alignments, next_attention_state
-
-
-def _concat_inputs(inputs, attention):
-    return tf.concat([inputs, attention], -1)
-
-
 @keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
 class AttentionWrapper(keras.layers.Layer):
     """Wraps an RNN cell with attention, TFA's `AttentionWrapper`.
@@ -100,7 +49,7 @@ class AttentionWrapper(keras.layers.Layer):
     attention_layer([cell_output, context])` (or the context without a layer);
     6. the output is `attention` (`output_attention=True`, Luong style) or
     `cell_output` (Bahdanau style). Works with `BasicDecoder` and inside
-    `keras.layers.RNN`.
+    `keras.layers.RNN`, on every Keras backend (`alignment_history` on TensorFlow only).
 
     Variables, in order: the attention layers', the cell's, then each mechanism's.
 
@@ -114,7 +63,7 @@ class AttentionWrapper(keras.layers.Layer):
         attention_layer_size: Optional depth (or list, one per mechanism) of a
             `Dense(use_bias=False)` attention layer. Not with `attention_layer`.
         alignment_history: Boolean, keep every step's alignments in the state (a
-            `TensorArray`). Defaults to `False`.
+            `TensorArray`, so TensorFlow backend only). Defaults to `False`.
         cell_input_fn: Optional callable `(inputs, attention) -> cell_inputs`.
         output_attention: Boolean, output the attention (default) or the cell output.
         initial_cell_state: Optional cell state for `get_initial_state`.
@@ -140,45 +89,19 @@ class AttentionWrapper(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(name=name, **kwargs)
+        if alignment_history:
+            require_tensorflow("AttentionWrapper(alignment_history=True)", "a tf.TensorArray")
         self._is_multi = isinstance(attention_mechanism, (list, tuple))
         mechanisms = list(attention_mechanism) if self._is_multi else [attention_mechanism]
-        if attention_layer_size is not None and attention_layer is not None:
-            raise ValueError("Only one of attention_layer_size and attention_layer should be set")
-        if attention_layer_size is not None:
-            sizes = tuple(
-                attention_layer_size
-                if isinstance(attention_layer_size, (list, tuple))
-                else (attention_layer_size,)
-            )
-            if len(sizes) != len(mechanisms):
-                raise ValueError(
-                    "If provided, attention_layer_size must contain exactly one integer per "
-                    f"attention_mechanism. Received: {len(sizes)} vs {len(mechanisms)}"
-                )
-            layers = [
-                keras.layers.Dense(
-                    size, name="attention_layer", use_bias=False, dtype=self.dtype_policy
-                )
-                for size in sizes
-            ]
-        elif attention_layer is not None:
-            layers = list(
-                attention_layer if isinstance(attention_layer, (list, tuple)) else [attention_layer]
-            )
-            if len(layers) != len(mechanisms):
-                raise ValueError(
-                    "If provided, attention_layer must contain exactly one layer per "
-                    f"attention_mechanism. Received: {len(layers)} vs {len(mechanisms)}"
-                )
-        else:
-            layers = None
-        self._attention_layers = layers
+        self._attention_layers = attention_layers(
+            attention_layer_size, attention_layer, len(mechanisms), self.dtype_policy
+        )
         self._cell = cell
         self._attention_mechanisms = mechanisms
         self.attention_layer_size = attention_layer_size
         self._has_custom_attention_layer = attention_layer is not None
-        self._attention_fn = attention_fn or _compute_attention
-        self._cell_input_fn = cell_input_fn or _concat_inputs
+        self._attention_fn = attention_fn or compute_attention
+        self._cell_input_fn = cell_input_fn or concat_inputs
         self._custom_functions = cell_input_fn is not None or attention_fn is not None
         self._output_attention = output_attention
         self._alignment_history = alignment_history
@@ -205,12 +128,23 @@ class AttentionWrapper(keras.layers.Layer):
                     "AttentionMechanism constructor or calling attention_mechanism.setup_memory()"
                 )
 
-    def _batch_size_checks(self, batch_size, error_message):
+    def _check_batch_size(self, tensors, batch_size, error_message):
+        """`tensors` once `batch_size` is checked against the memories' (in the graph on
+        TensorFlow, where it may be known only at run time)."""
         self._attention_mechanisms_checks()
-        return [
-            tf.debugging.assert_equal(batch_size, mechanism.batch_size, message=error_message)
-            for mechanism in self._attention_mechanisms
-        ]
+        if is_tensorflow():
+            checks = [
+                tf.debugging.assert_equal(batch_size, mechanism.batch_size, message=error_message)
+                for mechanism in self._attention_mechanisms
+            ]
+            with tf.control_dependencies(checks):
+                return keras.tree.map_structure(tf.identity, tensors)
+        for mechanism in self._attention_mechanisms:
+            if batch_size != mechanism.batch_size:
+                raise ValueError(
+                    f"{error_message} Received: {batch_size} vs {mechanism.batch_size}"
+                )
+        return tensors
 
     def _get_attention_layer_size(self):
         if self._attention_layer_size is not None:
@@ -274,13 +208,22 @@ class AttentionWrapper(keras.layers.Layer):
         self._memory_depths = list(memory_depths)
         self._attention_layer_size = self._attention_depth(memory_depths)
         if not self._cell.built:
-            self._cell.build((None, input_depth + self._attention_layer_size))
+            self._cell.build((None, self._cell_input_depth(input_depth)))
         cell_output = self._cell_output_size()
         for i, mechanism in enumerate(self._attention_mechanisms):
             if mechanism.query_layer is not None and not mechanism.query_layer.built:
                 mechanism.query_layer.build((None, cell_output))
             if self._attention_layers is not None and not self._attention_layers[i].built:
                 self._attention_layers[i].build((None, cell_output + memory_depths[i]))
+
+    def _cell_input_depth(self, input_depth):
+        """The depth of `cell_input_fn(inputs, attention)`: the two concatenated by
+        default, found by calling a custom function on one row of zeros."""
+        if self._cell_input_fn is concat_inputs:
+            return input_depth + self._attention_layer_size
+        inputs = ops.zeros((1, input_depth), dtype=self.compute_dtype)
+        attention = ops.zeros((1, self._attention_layer_size), dtype=self.compute_dtype)
+        return int(self._cell_input_fn(inputs, attention).shape[-1])
 
     def get_build_config(self):
         """The step input's shape and the memories' depths: a reloaded wrapper creates
@@ -306,29 +249,28 @@ class AttentionWrapper(keras.layers.Layer):
         memory must be tiled with `tile_batch`.
         """
         if inputs is not None:
-            batch_size = tf.shape(inputs)[0]
+            batch_size = ops.shape(inputs)[0]
             dtype = inputs.dtype
-        dtype = dtype or self.compute_dtype
+        dtype = keras.backend.standardize_dtype(dtype or self.compute_dtype)
         if self._initial_cell_state is not None:
             cell_state = self._initial_cell_state
         else:
             cell_state = self._cell.get_initial_state(batch_size=batch_size)
-            cell_state = tf.nest.map_structure(lambda s: tf.cast(s, dtype), cell_state)
+            cell_state = keras.tree.map_structure(lambda s: ops.cast(s, dtype), cell_state)
         message = (
             f"When calling get_initial_state of AttentionWrapper {self.name}: Non-matching "
             "batch sizes between the memory (encoder output) and the requested batch size. "
             "Under BeamSearchDecoder, tile the memory with tile_batch and pass "
             "batch_size * beam_width."
         )
-        with tf.control_dependencies(self._batch_size_checks(batch_size, message)):
-            cell_state = tf.nest.map_structure(tf.identity, cell_state)
+        cell_state = self._check_batch_size(cell_state, batch_size, message)
         initial_alignments = [
             mechanism.initial_alignments(batch_size, dtype)
             for mechanism in self._attention_mechanisms
         ]
         return AttentionWrapperState(
             cell_state=cell_state,
-            attention=tf.zeros([batch_size, self._get_attention_layer_size()], dtype=dtype),
+            attention=ops.zeros((batch_size, self._get_attention_layer_size()), dtype=dtype),
             alignments=self._item_or_tuple(initial_alignments),
             attention_state=self._item_or_tuple(
                 mechanism.initial_state(batch_size, dtype)
@@ -363,15 +305,16 @@ class AttentionWrapper(keras.layers.Layer):
         cell_inputs = self._cell_input_fn(inputs, state.attention)
         cell_state = state.cell_state
         cell_output, next_cell_state = self._cell(cell_inputs, cell_state, training=training)
-        next_cell_state = tf.nest.pack_sequence_as(cell_state, tf.nest.flatten(next_cell_state))
+        next_cell_state = keras.tree.pack_sequence_as(
+            cell_state, keras.tree.flatten(next_cell_state)
+        )
         message = (
             f"When applying AttentionWrapper {self.name}: Non-matching batch sizes between "
             "the memory (encoder output) and the query (decoder output). Under "
             "BeamSearchDecoder, tile the memory with tile_batch."
         )
-        batch_size = cell_output.shape[0] or tf.shape(cell_output)[0]
-        with tf.control_dependencies(self._batch_size_checks(batch_size, message)):
-            cell_output = tf.identity(cell_output)
+        batch_size = ops.shape(cell_output)[0]
+        cell_output = self._check_batch_size(cell_output, batch_size, message)
         previous_states = state.attention_state if self._is_multi else [state.attention_state]
         previous_histories = (
             state.alignment_history if self._is_multi else [state.alignment_history]
@@ -389,7 +332,7 @@ class AttentionWrapper(keras.layers.Layer):
             attentions.append(attention)
             alignments_all.append(alignments)
             states_all.append(next_attention_state)
-        attention = tf.concat(attentions, 1)
+        attention = ops.concatenate(attentions, 1)
         next_state = AttentionWrapperState(
             cell_state=next_cell_state,
             attention=attention,
@@ -397,6 +340,9 @@ class AttentionWrapper(keras.layers.Layer):
             alignments=self._item_or_tuple(alignments_all),
             alignment_history=self._item_or_tuple(histories),
         )
+        if not isinstance(states, AttentionWrapperState):
+            # `keras.layers.RNN` passes a list, and JAX's scan needs the same type back.
+            next_state = type(states)(next_state)
         return (attention if self._output_attention else cell_output), next_state
 
     def get_config(self):

@@ -5,7 +5,7 @@ import functools
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_attention.layers.bahdanau_attention import additive_scores
 from keras_attention.seq2seq.attention_mechanism import AttentionMechanism, dirac_alignments
@@ -108,13 +108,13 @@ class BahdanauAttention(AttentionMechanism):
             score_vector = (
                 self.attention_g
                 * self.attention_v
-                * tf.math.rsqrt(tf.reduce_sum(tf.square(self.attention_v)))
+                * ops.rsqrt(ops.sum(ops.square(self.attention_v)))
             )
         # (batch, 1, units) against keys (batch, max_time, units) -> (batch, max_time).
         score = additive_scores(
-            tf.expand_dims(processed_query, 1), self.keys, None, score_vector, self.attention_b
+            ops.expand_dims(processed_query, 1), self.keys, None, score_vector, self.attention_b
         )
-        return tf.squeeze(score, 1)
+        return ops.squeeze(score, 1)
 
     def _calculate_attention(self, query, state):
         alignments = self.probability_fn(self._score(query), state)

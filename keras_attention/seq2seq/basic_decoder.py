@@ -6,7 +6,9 @@ import collections
 import keras
 import tensorflow as tf
 
+from keras_attention.seq2seq.backend_support import is_tensorflow
 from keras_attention.seq2seq.decoder import BaseDecoder
+from keras_attention.seq2seq.unrolled_decode import unrolled_decode
 
 
 class BasicDecoderOutput(collections.namedtuple("BasicDecoderOutput", ("rnn_output", "sample_id"))):
@@ -30,6 +32,10 @@ class BasicDecoder(BaseDecoder):
     `GreedyEmbeddingSampler`).
 
     Variables, in order: the cell's, then the output layer's.
+
+    On JAX and PyTorch it decodes with `TrainingSampler` (teacher forcing) in an
+    unrolled loop over the inputs' time steps (`unrolled_decode`); the other samplers
+    need TensorFlow's `dynamic_decode`.
 
     `get_config` holds the cell, the sampler and the output layer; a sampler built from
     callables (`CustomSampler`, `InferenceSampler`, an `embedding_fn` that is not a
@@ -93,6 +99,11 @@ class BasicDecoder(BaseDecoder):
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
 
+    def call(self, inputs, initial_state=None, training=None, **kwargs):
+        if is_tensorflow():
+            return super().call(inputs, initial_state=initial_state, training=training, **kwargs)
+        return unrolled_decode(self, inputs, initial_state, training, kwargs)
+
     def _build_sublayers(self, inputs):
         """Creates the cell's and the output layer's variables before the loop."""
         depth = inputs.shape[-1]
@@ -111,9 +122,9 @@ class BasicDecoder(BaseDecoder):
     def initialize(self, inputs, initial_state=None, **kwargs):
         """Returns `(finished, first_inputs, initial_state)` (`sampler.initialize`
         with `inputs` and `kwargs`)."""
-        self._cell_dtype = tf.nest.flatten(initial_state)[0].dtype
+        self._cell_dtype = keras.tree.flatten(initial_state)[0].dtype
         finished, first_inputs = self.sampler.initialize(inputs, **kwargs)
-        self._build_sublayers(tf.nest.flatten(first_inputs)[0])
+        self._build_sublayers(keras.tree.flatten(first_inputs)[0])
         return finished, first_inputs, initial_state
 
     @property
@@ -144,7 +155,7 @@ class BasicDecoder(BaseDecoder):
     def step(self, time, inputs, state, training=None):
         """Returns `(BasicDecoderOutput, next_state, next_inputs, finished)`."""
         cell_outputs, cell_state = self.cell(inputs, state, training=training)
-        cell_state = tf.nest.pack_sequence_as(state, tf.nest.flatten(cell_state))
+        cell_state = keras.tree.pack_sequence_as(state, keras.tree.flatten(cell_state))
         if self.output_layer is not None:
             cell_outputs = self.output_layer(cell_outputs)
         sample_ids = self.sampler.sample(time=time, outputs=cell_outputs, state=cell_state)

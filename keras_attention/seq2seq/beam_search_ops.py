@@ -3,6 +3,8 @@
 
 import tensorflow as tf
 
+from keras_attention.seq2seq.backend_support import require_tensorflow
+
 
 def _tile_batch(t, multiplier):
     t = tf.convert_to_tensor(t, name="t")
@@ -30,6 +32,7 @@ def tile_batch(t, multiplier, name=None):
     Returns:
         The structure of `t` with tensors `(batch_size * multiplier, ...)`.
     """
+    require_tensorflow("tile_batch", "TensorFlow's shape functions")
     with tf.name_scope(name or "tile_batch"):
         return tf.nest.map_structure(lambda t_: _tile_batch(t_, multiplier), t)
 
@@ -50,6 +53,7 @@ def gather_tree(step_ids, parent_ids, max_sequence_lengths, end_token):
     Returns:
         `(max_time, batch_size, beam_width)` int32 ids of each final beam.
     """
+    require_tensorflow("gather_tree", "tf.while_loop")
     step_ids, parent_ids, max_sequence_lengths, end_token = (
         tf.cast(tf.convert_to_tensor(x), tf.int32)
         for x in (step_ids, parent_ids, max_sequence_lengths, end_token)
@@ -103,6 +107,7 @@ def gather_tree_from_array(t, parent_ids, sequence_length):
         `t` reordered along the beams, same shape; steps past a beam's length keep
         their place.
     """
+    require_tensorflow("gather_tree_from_array", "tf.while_loop")
     max_time = parent_ids.shape[0] or tf.shape(parent_ids)[0]
     batch_size = parent_ids.shape[1] or tf.shape(parent_ids)[1]
     beam_width = parent_ids.shape[2] or tf.shape(parent_ids)[2]

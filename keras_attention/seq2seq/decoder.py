@@ -5,8 +5,10 @@ import abc
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from keras_attention.decoding.decoding_strategy import in_xla_context
+from keras_attention.seq2seq.backend_support import require_tensorflow
 
 
 class Decoder(metaclass=abc.ABCMeta):
@@ -94,7 +96,7 @@ class BaseDecoder(keras.layers.Layer):
         if not self.built:
             self.build(None)
         if inputs is not None:
-            inputs = tf.nest.map_structure(tf.convert_to_tensor, inputs)
+            inputs = keras.tree.map_structure(ops.convert_to_tensor, inputs)
         return self.call(inputs, initial_state=initial_state, training=training, **kwargs)
 
     def call(self, inputs, initial_state=None, training=None, **kwargs):
@@ -225,6 +227,10 @@ def dynamic_decode(
     Returns:
         `(final_outputs, final_state, final_sequence_lengths)`.
     """
+    require_tensorflow(
+        f"dynamic_decode (decoding with {type(decoder).__name__})",
+        "a tf.while_loop over TensorArrays",
+    )
     scope = kwargs.pop("scope", None)
     enable_tflite_convertible = kwargs.pop("enable_tflite_convertible", False)
     with tf.name_scope(scope or "decoder"):

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from keras_attention.seq2seq.backend_support import require_tensorflow
 from keras_attention.seq2seq.sampling import (
     _BatchSizeSampler,
     categorical_sample,
@@ -43,6 +44,7 @@ class GreedyEmbeddingSampler(_BatchSizeSampler):
         return tf.int32
 
     def initialize(self, embedding, start_tokens=None, end_token=None):
+        require_tensorflow(type(self).__name__, "dynamic_decode's tf.while_loop")
         if self.embedding_fn is None:
             self.embedding_fn = lambda ids: tf.nn.embedding_lookup(embedding, ids)
         self.start_tokens = tf.convert_to_tensor(start_tokens, dtype=tf.int32, name="start_tokens")

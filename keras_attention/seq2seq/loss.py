@@ -4,6 +4,8 @@
 import keras
 import tensorflow as tf
 
+from keras_attention.seq2seq.backend_support import require_tensorflow
+
 
 def _check_reductions(
     average_across_timesteps, average_across_batch, sum_over_timesteps, sum_over_batch
@@ -73,6 +75,7 @@ def sequence_loss(
     Returns:
         The loss: a scalar, a vector or `(batch_size, sequence_length)`.
     """
+    require_tensorflow("sequence_loss", "TensorFlow's cross entropy ops")
     if len(logits.shape) != 3:
         raise ValueError("Logits must be a [batch_size x sequence_length x logits] tensor")
     targets_rank = len(targets.shape)

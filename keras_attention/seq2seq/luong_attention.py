@@ -3,7 +3,7 @@
 import functools
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_attention.seq2seq.attention_mechanism import AttentionMechanism, dirac_alignments
 from keras_attention.seq2seq.probability import MONOTONIC_MODES, monotonic_probability_fn
@@ -21,7 +21,8 @@ def luong_score(query, keys, scale=None):
             f"Received: query depth {query.shape[-1]}, keys depth {keys.shape[-1]}; "
             "set `units` to the query's depth."
         )
-    score = tf.squeeze(tf.matmul(tf.expand_dims(query, 1), keys, transpose_b=True), [1])
+    # (batch, 1, depth) @ (batch, depth, max_time) -> (batch, max_time)
+    score = ops.squeeze(ops.matmul(ops.expand_dims(query, 1), ops.swapaxes(keys, 1, 2)), 1)
     if scale is not None:
         score = scale * score
     return score

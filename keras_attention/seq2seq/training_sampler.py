@@ -2,7 +2,9 @@
 
 import keras
 import tensorflow as tf
+from keras import ops
 
+from keras_attention.seq2seq.backend_support import is_tensorflow, require_tensorflow
 from keras_attention.seq2seq.decoder import transpose_batch_time
 from keras_attention.seq2seq.sampling import (
     _BatchSizeSampler,
@@ -39,6 +41,10 @@ class TrainingSampler(_BatchSizeSampler):
     `initialize(inputs, sequence_length=None, mask=None)`: the lengths, or a
     right-padded boolean mask, or neither (every entry runs the full length).
 
+    On JAX and PyTorch the inputs stay one tensor read at Python-integer steps
+    (`max_time` of them) by `BasicDecoder`'s unrolled loop, and the mask's right
+    padding is not checked.
+
     Args:
         time_major: Boolean, `inputs` are `(time, batch, ...)`. Defaults to `False`.
     """
@@ -59,14 +65,16 @@ class TrainingSampler(_BatchSizeSampler):
         return tf.int32
 
     def initialize(self, inputs, sequence_length=None, mask=None):
+        if sequence_length is not None and mask is not None:
+            raise ValueError("sequence_length and mask can't be provided at the same time.")
+        if not is_tensorflow():
+            return self._initialize_unrolled(inputs, sequence_length, mask)
         inputs = tf.nest.map_structure(tf.convert_to_tensor, inputs)
         self.inputs = inputs
         if not self.time_major:
             inputs = tf.nest.map_structure(transpose_batch_time, inputs)
         self._batch_size = tf.shape(tf.nest.flatten(inputs)[0])[1]
         self.input_tas = tf.nest.map_structure(unstack_ta, inputs)
-        if sequence_length is not None and mask is not None:
-            raise ValueError("sequence_length and mask can't be provided at the same time.")
         if sequence_length is not None:
             self.sequence_length = tf.convert_to_tensor(sequence_length, name="sequence_length")
             if self.sequence_length.shape.ndims != 1:
@@ -95,12 +103,41 @@ class TrainingSampler(_BatchSizeSampler):
         )
         return finished, next_inputs
 
+    def _initialize_unrolled(self, inputs, sequence_length, mask):
+        """`initialize` on JAX and PyTorch: `max_time` (a Python integer) and the
+        first step's inputs, read from the batch-major or time-major tensors."""
+        self.inputs = keras.tree.map_structure(ops.convert_to_tensor, inputs)
+        time_axis = 0 if self.time_major else 1
+        first = keras.tree.flatten(self.inputs)[0]
+        self._batch_size = ops.shape(first)[1 - time_axis]
+        self.max_time = ops.shape(first)[time_axis]
+        if sequence_length is not None:
+            lengths = ops.convert_to_tensor(sequence_length, dtype="int32")
+            if len(lengths.shape) != 1:
+                raise ValueError(
+                    f"Expected sequence_length to be a vector. Received: shape={lengths.shape}"
+                )
+        elif mask is not None:
+            lengths = ops.sum(ops.cast(mask, "int32"), axis=time_axis)
+        else:
+            lengths = ops.full((self._batch_size,), self.max_time, dtype="int32")
+        self.sequence_length = lengths
+        self.zero_inputs = keras.tree.map_structure(ops.zeros_like, self._read_step(0))
+        return ops.equal(lengths, 0), self._read_step(0)
+
+    def _read_step(self, time):
+        axis = 0 if self.time_major else 1
+        return keras.tree.map_structure(lambda inp: ops.take(inp, time, axis=axis), self.inputs)
+
     def sample(self, time, outputs, state):
-        return tf.cast(tf.argmax(outputs, axis=-1), tf.int32)
+        return ops.cast(ops.argmax(outputs, axis=-1), "int32")
 
     def next_inputs(self, time, outputs, state, sample_ids):
         next_time = time + 1
         finished = next_time >= self.sequence_length
+        if not is_tensorflow():  # Python-integer steps (`_initialize_unrolled`)
+            last = next_time >= self.max_time
+            return finished, self.zero_inputs if last else self._read_step(next_time), state
         next_inputs = tf.cond(
             tf.reduce_all(finished),
             lambda: self.zero_inputs,
@@ -159,6 +196,7 @@ class ScheduledEmbeddingTrainingSampler(TrainingSampler):
         }
 
     def initialize(self, inputs, sequence_length=None, mask=None, embedding=None):
+        require_tensorflow(type(self).__name__, "tf.random and dynamic_decode's tf.while_loop")
         if self.embedding_fn is None:
             if embedding is None:
                 raise ValueError(
@@ -233,6 +271,7 @@ class ScheduledOutputTrainingSampler(TrainingSampler):
         }
 
     def initialize(self, inputs, sequence_length=None, mask=None, auxiliary_inputs=None):
+        require_tensorflow(type(self).__name__, "tf.random and dynamic_decode's tf.while_loop")
         if auxiliary_inputs is None:
             maybe_concatenated_inputs = inputs
             self._auxiliary_input_tas = None

@@ -18,8 +18,8 @@ class LiteRTTranslator:
     """Translates strings with the `.tflite` models of a LiteRT export.
 
     Needs NumPy, `ai-edge-litert` (the interpreter), `regex` and, for a
-    SentencePiece run, `sentencepiece` (`pip install
-    "keras-attention-client[litert]"`); no TensorFlow.
+    SentencePiece run, `sentencepiece` (from a clone: `pip install
+    "./serving/client[litert]"`); no TensorFlow.
 
     1. `LiteRTText.encode` turns each sentence into the source ids the
        SavedModel's graph computes (cut to the source's `max_length`).

@@ -371,3 +371,24 @@ def test_the_mechanisms_leave_the_layers_registered_names_alone():
         assert keras.saving.get_registered_object(f"keras_attention.seq2seq>{name}") is getattr(
             seq2seq, name
         )
+
+
+def test_custom_cell_input_fn_builds_the_cell_for_its_depth(data):
+    """An unbuilt cell gets the depth `cell_input_fn` returns, not inputs + attention:
+    with the attention left out of the cell's input, the wrapper's cell output is the
+    cell's own on the inputs."""
+    cell = keras.layers.GRUCell(5)
+    wrapper = seq2seq.AttentionWrapper(
+        cell,
+        seq2seq.LuongAttention(5, data["memory"]),
+        attention_layer_size=4,
+        cell_input_fn=lambda inputs, attention: inputs,
+        output_attention=False,
+    )
+    inputs = data["query"]
+    state = wrapper.get_initial_state(batch_size=10, dtype="float32")
+    output, next_state = wrapper(inputs, state)
+    assert cell.kernel.shape == (8, 15)
+    expected, _ = cell(inputs, [np.zeros((10, 5), "float32")])
+    np.testing.assert_allclose(output, expected, atol=1e-6)
+    assert next_state.attention.shape == (10, 4)
