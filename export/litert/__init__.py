@@ -6,4 +6,7 @@
   a reference); `check_report`: its report.
 - `settings`: `LiteRTSettings`; `encoder`: the encoder as a loop over plain tensors;
   `weights`: int8 weight-only storage; `ops`: a model's op kinds; `text_files`: `text.json`.
+- `function_converter`: `convert_function`, any `tf.function` of fixed inputs (e.g. a
+  `keras_attention.seq2seq` decoder's) as a builtin-ops model, run and checked against
+  TensorFlow; `builtin_converter`, the converter both use.
 """

@@ -18,6 +18,7 @@ import tensorflow as tf
 import keras_attention
 from keras_attention.export.export_manifest import file_sha256, jsonable
 from keras_attention.export.litert.encoder import encode_with_buffers
+from keras_attention.export.litert.function_converter import builtin_converter
 from keras_attention.export.litert.ops import model_ops
 from keras_attention.export.litert.settings import LiteRTSettings
 from keras_attention.export.litert.text_files import write_text_files
@@ -270,10 +271,7 @@ class LiteRTExporter:
     def convert(self, mode: str) -> bytes:
         """The `.tflite` flatbuffer of `mode`, builtin ops only, with this exporter's weights."""
         function = self.decode_function(mode)
-        converter = tf.lite.TFLiteConverter.from_concrete_functions(
-            [function], self.translator.model
-        )
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        converter = builtin_converter(function, self.translator.model)
         if self.weights == "float16":
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
             converter.target_spec.supported_types = [tf.float16]

@@ -4,20 +4,32 @@ The decoder is an adapter: its next-step function embeds the previous ids, steps
 cell and applies the output layer, and the search itself is the one decoding loop of
 `keras_attention.decoding` with TFA's options switched on (`BeamSearch.tiled_state`,
 `tfa_scoring`, `coverage_penalty`, `record_steps`). This module also gives TFA's
-`beam_search_decoder` module path its names.
+`beam_search_decoder` module path its names (the structures live in
+`beam_search_outputs`, the alignment histories' handling in `beam_search_alignments`).
 """
-
-import collections
 
 import keras
 import tensorflow as tf
 
 from keras_attention.decoding.beam_search import BeamSearch
-from keras_attention.seq2seq.attention_wrapper import AttentionWrapperState
+from keras_attention.decoding.decoding_strategy import in_xla_context
+from keras_attention.seq2seq.beam_search_alignments import (
+    attention_probs,
+    fresh_history,
+    is_history,
+    with_histories,
+    without_history,
+    wrapper_states,
+)
 from keras_attention.seq2seq.beam_search_ops import (
     gather_tree,
     gather_tree_from_array,
     tile_batch,
+)
+from keras_attention.seq2seq.beam_search_outputs import (
+    BeamSearchDecoderOutput,
+    BeamSearchDecoderState,
+    FinalBeamSearchDecoderOutput,
 )
 from keras_attention.seq2seq.decoder import BaseDecoder, transpose_batch_time
 
@@ -32,100 +44,9 @@ __all__ = [
 ]
 
 
-class BeamSearchDecoderState(
-    collections.namedtuple(
-        "BeamSearchDecoderState",
-        ("cell_state", "log_probs", "finished", "lengths", "accumulated_attention_probs"),
-    )
-):
-    """The state of a `BeamSearchDecoder`.
-
-    Attributes:
-        cell_state: The cell's state, `batch_size * beam_width` rows.
-        log_probs: `(batch_size, beam_width)` each beam's summed log-probability.
-        finished: `(batch_size, beam_width)` whether each beam has ended.
-        lengths: int64 `(batch_size, beam_width)` each beam's length (the end token
-            counted).
-        accumulated_attention_probs: With a coverage penalty, `(batch_size,
-            beam_width, memory_time)` each beam's summed attention, else `()`.
-    """
-
-
-class BeamSearchDecoderOutput(
-    collections.namedtuple("BeamSearchDecoderOutput", ("scores", "predicted_ids", "parent_ids"))
-):
-    """Each step's beams, in that step's beam order.
-
-    Attributes:
-        scores: The kept beams' ranking scores (with the penalties), or with
-            `output_all_scores` every candidate's, `(..., beam_width, vocab_size)`.
-        predicted_ids: The kept beams' ids.
-        parent_ids: The beam each kept beam continues.
-    """
-
-
-class FinalBeamSearchDecoderOutput(
-    collections.namedtuple(
-        "FinalBeamDecoderOutput", ("predicted_ids", "beam_search_decoder_output")
-    )
-):
-    """The search's result.
-
-    Attributes:
-        predicted_ids: `(batch_size, T, beam_width)` (time major: `(T, batch_size,
-            beam_width)`) every final beam's ids, best first, the end token repeated
-            after a beam ends.
-        beam_search_decoder_output: The `BeamSearchDecoderOutput` of every step.
-    """
-
-
 TFA_PENALTY_WEIGHT = 0.0
 """TFA's default penalty weights: no length and no coverage penalty (TFA's API, not
 the decoding default of our own beam search, `DEFAULT_LENGTH_PENALTY`)."""
-
-
-def _map_wrapper_states(fn, state):
-    """`state` with `fn` applied to its `AttentionWrapperState`s (itself or items)."""
-    if isinstance(state, AttentionWrapperState):
-        return fn(state)
-    if isinstance(state, tuple) and not hasattr(state, "_fields"):
-        return tuple(_map_wrapper_states(fn, item) for item in state)
-    return state
-
-
-def _wrapper_states(state):
-    found = []
-    _map_wrapper_states(lambda s: found.append(s) or s, state)
-    return found
-
-
-def _mean(tensors):
-    tensors = list(tensors)
-    return tensors[0] if len(tensors) == 1 else tf.reduce_mean(tf.stack(tensors, -1), -1)
-
-
-def _attention_probs(state):
-    """TFA's attention for the coverage penalty: the alignments, averaged over the
-    mechanisms and the wrappers; `None` without an `AttentionWrapper`."""
-    wrappers = _wrapper_states(state)
-    if not wrappers:
-        return None
-    return _mean(_mean(tf.nest.flatten(wrapper.alignments)) for wrapper in wrappers)
-
-
-def _is_history(value):
-    return isinstance(value, tf.TensorArray)
-
-
-def _without_history(state):
-    return _map_wrapper_states(
-        lambda s: s._replace(
-            alignment_history=tf.nest.map_structure(lambda _: (), s.alignment_history)
-            if any(_is_history(h) for h in tf.nest.flatten(s.alignment_history))
-            else s.alignment_history
-        ),
-        state,
-    )
 
 
 @keras.saving.register_keras_serializable(package="keras_attention.seq2seq")
@@ -256,7 +177,7 @@ class BeamSearchDecoder(BaseDecoder):
         finished = tf.tile(beams, [self._batch_size, 1])
         start_inputs = embed(tf.tile(start_tokens[:, tf.newaxis], [1, self.beam_width]))
         log_probs = tf.where(finished, float("-inf"), 0.0)
-        coverage = _attention_probs(initial_state) if self.coverage_penalty_weight else None
+        coverage = attention_probs(initial_state) if self.coverage_penalty_weight else None
         if coverage is not None:
             coverage = tf.reshape(coverage, [self._batch_size, self.beam_width, -1])
         state = BeamSearchDecoderState(
@@ -299,9 +220,12 @@ class BeamSearchDecoder(BaseDecoder):
         strategy.tiled_state = True
         strategy.tfa_scoring = True
         strategy.record_steps = True
+        # The records as plain tensors (LiteRT's converter turns the loop into builtin
+        # ops), except under XLA, which needs the fixed shapes of `TensorArray`s.
+        strategy.tensor_arrays = in_xla_context()
         strategy.record_all_scores = bool(self.output_all_scores)
         if self.coverage_penalty_weight:
-            coverage = _attention_probs(initial_state)
+            coverage = attention_probs(initial_state)
             if coverage is None:
                 raise ValueError("coverage_penalty_weight must be 0.0 if no cell is attentional.")
             strategy.coverage_penalty = self.coverage_penalty_weight
@@ -318,18 +242,18 @@ class BeamSearchDecoder(BaseDecoder):
         self._build_sublayers(start_inputs)
         initial_state = init_kwargs["initial_state"]
         strategy = self._strategy(maximum_iterations, init_kwargs["end_token"], initial_state)
-        histories = _wrapper_states(initial_state)
+        histories = wrapper_states(initial_state)
 
         def next_fn(step, token_ids, loop_state):
-            cell_state = _with_histories(loop_state, [_fresh_history(w) for w in histories])
+            cell_state = with_histories(loop_state, [fresh_history(w) for w in histories])
             outputs, next_state = self.cell(embed(token_ids), cell_state, training=training)
             next_state = tf.nest.pack_sequence_as(cell_state, tf.nest.flatten(next_state))
             if self.output_layer is not None:
                 outputs = self.output_layer(outputs)
-            return outputs, _without_history(next_state), _attention_probs(next_state)
+            return outputs, without_history(next_state), attention_probs(next_state)
 
         start_ids = tf.convert_to_tensor(init_kwargs["start_tokens"], tf.int32)
-        token_ids, state, search = strategy.initialize(_without_history(initial_state), start_ids)
+        token_ids, state, search = strategy.initialize(without_history(initial_state), start_ids)
         steps, state, search, records = strategy.loop(next_fn, token_ids, state, search)
         return self._results(steps, state, search, records, histories, output_time_major)
 
@@ -339,7 +263,7 @@ class BeamSearchDecoder(BaseDecoder):
         raw_attention = records["attention"][:steps]
 
         def history(wrapper):
-            if not any(_is_history(h) for h in tf.nest.flatten(wrapper.alignment_history)):
+            if not any(is_history(h) for h in tf.nest.flatten(wrapper.alignment_history)):
                 return wrapper
             if len(tf.nest.flatten(wrapper.alignments)) != 1 or len(histories) != 1:
                 return wrapper  # several mechanisms: the history is not rebuilt
@@ -350,7 +274,7 @@ class BeamSearchDecoder(BaseDecoder):
                 rebuilt = rebuilt.unstack(raw_attention)
             return wrapper._replace(alignment_history=rebuilt)
 
-        cell_state = _with_histories(state, [history(wrapper) for wrapper in histories])
+        cell_state = with_histories(state, [history(wrapper) for wrapper in histories])
         outputs = BeamSearchDecoderOutput(
             scores=records["scores"][:steps],
             predicted_ids=records["ids"][:steps],
@@ -394,35 +318,3 @@ class BeamSearchDecoder(BaseDecoder):
             if config.get(key) is not None:
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
-
-
-def _with_histories(state, wrappers):
-    """`state` whose `AttentionWrapperState`s take the alignment histories of
-    `wrappers` (the same wrappers, in order) where `state` has none."""
-    wrappers = list(wrappers)
-
-    def put_back(current):
-        original = wrappers.pop(0)
-        if tf.nest.flatten(current.alignment_history) or not tf.nest.flatten(
-            original.alignment_history
-        ):
-            return current
-        return current._replace(alignment_history=original.alignment_history)
-
-    return _map_wrapper_states(put_back, state)
-
-
-def _fresh_history(wrapper):
-    """`wrapper` with empty alignment histories (a step writes into them; the search
-    keeps the alignments itself)."""
-
-    def fresh(history):
-        if not _is_history(history):
-            return history
-        return tf.TensorArray(
-            history.dtype, size=0, dynamic_size=True, element_shape=history.element_shape
-        )
-
-    return wrapper._replace(
-        alignment_history=tf.nest.map_structure(fresh, wrapper.alignment_history)
-    )

@@ -75,21 +75,22 @@ def gather_tree(step_ids, parent_ids, max_sequence_lengths, end_token):
             parent_ids, max_sequence_lengths, seq_axis=0, batch_axis=1
         )
 
+    # Plain tensors in the loop (no `TensorArray`): LiteRT's converter turns it into
+    # builtin ops for any batch size.
+    steps = tf.range(max_time)[:, tf.newaxis, tf.newaxis]
+
     def body(t, parent, output_ids):
         ids = tf.gather(reversed_ids[t], parent, batch_dims=1)
         parent = tf.gather(reversed_parents[t], parent, batch_dims=1)
-        return t + 1, parent, output_ids.write(t, ids)
+        return t + 1, parent, tf.where(tf.equal(steps, t), ids[tf.newaxis], output_ids)
 
-    output_ids = tf.TensorArray(tf.int32, size=max_time, element_shape=step_ids.shape[1:])
-    output_ids = output_ids.write(0, reversed_ids[0])
+    output_ids = tf.where(tf.equal(steps, 0), reversed_ids[0][tf.newaxis], end_tokens)
     _, _, output_ids = tf.while_loop(
         lambda t, *_: t < max_time, body, (tf.constant(1), reversed_parents[0], output_ids)
     )
-    output_ids = tf.reverse_sequence(
-        output_ids.stack(), max_sequence_lengths, seq_axis=0, batch_axis=1
-    )
+    output_ids = tf.reverse_sequence(output_ids, max_sequence_lengths, seq_axis=0, batch_axis=1)
     # Everything after a beam's first end token is the end token.
-    in_bound = tf.math.cumsum(tf.cast(output_ids == end_token, tf.int32)) == 0
+    in_bound = tf.equal(tf.math.cumsum(tf.cast(tf.equal(output_ids, end_token), tf.int32)), 0)
     return tf.where(in_bound, output_ids, end_tokens)
 
 

@@ -174,8 +174,8 @@ def transpose_batch_time(tensor):
 
 
 def _output_arrays(decoder, maximum_iterations, tflite, fixed_size):
-    """One `TensorArray` per output, written one step at a time (flat for LiteRT; of
-    `maximum_iterations` elements for LiteRT and XLA)."""
+    """One `TensorArray` per output, written one step at a time (flat for
+    `enable_tflite_convertible`; of `maximum_iterations` elements with `fixed_size`)."""
 
     def create(shape, dtype):
         shape = tf.TensorShape(shape)
@@ -275,8 +275,16 @@ def dynamic_decode(
         if maximum_iterations is not None:
             initial_finished = tf.logical_or(initial_finished, 0 >= maximum_iterations)
         initial_sequence_lengths = tf.zeros_like(initial_finished, dtype=tf.int32)
+        # A static `maximum_iterations` and batch size fix the arrays' size and element
+        # shape (XLA needs them; so does LiteRT's converter, to lower the arrays to builtin
+        # ops); outside XLA the outputs are then cut to the steps run, as a growing
+        # array's would be.
+        fixed_size = is_xla or (
+            tf.get_static_value(maximum_iterations) is not None
+            and tf.get_static_value(tf.convert_to_tensor(decoder.batch_size)) is not None
+        )
         initial_outputs_ta = _output_arrays(
-            decoder, maximum_iterations, enable_tflite_convertible, fixed_size=is_xla
+            decoder, maximum_iterations, enable_tflite_convertible, fixed_size=fixed_size
         )
 
         def condition(time, outputs_ta, state, inputs, finished, sequence_lengths):
@@ -358,6 +366,8 @@ def dynamic_decode(
         )
         final_state, final_sequence_lengths = result[2], result[5]
         final_outputs = tf.nest.map_structure(lambda ta: ta.stack(), result[1])
+        if fixed_size and not is_xla and not enable_tflite_convertible:
+            final_outputs = tf.nest.map_structure(lambda x: x[: result[0]], final_outputs)
         try:
             final_outputs, final_state = decoder.finalize(
                 final_outputs, final_state, final_sequence_lengths
