@@ -22,12 +22,13 @@ from keras_attention.decoding.lexical_constraints import (
     initial_search,
     prepare_constraints,
 )
+from keras_attention.decoding.tfa_beam_options import TfaBeamOptions
 from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH, DEFAULT_MAX_OUTPUT_LENGTH
 from keras_attention_client.wire.decoding_options import DEFAULT_LENGTH_PENALTY
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class BeamSearch(DecodingStrategy):
+class BeamSearch(TfaBeamOptions, DecodingStrategy):
     """Beam search with the GNMT length penalty, in pure TensorFlow.
 
     Each sentence keeps `beam_width` hypotheses; a finished hypothesis stays in
@@ -143,47 +144,8 @@ class BeamSearch(DecodingStrategy):
     constraints: tf.Tensor | None = None
     """The call's lexical constraints (`__call__`'s `constraints`), or `None`."""
 
-    # Options of TensorFlow Addons' `BeamSearchDecoder`, all off by default;
-    # `keras_attention.seq2seq.BeamSearchDecoder` sets them on its strategy
-    # (they are not constructor arguments and not part of the config).
-
-    tiled_state: bool = False
-    """Whether `initial_state` already has `batch_size * beam_width` rows, a
-    sentence's beams on consecutive rows (as `seq2seq.tile_batch` lays them
-    out). False: `initialize` repeats every leaf `beam_width` times."""
-
-    tfa_scoring: bool = False
-    """TFA's ranking: a candidate that emits `end_id` is ranked by the length
-    without its end token (the kept `lengths` still count it), a finished
-    hypothesis' continuations other than `pad_id` cost the float32 minimum
-    instead of `-inf`, and the beams after the first start finished. With
-    `pad_id = end_id` a finished hypothesis repeats the end token, as TFA's."""
-
-    coverage_penalty: float = 0.0
-    """TFA's coverage penalty weight `beta`: a finished hypothesis' candidates
-    gain `beta * sum_i log(min(a_i, 1))` over the source positions `i` of the
-    attention `a` it accumulated while running (positions it never attended
-    count as 1). Needs `initial_coverage`."""
-
-    initial_coverage: tf.Tensor | None = None
-    """With `coverage_penalty`: the attention accumulated before step 0,
-    `(batch_size * beam_width, Tv)` (TFA: the initial state's alignments)."""
-
-    record_steps: bool = False
-    """Whether every step also records the kept ids, their parent beams and
-    their ranking scores `(batch, beam)` in that step's beam order (TFA's
-    `BeamSearchDecoderOutput`); the records are then a dict with the keys
-    `attention`, `ids`, `parents` and `scores` (not with `drop_finished` or
-    `constraints`)."""
-
-    record_all_scores: bool = False
-    """With `record_steps`: `scores` holds the ranking score of every
-    candidate, `(batch, beam, vocab)` (TFA's `output_all_scores`)."""
-
-    def record_dtypes(self):
-        if not self.record_steps:
-            return tf.float32
-        return {"attention": tf.float32, "ids": tf.int32, "parents": tf.int32, "scores": tf.float32}
+    # TensorFlow Addons' options (`tiled_state`, `tfa_scoring`,
+    # `coverage_penalty`, `record_steps`, ...) come from `TfaBeamOptions`.
 
     def __init__(
         self,
@@ -277,10 +239,7 @@ class BeamSearch(DecodingStrategy):
         if self.constraints is not None:
             search.update(initial_search(self.constraints, beam_width))
         if self.coverage_penalty:
-            if self.initial_coverage is None:
-                raise ValueError("`coverage_penalty` needs `initial_coverage`.")
-            coverage = tf.cast(self.initial_coverage, tf.float32)
-            search["coverage"] = tf.reshape(coverage, [batch_size, beam_width, -1])
+            search["coverage"] = self._initial_coverage(batch_size, beam_width)
         return tf.repeat(start_ids, beam_width), state, search
 
     def step(self, step, log_probs, state, attention, search):
@@ -292,16 +251,12 @@ class BeamSearch(DecodingStrategy):
         vocab_size = tf.shape(log_probs)[-1]
         step_log_probs = tf.reshape(log_probs, [-1, beam_width, vocab_size])
         # A finished hypothesis continues only with pad, at no cost.
-        never = tf.float32.min if self.tfa_scoring else -math.inf
-        pad_only = tf.where(tf.equal(tf.range(vocab_size), pad), 0.0, tf.constant(never))
+        pad_only = tf.where(tf.equal(tf.range(vocab_size), pad), 0.0, self._never())
         step_log_probs = tf.where(finished[..., tf.newaxis], pad_only, step_log_probs)
         totals = search["log_probs"][..., tf.newaxis] + step_log_probs  # (batch, beam, vocab)
         running = tf.logical_not(finished)
         candidate_lengths = search["lengths"] + tf.cast(running, tf.int32)
-        ranked_lengths = candidate_lengths[..., tf.newaxis]
-        if self.tfa_scoring:  # an ending candidate is ranked without its end token
-            ends = tf.equal(tf.range(vocab_size), self.end_id)
-            ranked_lengths -= tf.cast(tf.logical_and(running[..., tf.newaxis], ends), tf.int32)
+        ranked_lengths = self._ranked_lengths(candidate_lengths, running, vocab_size, self.end_id)
         ranked = self.normalize(totals, ranked_lengths)
         if self.coverage_penalty:
             coverage, penalty = self._coverage(attention, search)
@@ -343,29 +298,11 @@ class BeamSearch(DecodingStrategy):
         }
         if self.coverage_penalty:
             search["coverage"] = tf.gather(coverage, parents, batch_dims=1)
-        if self.record_steps:
-            attention = {
-                "attention": attention,
-                "ids": ids,
-                "parents": parents,
-                "scores": ranked if self.record_all_scores else kept_scores,
-            }
+        records = self._step_records(attention, ids, parents, ranked, kept_scores)
         next_ids = tf.reshape(tf.where(parent_finished, pad, ids), [-1])
         # Attention is recorded in the order of this step's rows; `ancestry`
         # finds the best hypothesis' rows in `finalize`.
-        return next_ids, state, search, attention
-
-    def _coverage(self, attention, search):
-        """TFA's coverage: each hypothesis' accumulated attention (this step's
-        counted while it runs), and `coverage_penalty * sum_i log(min(a_i, 1))`
-        for the finished hypotheses (0 for the running ones)."""
-        finished = search["finished"]
-        step_attention = tf.reshape(attention, tf.concat([tf.shape(finished), [-1]], axis=0))
-        running = tf.cast(tf.logical_not(finished), tf.float32)[..., tf.newaxis]
-        coverage = search["coverage"] + step_attention * running
-        covered = tf.where(tf.equal(coverage, 0.0), 1.0, coverage)
-        penalty = tf.reduce_sum(tf.math.log(tf.minimum(covered, 1.0)), axis=-1)
-        return coverage, self.coverage_penalty * penalty * tf.cast(finished, tf.float32)
+        return next_ids, state, search, records
 
     def _ancestor_rows(self, search):
         """`ancestry` as rows of the recorded attention (batch * beam layout)."""
