@@ -22,6 +22,7 @@ from keras_attention.decoding.lexical_constraints import (
     initial_search,
     prepare_constraints,
 )
+from keras_attention.decoding.renamed_options import accepts_old_max_steps
 from keras_attention.decoding.tfa_beam_options import TfaBeamOptions
 from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH, DEFAULT_MAX_OUTPUT_LENGTH
 from keras_attention_client.wire.decoding_options import DEFAULT_LENGTH_PENALTY
@@ -39,14 +40,14 @@ class BeamSearch(TfaBeamOptions, DecodingStrategy):
 
     where `score` is the sum of token log-probabilities and `len` is the number
     of tokens that contributed to it: the emitted tokens *including* the end
-    token (`lengths + 1` for a finished hypothesis, `max_length` for one that
+    token (`lengths + 1` for a finished hypothesis, `max_steps` for one that
     never ended). The same `len` is used at every step and for the final
     choice. `length_penalty=0` ranks by raw log-probability.
 
     The search is `DecodingStrategy`'s one `tf.while_loop` with
     `maximum_iterations`, this class supplying its hooks; the token
     history and the row of each step's ancestor are carried in fixed
-    `(batch, beam, max_length)` buffers and gathered with the surviving
+    `(batch, beam, max_steps)` buffers and gathered with the surviving
     hypotheses every step (no `GatherTree`, no custom ops); each step's
     attention goes into a `TensorArray` as computed and the best hypothesis'
     rows are picked through its ancestor rows at the end. It runs eagerly, in
@@ -72,11 +73,11 @@ class BeamSearch(TfaBeamOptions, DecodingStrategy):
        hypotheses' parents; a kept candidate whose token is `end_id` is
        finished.
     5. The loop stops when every hypothesis of every sentence is finished, or
-       after `max_length` steps. The best-ranked hypothesis is returned, or
+       after `max_steps` steps. The best-ranked hypothesis is returned, or
        with `n_best` the `n_best` best-ranked ones, best first.
 
     With `beam_width=1` this is exactly `GreedySearch`. `beam_width`,
-    `length_penalty`, `n_best` and `max_length` may also be passed per call,
+    `length_penalty`, `n_best` and `max_steps` may also be passed per call,
     as Python values or scalar tensors (`call_options`): a graph built with
     tensors serves every beam width, the beam axis being dynamic inside the
     `tf.while_loop`.
@@ -88,7 +89,7 @@ class BeamSearch(TfaBeamOptions, DecodingStrategy):
         n_best: int in `[1, beam_width]` or `None`, how many hypotheses to
             return per sentence; `None` returns the best one without the
             n-best axis. Defaults to `None`.
-        max_length: int >= 1, the most decoding steps (counting the step that
+        max_steps: int >= 1, the most decoding steps (counting the step that
             emits the end token). Defaults to 50.
         end_id: int >= 0, the id that ends a sentence. Defaults to 3.
         pad_id: int >= 0, the id written after a sentence has ended. Defaults
@@ -114,7 +115,7 @@ class BeamSearch(TfaBeamOptions, DecodingStrategy):
         A `DecodeResult` for the best hypothesis of each sentence: `tokens`
         `(batch_size, T)`, `scores` `(batch_size,)` (raw log-probability),
         `lengths` `(batch_size,)` and `attention` `(batch_size, T, Tv)`, where
-        `T <= max_length` is the number of steps run. With `n_best`, every
+        `T <= max_steps` is the number of steps run. With `n_best`, every
         field has an n-best axis after the batch axis: `tokens`
         `(batch_size, n_best, T)`, `scores` and `lengths`
         `(batch_size, n_best)`, `attention` `(batch_size, n_best, T, Tv)`.
@@ -134,12 +135,12 @@ class BeamSearch(TfaBeamOptions, DecodingStrategy):
     ... ])
     >>> def next_fn(step, token_ids, state):
     ...     return tf.gather(table, token_ids), state, tf.ones([tf.shape(token_ids)[0], 1])
-    >>> beam = BeamSearch(beam_width=2, length_penalty=0.0, max_length=3)
+    >>> beam = BeamSearch(beam_width=2, length_penalty=0.0, max_steps=3)
     >>> beam(next_fn, (), tf.constant([0])).tokens[:, :1].numpy().tolist()
     [[4]]
     """
 
-    call_options = ("max_length", "beam_width", "length_penalty", "n_best")
+    call_options = ("max_steps", "beam_width", "length_penalty", "n_best")
 
     constraints: tf.Tensor | None = None
     """The call's lexical constraints (`__call__`'s `constraints`), or `None`."""
@@ -147,17 +148,18 @@ class BeamSearch(TfaBeamOptions, DecodingStrategy):
     # TensorFlow Addons' options (`tiled_state`, `tfa_scoring`,
     # `coverage_penalty`, `record_steps`, ...) come from `TfaBeamOptions`.
 
+    @accepts_old_max_steps
     def __init__(
         self,
         beam_width: int = DEFAULT_BEAM_WIDTH,
         length_penalty: float = DEFAULT_LENGTH_PENALTY,
-        max_length: int = DEFAULT_MAX_OUTPUT_LENGTH,
+        max_steps: int = DEFAULT_MAX_OUTPUT_LENGTH,
         end_id: int = 3,
         pad_id: int = 0,
         n_best: int | None = None,
         drop_finished: bool = False,
     ):
-        super().__init__(max_length=max_length, end_id=end_id, pad_id=pad_id)
+        super().__init__(max_steps=max_steps, end_id=end_id, pad_id=pad_id)
         self.drop_finished = check_bool("drop_finished", drop_finished)
         self.beam_width = check_int("beam_width", beam_width, minimum=1)
         if (
@@ -218,7 +220,7 @@ class BeamSearch(TfaBeamOptions, DecodingStrategy):
 
     def initialize(self, initial_state, start_ids):
         batch_size = tf.shape(start_ids)[0]
-        beam_width, max_length = self.beam_width, self.max_length
+        beam_width, max_steps = self.beam_width, self.max_steps
         state = initial_state
         if not self.tiled_state:
             state = tf.nest.map_structure(lambda x: tf.repeat(x, beam_width, axis=0), state)
@@ -230,11 +232,11 @@ class BeamSearch(TfaBeamOptions, DecodingStrategy):
             "log_probs": tf.tile(first_live[tf.newaxis], [batch_size, 1]),
             "lengths": tf.zeros([batch_size, beam_width], tf.int32),
             "finished": tf.tile(first_finished[tf.newaxis], [batch_size, 1]),
-            "tokens": tf.fill([batch_size, beam_width, max_length], tf.constant(self.pad_id)),
+            "tokens": tf.fill([batch_size, beam_width, max_steps], tf.constant(self.pad_id)),
             # Each emitted token's log-probability (the end token's included).
-            "token_scores": tf.zeros([batch_size, beam_width, max_length], tf.float32),
+            "token_scores": tf.zeros([batch_size, beam_width, max_steps], tf.float32),
             # The beam (of its sentence) of each step's ancestor.
-            "ancestry": tf.zeros([batch_size, beam_width, max_length], tf.int32),
+            "ancestry": tf.zeros([batch_size, beam_width, max_steps], tf.int32),
         }
         if self.constraints is not None:
             search.update(initial_search(self.constraints, beam_width))
@@ -314,18 +316,18 @@ class BeamSearch(TfaBeamOptions, DecodingStrategy):
             attention = attention["attention"]
         if self.n_best is not None:
             return self._finalize_n_best(steps, search, attention)
-        max_length = self.max_length
+        max_steps = self.max_steps
         # top_k sorts the kept hypotheses by the ranking score, so the best is first.
         scores = search["log_probs"][:, 0]
         # `lengths` counts the end token; DecodeResult.lengths does not.
         best_lengths = search["lengths"][:, 0] - tf.cast(search["finished"][:, 0], tf.int32)
-        # attention: (max_length, batch * beam, Tv); pick, at every step, the
-        # row of the best hypothesis' ancestor. Everything stays max_length
+        # attention: (max_steps, batch * beam, Tv); pick, at every step, the
+        # row of the best hypothesis' ancestor. Everything stays max_steps
         # long until the final slice (XLA needs static shapes in between).
-        best_rows = tf.transpose(self._ancestor_rows(search)[:, 0, :])  # (max_length, batch)
+        best_rows = tf.transpose(self._ancestor_rows(search)[:, 0, :])  # (max_steps, batch)
         best_attention = tf.gather(attention, best_rows, batch_dims=1)
-        best_attention = tf.transpose(best_attention, [1, 0, 2])  # (batch, max_length, Tv)
-        emitted = tf.range(max_length)[tf.newaxis, :] < best_lengths[:, tf.newaxis]
+        best_attention = tf.transpose(best_attention, [1, 0, 2])  # (batch, max_steps, Tv)
+        emitted = tf.range(max_steps)[tf.newaxis, :] < best_lengths[:, tf.newaxis]
         best_attention = tf.where(emitted[..., tf.newaxis], best_attention, 0.0)
         return DecodeResult(
             tokens=search["tokens"][:, 0, :steps],
@@ -337,20 +339,18 @@ class BeamSearch(TfaBeamOptions, DecodingStrategy):
 
     def _finalize_n_best(self, steps, search, attention):
         """`finalize` for the `n_best` best hypotheses: an n-best axis after the batch axis."""
-        max_length, n_best = self.max_length, self.n_best
+        max_steps, n_best = self.max_steps, self.n_best
         batch_size = tf.shape(search["log_probs"])[0]
         scores = search["log_probs"][:, :n_best]
         lengths = search["lengths"][:, :n_best] - tf.cast(search["finished"][:, :n_best], tf.int32)
-        # The ancestors' rows of each kept hypothesis: (max_length, batch * n_best).
-        rows = tf.transpose(
-            tf.reshape(self._ancestor_rows(search)[:, :n_best, :], [-1, max_length])
-        )
-        kept_attention = tf.gather(attention, rows, batch_dims=1)  # (max_length, batch * n, Tv)
+        # The ancestors' rows of each kept hypothesis: (max_steps, batch * n_best).
+        rows = tf.transpose(tf.reshape(self._ancestor_rows(search)[:, :n_best, :], [-1, max_steps]))
+        kept_attention = tf.gather(attention, rows, batch_dims=1)  # (max_steps, batch * n, Tv)
         kept_attention = tf.reshape(
             tf.transpose(kept_attention, [1, 0, 2]),
-            [batch_size, n_best, max_length, tf.shape(attention)[-1]],
+            [batch_size, n_best, max_steps, tf.shape(attention)[-1]],
         )
-        emitted = tf.range(max_length) < lengths[..., tf.newaxis]  # (batch, n, max_length)
+        emitted = tf.range(max_steps) < lengths[..., tf.newaxis]  # (batch, n, max_steps)
         kept_attention = tf.where(emitted[..., tf.newaxis], kept_attention, 0.0)
         return DecodeResult(
             tokens=search["tokens"][:, :n_best, :steps],

@@ -45,7 +45,7 @@ def drop_finished_loop(
 
     Args:
         strategy: the `DecodingStrategy` whose hooks run: its `step` and
-            `finalize`, and its `max_steps`, `max_length` and
+            `finalize`, and its `step_limit`, `max_steps` and
             `drop_min_rows`.
         next_fn: the model's next-step function
             (`keras_attention.decoding.next_fn`).
@@ -56,7 +56,7 @@ def drop_finished_loop(
 
     Returns:
         `strategy.finalize(steps, search, attention)`: the `DecodeResult` of
-        the whole batch, attention `(max_length, rows, Tv)`.
+        the whole batch, attention `(max_steps, rows, Tv)`.
     """
     num_sentences = tf.shape(search["finished"])[0]
     num_rows = tf.shape(token_ids)[0]
@@ -73,7 +73,7 @@ def drop_finished_loop(
             for key, value in results.items()
         }
 
-    max_steps = tf.convert_to_tensor(strategy.max_steps, tf.int32)
+    max_steps = tf.convert_to_tensor(strategy.step_limit, tf.int32)
 
     def sentences_finished(search, count):
         """Whether each of `count` sentences has finished: `(count,)` bool."""
@@ -146,7 +146,7 @@ def drop_finished_loop(
     running = (tf.range(num_sentences), token_ids, state, search)
     written = (
         search,
-        tf.fill([num_sentences], tf.constant(strategy.max_length, tf.int32)),
+        tf.fill([num_sentences], tf.constant(strategy.max_steps, tf.int32)),
         tf.TensorArray(
             tf.float32, size=0, dynamic_size=True, infer_shape=False, element_shape=[None, None]
         ),
@@ -165,7 +165,7 @@ def drop_finished_loop(
     )
     sentences, _, _, search = running
     results, left_at, attention = written
-    results = write(results, sentences, search)  # the sentences max_length stopped
+    results = write(results, sentences, search)  # the sentences max_steps stopped
     # Step t recorded the rows of the sentences still running at t, in batch order.
     running = tf.range(steps)[:, tf.newaxis] < left_at[tf.newaxis, :]  # (steps, sentences)
     step_and_sentence = tf.cast(tf.where(running), tf.int32)
@@ -175,6 +175,6 @@ def drop_finished_loop(
     attention = tf.scatter_nd(
         tf.stack([at_step, rows], axis=1),
         recorded,
-        [strategy.max_length, num_rows, tf.shape(recorded)[1]],
+        [strategy.max_steps, num_rows, tf.shape(recorded)[1]],
     )
     return strategy.finalize(steps, results, attention)
