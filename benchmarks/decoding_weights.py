@@ -81,8 +81,8 @@ def main(argv=None) -> int:
 
     end_id = translator.target_vectorizer.end_id
     strategies = {
-        "greedy": GreedySearch(max_length=translator.max_output_length, end_id=end_id),
-        "beam 4": BeamSearch(4, max_length=translator.max_output_length, end_id=end_id),
+        "greedy": GreedySearch(max_steps=translator.max_output_length, end_id=end_id),
+        "beam 4": BeamSearch(4, max_steps=translator.max_output_length, end_id=end_id),
     }
     ratios = {}
     print("\nsentences/s | per step | once | once / per step | same tokens")

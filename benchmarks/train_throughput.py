@@ -250,8 +250,8 @@ def padding_fraction(config, batches=200):
     return counts[0, 0] / counts[0, 1], counts[1, 0] / counts[1, 1]
 
 
-def greedy_sentences_per_second(model, batch_size, source_length, max_length, repeats):
-    search = GreedySearch(max_length=max_length, end_id=3)
+def greedy_sentences_per_second(model, batch_size, source_length, max_steps, repeats):
+    search = GreedySearch(max_steps=max_steps, end_id=3)
 
     @tf.function
     def decode(source):

@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from keras_attention.decoding.renamed_options import with_max_steps
+
 MANIFEST_FILE = Path("assets.extra") / "export_manifest.json"
 """Where the manifest lives, relative to the version directory.
 
@@ -42,7 +44,9 @@ class ExportManifest:
         max_output_length: most tokens of a translation (decoding steps,
             counting the end token).
         decoding: signature name -> the strategy's config (`beam_width`,
-            `length_penalty`, `max_length`, ...).
+            `length_penalty`, `max_steps`, ...). A manifest written before
+            `max_steps` was renamed holds `max_length`; `from_json` reads it as
+            `max_steps`.
         signatures: signature name -> `{"inputs": {alias: {"dtype", "shape"}},
             "outputs": {...}}`, with `-1` for a dynamic dimension.
         jit_compile: whether the decoding loops are XLA-compiled.
@@ -96,6 +100,11 @@ class ExportManifest:
                 f"Not a keras-attention export manifest. Received: format={values.get('format')!r}"
             )
         known = {field.name for field in dataclasses.fields(cls)}
+        if isinstance(values.get("decoding"), dict):
+            values["decoding"] = {
+                name: with_max_steps(config, warn=False) if isinstance(config, dict) else config
+                for name, config in values["decoding"].items()
+            }
         return cls(**{key: value for key, value in values.items() if key in known})
 
     def save(self, version_dir: str | os.PathLike) -> Path:

@@ -274,7 +274,7 @@ class TranslationSignatures:
             phrases, constrained = split_phrases(constraints)
 
             def run_greedy():
-                return translator.translate(text, greedy, max_length=max_output_length, **steering)
+                return translator.translate(text, greedy, max_steps=max_output_length, **steering)
 
             def run_beam():
                 outputs = self._steered_beam(
@@ -286,7 +286,7 @@ class TranslationSignatures:
                     beam_width=beam_width,
                     length_penalty=length_penalty,
                     n_best=n_best,
-                    max_length=max_output_length,
+                    max_steps=max_output_length,
                 )
                 return tf.cond(n_best > 1, lambda: outputs, lambda: best_of(outputs))
 
@@ -392,7 +392,7 @@ class TranslationSignatures:
                     top_k=top_k,
                     top_p=top_p,
                     seed=seed,
-                    max_length=max_output_length,
+                    max_steps=max_output_length,
                 ),
                 lambda: empty_outputs(TRANSLATION_OUTPUTS),
             )

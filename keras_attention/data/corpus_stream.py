@@ -36,11 +36,16 @@ class HeldOut:
     `test_fraction * HASH_BUCKETS`, in the validation split when it is below
     `(test_fraction + validation_fraction) * HASH_BUCKETS`, else in training.
     The key is `(seed, 0)`: another seed holds out other sentences.
+
+    `excluded_sources` are the sources of user-given validation or test files:
+    `training_pairs` never trains on them, whatever their bucket
+    (`held_out_split` reads only the shares and the key).
     """
 
     validation_fraction: float = 0.02
     test_fraction: float = 0.02
     seed: int = 0
+    excluded_sources: tuple[str, ...] = ()
 
     def __post_init__(self):
         for name in ("validation_fraction", "test_fraction"):
@@ -174,14 +179,13 @@ def training_pairs(
     shuffle_buffer: int,
     seed: int,
     reverse: bool = False,
-    excluded_sources: Sequence[str] = (),
     part: tuple[int, int] = (0, 1),
 ) -> tf.data.Dataset:
     """An endless, seeded stream of `(source, target)` training pairs mixed from `scans`.
 
     Each corpus is read as an endless stream (`corpus_pairs` with a seeded
     shard order per pass), its training pairs kept (`held_out_split` is
-    `TRAIN` and the source is not in `excluded_sources`) and shuffled in a
+    `TRAIN` and the source is not in `held_out.excluded_sources`) and shuffled in a
     buffer of its share of `shuffle_buffer` pairs (its weight's share, at
     least 1,000). The corpora are mixed by weight
     (`tf.data.Dataset.sample_from_datasets`, seeded). The same arguments give
@@ -190,13 +194,11 @@ def training_pairs(
 
     Args:
         scans: the checked corpora; their `corpus.weight` sets the mix.
-        held_out: the held-out shares and key.
+        held_out: the held-out shares and key, and the excluded sources.
         strides: keep every `strides[i]`-th line of corpus `i`'s shards.
         shuffle_buffer: pairs held in all the shuffle buffers together.
         seed: the shard-order, shuffle and mixing seed.
         reverse: swap the sides.
-        excluded_sources: sources of user-given validation or test files,
-            never trained on.
         part: `(i, n)`: the stream of worker `i` of `n`, from its own lines
             of every shard (`corpus_pairs`), with its share of the shuffle
             buffer; the workers' streams are disjoint.
@@ -205,8 +207,8 @@ def training_pairs(
         A dataset of scalar string pairs.
     """
     excluded = None
-    if excluded_sources:
-        keys = tf.constant(sorted(set(excluded_sources)))
+    if held_out.excluded_sources:
+        keys = tf.constant(sorted(set(held_out.excluded_sources)))
         excluded = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(keys, tf.ones_like(keys, dtype=tf.int32)), 0
         )

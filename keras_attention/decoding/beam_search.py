@@ -22,12 +22,14 @@ from keras_attention.decoding.lexical_constraints import (
     initial_search,
     prepare_constraints,
 )
+from keras_attention.decoding.renamed_options import accepts_old_max_steps
+from keras_attention.decoding.tfa_beam_options import TfaBeamOptions
 from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH, DEFAULT_MAX_OUTPUT_LENGTH
 from keras_attention_client.wire.decoding_options import DEFAULT_LENGTH_PENALTY
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class BeamSearch(DecodingStrategy):
+class BeamSearch(TfaBeamOptions, DecodingStrategy):
     """Beam search with the GNMT length penalty, in pure TensorFlow.
 
     Each sentence keeps `beam_width` hypotheses; a finished hypothesis stays in
@@ -38,14 +40,14 @@ class BeamSearch(DecodingStrategy):
 
     where `score` is the sum of token log-probabilities and `len` is the number
     of tokens that contributed to it: the emitted tokens *including* the end
-    token (`lengths + 1` for a finished hypothesis, `max_length` for one that
+    token (`lengths + 1` for a finished hypothesis, `max_steps` for one that
     never ended). The same `len` is used at every step and for the final
     choice. `length_penalty=0` ranks by raw log-probability.
 
     The search is `DecodingStrategy`'s one `tf.while_loop` with
     `maximum_iterations`, this class supplying its hooks; the token
     history and the row of each step's ancestor are carried in fixed
-    `(batch, beam, max_length)` buffers and gathered with the surviving
+    `(batch, beam, max_steps)` buffers and gathered with the surviving
     hypotheses every step (no `GatherTree`, no custom ops); each step's
     attention goes into a `TensorArray` as computed and the best hypothesis'
     rows are picked through its ancestor rows at the end. It runs eagerly, in
@@ -71,11 +73,11 @@ class BeamSearch(DecodingStrategy):
        hypotheses' parents; a kept candidate whose token is `end_id` is
        finished.
     5. The loop stops when every hypothesis of every sentence is finished, or
-       after `max_length` steps. The best-ranked hypothesis is returned, or
+       after `max_steps` steps. The best-ranked hypothesis is returned, or
        with `n_best` the `n_best` best-ranked ones, best first.
 
     With `beam_width=1` this is exactly `GreedySearch`. `beam_width`,
-    `length_penalty`, `n_best` and `max_length` may also be passed per call,
+    `length_penalty`, `n_best` and `max_steps` may also be passed per call,
     as Python values or scalar tensors (`call_options`): a graph built with
     tensors serves every beam width, the beam axis being dynamic inside the
     `tf.while_loop`.
@@ -87,7 +89,7 @@ class BeamSearch(DecodingStrategy):
         n_best: int in `[1, beam_width]` or `None`, how many hypotheses to
             return per sentence; `None` returns the best one without the
             n-best axis. Defaults to `None`.
-        max_length: int >= 1, the most decoding steps (counting the step that
+        max_steps: int >= 1, the most decoding steps (counting the step that
             emits the end token). Defaults to 50.
         end_id: int >= 0, the id that ends a sentence. Defaults to 3.
         pad_id: int >= 0, the id written after a sentence has ended. Defaults
@@ -113,7 +115,7 @@ class BeamSearch(DecodingStrategy):
         A `DecodeResult` for the best hypothesis of each sentence: `tokens`
         `(batch_size, T)`, `scores` `(batch_size,)` (raw log-probability),
         `lengths` `(batch_size,)` and `attention` `(batch_size, T, Tv)`, where
-        `T <= max_length` is the number of steps run. With `n_best`, every
+        `T <= max_steps` is the number of steps run. With `n_best`, every
         field has an n-best axis after the batch axis: `tokens`
         `(batch_size, n_best, T)`, `scores` and `lengths`
         `(batch_size, n_best)`, `attention` `(batch_size, n_best, T, Tv)`.
@@ -133,69 +135,31 @@ class BeamSearch(DecodingStrategy):
     ... ])
     >>> def next_fn(step, token_ids, state):
     ...     return tf.gather(table, token_ids), state, tf.ones([tf.shape(token_ids)[0], 1])
-    >>> beam = BeamSearch(beam_width=2, length_penalty=0.0, max_length=3)
+    >>> beam = BeamSearch(beam_width=2, length_penalty=0.0, max_steps=3)
     >>> beam(next_fn, (), tf.constant([0])).tokens[:, :1].numpy().tolist()
     [[4]]
     """
 
-    call_options = ("max_length", "beam_width", "length_penalty", "n_best")
+    call_options = ("max_steps", "beam_width", "length_penalty", "n_best")
 
     constraints: tf.Tensor | None = None
     """The call's lexical constraints (`__call__`'s `constraints`), or `None`."""
 
-    # Options of TensorFlow Addons' `BeamSearchDecoder`, all off by default;
-    # `keras_attention.seq2seq.BeamSearchDecoder` sets them on its strategy
-    # (they are not constructor arguments and not part of the config).
+    # TensorFlow Addons' options (`tiled_state`, `tfa_scoring`,
+    # `coverage_penalty`, `record_steps`, ...) come from `TfaBeamOptions`.
 
-    tiled_state: bool = False
-    """Whether `initial_state` already has `batch_size * beam_width` rows, a
-    sentence's beams on consecutive rows (as `seq2seq.tile_batch` lays them
-    out). False: `initialize` repeats every leaf `beam_width` times."""
-
-    tfa_scoring: bool = False
-    """TFA's ranking: a candidate that emits `end_id` is ranked by the length
-    without its end token (the kept `lengths` still count it), a finished
-    hypothesis' continuations other than `pad_id` cost the float32 minimum
-    instead of `-inf`, and the beams after the first start finished. With
-    `pad_id = end_id` a finished hypothesis repeats the end token, as TFA's."""
-
-    coverage_penalty: float = 0.0
-    """TFA's coverage penalty weight `beta`: a finished hypothesis' candidates
-    gain `beta * sum_i log(min(a_i, 1))` over the source positions `i` of the
-    attention `a` it accumulated while running (positions it never attended
-    count as 1). Needs `initial_coverage`."""
-
-    initial_coverage: tf.Tensor | None = None
-    """With `coverage_penalty`: the attention accumulated before step 0,
-    `(batch_size * beam_width, Tv)` (TFA: the initial state's alignments)."""
-
-    record_steps: bool = False
-    """Whether every step also records the kept ids, their parent beams and
-    their ranking scores `(batch, beam)` in that step's beam order (TFA's
-    `BeamSearchDecoderOutput`); the records are then a dict with the keys
-    `attention`, `ids`, `parents` and `scores` (not with `drop_finished` or
-    `constraints`)."""
-
-    record_all_scores: bool = False
-    """With `record_steps`: `scores` holds the ranking score of every
-    candidate, `(batch, beam, vocab)` (TFA's `output_all_scores`)."""
-
-    def record_dtypes(self):
-        if not self.record_steps:
-            return tf.float32
-        return {"attention": tf.float32, "ids": tf.int32, "parents": tf.int32, "scores": tf.float32}
-
+    @accepts_old_max_steps
     def __init__(
         self,
         beam_width: int = DEFAULT_BEAM_WIDTH,
         length_penalty: float = DEFAULT_LENGTH_PENALTY,
-        max_length: int = DEFAULT_MAX_OUTPUT_LENGTH,
+        max_steps: int = DEFAULT_MAX_OUTPUT_LENGTH,
         end_id: int = 3,
         pad_id: int = 0,
         n_best: int | None = None,
         drop_finished: bool = False,
     ):
-        super().__init__(max_length=max_length, end_id=end_id, pad_id=pad_id)
+        super().__init__(max_steps=max_steps, end_id=end_id, pad_id=pad_id)
         self.drop_finished = check_bool("drop_finished", drop_finished)
         self.beam_width = check_int("beam_width", beam_width, minimum=1)
         if (
@@ -256,7 +220,7 @@ class BeamSearch(DecodingStrategy):
 
     def initialize(self, initial_state, start_ids):
         batch_size = tf.shape(start_ids)[0]
-        beam_width, max_length = self.beam_width, self.max_length
+        beam_width, max_steps = self.beam_width, self.max_steps
         state = initial_state
         if not self.tiled_state:
             state = tf.nest.map_structure(lambda x: tf.repeat(x, beam_width, axis=0), state)
@@ -268,19 +232,16 @@ class BeamSearch(DecodingStrategy):
             "log_probs": tf.tile(first_live[tf.newaxis], [batch_size, 1]),
             "lengths": tf.zeros([batch_size, beam_width], tf.int32),
             "finished": tf.tile(first_finished[tf.newaxis], [batch_size, 1]),
-            "tokens": tf.fill([batch_size, beam_width, max_length], tf.constant(self.pad_id)),
+            "tokens": tf.fill([batch_size, beam_width, max_steps], tf.constant(self.pad_id)),
             # Each emitted token's log-probability (the end token's included).
-            "token_scores": tf.zeros([batch_size, beam_width, max_length], tf.float32),
+            "token_scores": tf.zeros([batch_size, beam_width, max_steps], tf.float32),
             # The beam (of its sentence) of each step's ancestor.
-            "ancestry": tf.zeros([batch_size, beam_width, max_length], tf.int32),
+            "ancestry": tf.zeros([batch_size, beam_width, max_steps], tf.int32),
         }
         if self.constraints is not None:
             search.update(initial_search(self.constraints, beam_width))
         if self.coverage_penalty:
-            if self.initial_coverage is None:
-                raise ValueError("`coverage_penalty` needs `initial_coverage`.")
-            coverage = tf.cast(self.initial_coverage, tf.float32)
-            search["coverage"] = tf.reshape(coverage, [batch_size, beam_width, -1])
+            search["coverage"] = self._initial_coverage(batch_size, beam_width)
         return tf.repeat(start_ids, beam_width), state, search
 
     def step(self, step, log_probs, state, attention, search):
@@ -292,16 +253,12 @@ class BeamSearch(DecodingStrategy):
         vocab_size = tf.shape(log_probs)[-1]
         step_log_probs = tf.reshape(log_probs, [-1, beam_width, vocab_size])
         # A finished hypothesis continues only with pad, at no cost.
-        never = tf.float32.min if self.tfa_scoring else -math.inf
-        pad_only = tf.where(tf.equal(tf.range(vocab_size), pad), 0.0, tf.constant(never))
+        pad_only = tf.where(tf.equal(tf.range(vocab_size), pad), 0.0, self._never())
         step_log_probs = tf.where(finished[..., tf.newaxis], pad_only, step_log_probs)
         totals = search["log_probs"][..., tf.newaxis] + step_log_probs  # (batch, beam, vocab)
         running = tf.logical_not(finished)
         candidate_lengths = search["lengths"] + tf.cast(running, tf.int32)
-        ranked_lengths = candidate_lengths[..., tf.newaxis]
-        if self.tfa_scoring:  # an ending candidate is ranked without its end token
-            ends = tf.equal(tf.range(vocab_size), self.end_id)
-            ranked_lengths -= tf.cast(tf.logical_and(running[..., tf.newaxis], ends), tf.int32)
+        ranked_lengths = self._ranked_lengths(candidate_lengths, running, vocab_size, self.end_id)
         ranked = self.normalize(totals, ranked_lengths)
         if self.coverage_penalty:
             coverage, penalty = self._coverage(attention, search)
@@ -343,29 +300,11 @@ class BeamSearch(DecodingStrategy):
         }
         if self.coverage_penalty:
             search["coverage"] = tf.gather(coverage, parents, batch_dims=1)
-        if self.record_steps:
-            attention = {
-                "attention": attention,
-                "ids": ids,
-                "parents": parents,
-                "scores": ranked if self.record_all_scores else kept_scores,
-            }
+        records = self._step_records(attention, ids, parents, ranked, kept_scores)
         next_ids = tf.reshape(tf.where(parent_finished, pad, ids), [-1])
         # Attention is recorded in the order of this step's rows; `ancestry`
         # finds the best hypothesis' rows in `finalize`.
-        return next_ids, state, search, attention
-
-    def _coverage(self, attention, search):
-        """TFA's coverage: each hypothesis' accumulated attention (this step's
-        counted while it runs), and `coverage_penalty * sum_i log(min(a_i, 1))`
-        for the finished hypotheses (0 for the running ones)."""
-        finished = search["finished"]
-        step_attention = tf.reshape(attention, tf.concat([tf.shape(finished), [-1]], axis=0))
-        running = tf.cast(tf.logical_not(finished), tf.float32)[..., tf.newaxis]
-        coverage = search["coverage"] + step_attention * running
-        covered = tf.where(tf.equal(coverage, 0.0), 1.0, coverage)
-        penalty = tf.reduce_sum(tf.math.log(tf.minimum(covered, 1.0)), axis=-1)
-        return coverage, self.coverage_penalty * penalty * tf.cast(finished, tf.float32)
+        return next_ids, state, search, records
 
     def _ancestor_rows(self, search):
         """`ancestry` as rows of the recorded attention (batch * beam layout)."""
@@ -377,18 +316,18 @@ class BeamSearch(DecodingStrategy):
             attention = attention["attention"]
         if self.n_best is not None:
             return self._finalize_n_best(steps, search, attention)
-        max_length = self.max_length
+        max_steps = self.max_steps
         # top_k sorts the kept hypotheses by the ranking score, so the best is first.
         scores = search["log_probs"][:, 0]
         # `lengths` counts the end token; DecodeResult.lengths does not.
         best_lengths = search["lengths"][:, 0] - tf.cast(search["finished"][:, 0], tf.int32)
-        # attention: (max_length, batch * beam, Tv); pick, at every step, the
-        # row of the best hypothesis' ancestor. Everything stays max_length
+        # attention: (max_steps, batch * beam, Tv); pick, at every step, the
+        # row of the best hypothesis' ancestor. Everything stays max_steps
         # long until the final slice (XLA needs static shapes in between).
-        best_rows = tf.transpose(self._ancestor_rows(search)[:, 0, :])  # (max_length, batch)
+        best_rows = tf.transpose(self._ancestor_rows(search)[:, 0, :])  # (max_steps, batch)
         best_attention = tf.gather(attention, best_rows, batch_dims=1)
-        best_attention = tf.transpose(best_attention, [1, 0, 2])  # (batch, max_length, Tv)
-        emitted = tf.range(max_length)[tf.newaxis, :] < best_lengths[:, tf.newaxis]
+        best_attention = tf.transpose(best_attention, [1, 0, 2])  # (batch, max_steps, Tv)
+        emitted = tf.range(max_steps)[tf.newaxis, :] < best_lengths[:, tf.newaxis]
         best_attention = tf.where(emitted[..., tf.newaxis], best_attention, 0.0)
         return DecodeResult(
             tokens=search["tokens"][:, 0, :steps],
@@ -400,20 +339,18 @@ class BeamSearch(DecodingStrategy):
 
     def _finalize_n_best(self, steps, search, attention):
         """`finalize` for the `n_best` best hypotheses: an n-best axis after the batch axis."""
-        max_length, n_best = self.max_length, self.n_best
+        max_steps, n_best = self.max_steps, self.n_best
         batch_size = tf.shape(search["log_probs"])[0]
         scores = search["log_probs"][:, :n_best]
         lengths = search["lengths"][:, :n_best] - tf.cast(search["finished"][:, :n_best], tf.int32)
-        # The ancestors' rows of each kept hypothesis: (max_length, batch * n_best).
-        rows = tf.transpose(
-            tf.reshape(self._ancestor_rows(search)[:, :n_best, :], [-1, max_length])
-        )
-        kept_attention = tf.gather(attention, rows, batch_dims=1)  # (max_length, batch * n, Tv)
+        # The ancestors' rows of each kept hypothesis: (max_steps, batch * n_best).
+        rows = tf.transpose(tf.reshape(self._ancestor_rows(search)[:, :n_best, :], [-1, max_steps]))
+        kept_attention = tf.gather(attention, rows, batch_dims=1)  # (max_steps, batch * n, Tv)
         kept_attention = tf.reshape(
             tf.transpose(kept_attention, [1, 0, 2]),
-            [batch_size, n_best, max_length, tf.shape(attention)[-1]],
+            [batch_size, n_best, max_steps, tf.shape(attention)[-1]],
         )
-        emitted = tf.range(max_length) < lengths[..., tf.newaxis]  # (batch, n, max_length)
+        emitted = tf.range(max_steps) < lengths[..., tf.newaxis]  # (batch, n, max_steps)
         kept_attention = tf.where(emitted[..., tf.newaxis], kept_attention, 0.0)
         return DecodeResult(
             tokens=search["tokens"][:, :n_best, :steps],

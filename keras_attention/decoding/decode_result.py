@@ -10,7 +10,7 @@ import tensorflow as tf
 class DecodeResult(NamedTuple):
     """The output of a decoding strategy, one row per input sentence.
 
-    `T` is the number of decoding steps actually run: at most `max_length`,
+    `T` is the number of decoding steps actually run: at most `max_steps`,
     fewer when every sentence emitted `end_id` earlier. It is dynamic (known
     only when the graph runs).
 
@@ -23,7 +23,7 @@ class DecodeResult(NamedTuple):
             when one was emitted. For beam search, the raw (not
             length-normalized) log-probability of the returned hypothesis.
         lengths: int32 tensor of shape `(batch_size,)`. The number of tokens
-            before the end token (`max_length` when the sentence never ended).
+            before the end token (`max_steps` when the sentence never ended).
         attention: float32 tensor of shape `(batch_size, T, Tv)`. The
             attention weights of each emitted step; rows `>= lengths[b]`
             (the end token's step and everything after it) are zero.

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import warnings
 from typing import Any
 
 import keras
@@ -30,6 +31,11 @@ import tensorflow as tf
 from keras_attention.decoding.decode_result import DecodeResult
 from keras_attention.decoding.drop_finished_loop import drop_finished_loop
 from keras_attention.decoding.next_fn import NextFn, call_next_fn, relaxed_shape
+from keras_attention.decoding.renamed_options import (
+    OLD_MAX_STEPS,
+    accepts_old_max_steps,
+    with_max_steps,
+)
 from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
 
 
@@ -100,12 +106,12 @@ def prepare_start_ids(start_ids: Any) -> tf.Tensor:
 class DecodingStrategy:
     """Base class of decoding strategies: the one decoding loop.
 
-    `__call__` runs a single `tf.while_loop` with `maximum_iterations=max_length`
+    `__call__` runs a single `tf.while_loop` with `maximum_iterations=max_steps`
     (as keras-hub's `Sampler.__call__` and OpenNMT-tf's `dynamic_decode` do).
     Each iteration calls the model once and hands the float32 log-probs to the
     strategy's `step` hook; the loop stops when every row of the search state's
     `"finished"` flags is true (after at least one step, so an empty batch still
-    has a step to stack) or after `max_length` steps. A strategy supplies only
+    has a step to stack) or after `max_steps` steps. A strategy supplies only
     what differs, in three hooks:
 
     1. `initialize(initial_state, start_ids)` returns `(token_ids, state,
@@ -120,7 +126,7 @@ class DecodingStrategy:
        the nest of records that `record_dtypes` describes).
     3. `finalize(steps, search, attention)` builds the `DecodeResult` from
        the number of steps run, the final search variables and the recorded
-       attention, stacked to `(max_length, rows, Tv)` (rows past `steps` are
+       attention, stacked to `(max_steps, rows, Tv)` (rows past `steps` are
        not meaningful).
 
     `loop` is the `tf.while_loop` between `initialize` and `finalize`.
@@ -140,8 +146,10 @@ class DecodingStrategy:
     and round-trips them through `get_config` / `from_config`.
 
     Args:
-        max_length: int >= 1, the most tokens generated per sentence
-            (counting the end token).
+        max_steps: int >= 1, the most decoding steps, so the most tokens
+            generated per sentence (counting the end token). Formerly
+            `max_length`, which is still accepted with a `DeprecationWarning`
+            (`keras_attention.decoding.renamed_options`).
         end_id: int >= 0, the id that ends a sentence.
         pad_id: int >= 0, the id written after a sentence has ended.
 
@@ -154,14 +162,14 @@ class DecodingStrategy:
         **options: values of `call_options` for this call only, as Python
             values (checked like the constructor's) or scalar tensors (e.g. a
             serving signature's inputs, which the export checks in the graph):
-            `max_length` (at most the constructor's, which sizes the loop's
+            `max_steps` (at most the constructor's, which sizes the loop's
             buffers) and the subclass' own (`beam_width`, `seed`, ...).
 
     Returns:
         A `DecodeResult`.
     """
 
-    call_options: tuple[str, ...] = ("max_length",)
+    call_options: tuple[str, ...] = ("max_steps",)
     """The options `__call__` may override per call."""
 
     drop_finished: bool = False
@@ -184,33 +192,46 @@ class DecodingStrategy:
     into builtin ops for any batch size (it lowers a `TensorArray` only when
     the batch is fixed). Not with `drop_finished`."""
 
+    @accepts_old_max_steps
     def __init__(
-        self, max_length: int = DEFAULT_MAX_OUTPUT_LENGTH, end_id: int = 3, pad_id: int = 0
+        self, max_steps: int = DEFAULT_MAX_OUTPUT_LENGTH, end_id: int = 3, pad_id: int = 0
     ):
-        self.max_length = check_int("max_length", max_length, minimum=1)
+        self.max_steps = check_int("max_steps", max_steps, minimum=1)
         self.end_id = check_int("end_id", end_id, minimum=0)
         self.pad_id = check_int("pad_id", pad_id, minimum=0)
-        # The loop's step limit: `max_length` unless a call passes a smaller one.
-        self.max_steps: int | tf.Tensor = self.max_length
+        # The loop's step limit: `max_steps` unless a call passes a smaller one.
+        self.step_limit: int | tf.Tensor = self.max_steps
+
+    @property
+    def max_length(self) -> int:
+        """Deprecated: the old name of `max_steps`."""
+        warnings.warn(
+            "`max_length` is renamed `max_steps` (the most decoding steps).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.max_steps
 
     def with_options(self, **options: Any) -> DecodingStrategy:
         """A copy of this strategy with some `call_options` replaced.
 
         Python values are checked by building a new strategy from the merged
         config; tensors (scalars) replace the attributes as they are. A
-        `max_length` only limits the steps: the buffers keep this strategy's
-        `max_length`, so a tensor can vary from call to call.
+        `max_steps` only limits the steps: the buffers keep this strategy's
+        `max_steps`, so a tensor can vary from call to call.
 
         Raises:
             ValueError: an unknown option, or a bad Python value.
         """
+        if OLD_MAX_STEPS in options:
+            options = with_max_steps(options)
         unknown = sorted(set(options) - set(self.call_options))
         if unknown:
             raise ValueError(
                 f"{type(self).__name__} takes the call options {list(self.call_options)}. "
                 f"Received: {unknown}"
             )
-        max_steps = options.pop("max_length", None)
+        max_steps = options.pop("max_steps", None)
         python = {k: v for k, v in options.items() if not tf.is_tensor(v)}
         tensors = {k: v for k, v in options.items() if tf.is_tensor(v)}
         strategy = (
@@ -220,15 +241,15 @@ class DecodingStrategy:
             setattr(strategy, name, value)
         if max_steps is not None:
             if tf.is_tensor(max_steps):
-                strategy.max_steps = tf.cast(max_steps, tf.int32)
+                strategy.step_limit = tf.cast(max_steps, tf.int32)
             else:
-                steps = check_int("max_length", max_steps, minimum=1)
-                if steps > self.max_length:
+                steps = check_int("max_steps", max_steps, minimum=1)
+                if steps > self.max_steps:
                     raise ValueError(
-                        f"`max_length` must be <= the strategy's max_length={self.max_length}. "
-                        f"Received: max_length={max_steps!r}"
+                        f"`max_steps` must be <= the strategy's max_steps={self.max_steps}. "
+                        f"Received: max_steps={max_steps!r}"
                     )
-                strategy.max_steps = steps
+                strategy.step_limit = steps
         return strategy
 
     def __call__(
@@ -261,7 +282,7 @@ class DecodingStrategy:
 
         Returns `(steps, state, search, records)`: the number of steps run,
         the final model state and search variables, and each step's records
-        (see `record_dtypes`) stacked to `(max_length, ...)`; `__call__`
+        (see `record_dtypes`) stacked to `(max_steps, ...)`; `__call__`
         hands all but the state to `finalize`. A caller that needs the final
         state or the search variables themselves (TFA's `BeamSearchDecoder`
         in `keras_attention.seq2seq`) calls `initialize` and `loop` itself.
@@ -298,7 +319,7 @@ class DecodingStrategy:
             search,
             tf.nest.map_structure(
                 lambda dtype: (
-                    tf.TensorArray(dtype, size=self.max_length)
+                    tf.TensorArray(dtype, size=self.max_steps)
                     if tensor_arrays
                     else tf.zeros([0], dtype)
                 ),
@@ -317,13 +338,13 @@ class DecodingStrategy:
             body,
             loop_vars,
             shape_invariants=shape_invariants,
-            maximum_iterations=self.max_steps,
+            maximum_iterations=self.step_limit,
         )
         if tensor_arrays:
             records = tf.nest.map_structure(lambda kept: kept.stack(), records)
         else:
             records = tf.nest.map_structure(
-                lambda kept: _pad_steps(kept, self.max_length - steps), records
+                lambda kept: _pad_steps(kept, self.max_steps - steps), records
             )
         return steps, state, search, records
 
@@ -351,14 +372,15 @@ class DecodingStrategy:
         raise NotImplementedError(f"{type(self).__name__} must implement `finalize`.")
 
     def get_config(self) -> dict[str, Any]:
-        config = {"max_length": self.max_length, "end_id": self.end_id, "pad_id": self.pad_id}
+        config = {"max_steps": self.max_steps, "end_id": self.end_id, "pad_id": self.pad_id}
         if self.drop_finished:  # only a strategy that takes the argument sets it
             config["drop_finished"] = True
         return config
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> DecodingStrategy:
-        return cls(**config)
+        # A config saved before the rename holds `max_length`.
+        return cls(**with_max_steps(config, warn=False))
 
     def __repr__(self) -> str:
         args = ", ".join(f"{key}={value!r}" for key, value in self.get_config().items())

@@ -45,7 +45,7 @@ def drop_finished_loop(
 
     Args:
         strategy: the `DecodingStrategy` whose hooks run: its `step` and
-            `finalize`, and its `max_steps`, `max_length` and
+            `finalize`, and its `step_limit`, `max_steps` and
             `drop_min_rows`.
         next_fn: the model's next-step function
             (`keras_attention.decoding.next_fn`).
@@ -56,7 +56,7 @@ def drop_finished_loop(
 
     Returns:
         `strategy.finalize(steps, search, attention)`: the `DecodeResult` of
-        the whole batch, attention `(max_length, rows, Tv)`.
+        the whole batch, attention `(max_steps, rows, Tv)`.
     """
     num_sentences = tf.shape(search["finished"])[0]
     num_rows = tf.shape(token_ids)[0]
@@ -73,7 +73,7 @@ def drop_finished_loop(
             for key, value in results.items()
         }
 
-    max_steps = tf.convert_to_tensor(strategy.max_steps, tf.int32)
+    max_steps = tf.convert_to_tensor(strategy.step_limit, tf.int32)
 
     def sentences_finished(search, count):
         """Whether each of `count` sentences has finished: `(count,)` bool."""
@@ -107,8 +107,14 @@ def drop_finished_loop(
         outputs = tf.while_loop(cond, step_body, loop_vars, shape_invariants=invariants)
         return outputs[:5]
 
-    def segment(step, sentences, token_ids, state, search, results, left_at, attention):
-        """Steps until enough sentences finish, then their rows leave the loop."""
+    def segment(step, running, written):
+        """Steps until enough sentences finish, then their rows leave the loop.
+
+        `running` is `(sentences, token_ids, state, search)`, the rows still in
+        the loop; `written`, `(results, left_at, attention)`, what the loop
+        keeps of the sentences that left it and every step's attention."""
+        sentences, token_ids, state, search = running
+        results, left_at, attention = written
         step, token_ids, state, search, attention = steps_until_some_finish(
             step, sentences, token_ids, state, search, attention
         )
@@ -116,48 +122,50 @@ def drop_finished_loop(
         keep = tf.cast(tf.where(tf.logical_not(finished))[:, 0], tf.int32)
         gone = tf.boolean_mask(sentences, finished)
         rows = rows_of(keep)
-        return (
-            step,
+        running = (
             tf.gather(sentences, keep),
             tf.gather(token_ids, rows),
             tf.nest.map_structure(lambda x: tf.gather(x, rows), state),
             tf.nest.map_structure(lambda x: tf.gather(x, keep), search),
+        )
+        written = (
             write(results, sentences, search),
             tf.tensor_scatter_nd_update(
                 left_at, gone[:, tf.newaxis], tf.fill(tf.shape(gone), step)
             ),
             attention,
         )
+        return step, running, written
 
-    def cond(step, sentences, *_):
+    def cond(step, running, written):
+        sentences = running[0]
         return tf.logical_and(
             step < max_steps, tf.logical_or(tf.equal(step, 0), tf.size(sentences) > 0)
         )
 
-    loop_vars = (
-        tf.constant(0, tf.int32),
-        tf.range(num_sentences),
-        token_ids,
-        state,
+    running = (tf.range(num_sentences), token_ids, state, search)
+    written = (
         search,
-        search,
-        tf.fill([num_sentences], tf.constant(strategy.max_length, tf.int32)),
+        tf.fill([num_sentences], tf.constant(strategy.max_steps, tf.int32)),
         tf.TensorArray(
             tf.float32, size=0, dynamic_size=True, infer_shape=False, element_shape=[None, None]
         ),
     )
-    relaxed = tf.nest.map_structure(relaxed_shape, (token_ids, state, search, search))
+    relaxed = tf.nest.map_structure(relaxed_shape, (token_ids, state, search))
     shape_invariants = (
         tf.TensorShape([]),
-        tf.TensorShape([None]),
-        *relaxed,
-        tf.TensorShape([None]),
-        tf.TensorShape(None),
+        (tf.TensorShape([None]), *relaxed),
+        (relaxed[2], tf.TensorShape([None]), tf.TensorShape(None)),
     )
-    steps, sentences, _, _, search, results, left_at, attention = tf.while_loop(
-        cond, segment, loop_vars, shape_invariants=shape_invariants
+    steps, running, written = tf.while_loop(
+        cond,
+        segment,
+        (tf.constant(0, tf.int32), running, written),
+        shape_invariants=shape_invariants,
     )
-    results = write(results, sentences, search)  # the sentences max_length stopped
+    sentences, _, _, search = running
+    results, left_at, attention = written
+    results = write(results, sentences, search)  # the sentences max_steps stopped
     # Step t recorded the rows of the sentences still running at t, in batch order.
     running = tf.range(steps)[:, tf.newaxis] < left_at[tf.newaxis, :]  # (steps, sentences)
     step_and_sentence = tf.cast(tf.where(running), tf.int32)
@@ -167,6 +175,6 @@ def drop_finished_loop(
     attention = tf.scatter_nd(
         tf.stack([at_step, rows], axis=1),
         recorded,
-        [strategy.max_length, num_rows, tf.shape(recorded)[1]],
+        [strategy.max_steps, num_rows, tf.shape(recorded)[1]],
     )
     return strategy.finalize(steps, results, attention)

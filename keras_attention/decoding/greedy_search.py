@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from keras_attention.decoding.decode_result import DecodeResult
 from keras_attention.decoding.decoding_strategy import DecodingStrategy, check_bool, write_column
+from keras_attention.decoding.renamed_options import accepts_old_max_steps
 from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
 
 
@@ -28,11 +29,11 @@ class GreedySearch(DecodingStrategy):
        `token == end_id` the sentence is finished. A finished sentence emits
        `pad_id` (fed back as its next input), its score and length stop
        changing, and its attention rows are zero.
-    4. The loop stops when every sentence is finished or after `max_length`
+    4. The loop stops when every sentence is finished or after `max_steps`
        steps.
 
     Args:
-        max_length: int >= 1, the most decoding steps (counting the step that
+        max_steps: int >= 1, the most decoding steps (counting the step that
             emits the end token). Defaults to 50.
         end_id: int >= 0, the id that ends a sentence. Defaults to 3.
         pad_id: int >= 0, the id written after a sentence has ended. Defaults
@@ -59,7 +60,7 @@ class GreedySearch(DecodingStrategy):
     Returns:
         A `DecodeResult` with `tokens` `(batch_size, T)`, `scores`
         `(batch_size,)`, `lengths` `(batch_size,)` and `attention`
-        `(batch_size, T, Tv)`, where `T <= max_length` is the number of steps
+        `(batch_size, T, Tv)`, where `T <= max_steps` is the number of steps
         run.
 
     Example:
@@ -68,7 +69,7 @@ class GreedySearch(DecodingStrategy):
     ...                      [0.1, 0.1, 0.1, 0.7], [0.1, 0.1, 0.1, 0.7]])
     >>> def next_fn(step, token_ids, state):
     ...     return tf.gather(table, token_ids), state, tf.ones([tf.shape(token_ids)[0], 1])
-    >>> result = GreedySearch(max_length=5, end_id=3)(next_fn, (), tf.constant([0]))
+    >>> result = GreedySearch(max_steps=5, end_id=3)(next_fn, (), tf.constant([0]))
     >>> result.tokens.numpy().tolist(), result.lengths.numpy().tolist()
     ([[2, 0]], [1])
 
@@ -76,22 +77,23 @@ class GreedySearch(DecodingStrategy):
     columns; the end token itself is replaced by `pad_id`.
     """
 
+    @accepts_old_max_steps
     def __init__(
         self,
-        max_length: int = DEFAULT_MAX_OUTPUT_LENGTH,
+        max_steps: int = DEFAULT_MAX_OUTPUT_LENGTH,
         end_id: int = 3,
         pad_id: int = 0,
         drop_finished: bool = False,
     ):
-        super().__init__(max_length=max_length, end_id=end_id, pad_id=pad_id)
+        super().__init__(max_steps=max_steps, end_id=end_id, pad_id=pad_id)
         self.drop_finished = check_bool("drop_finished", drop_finished)
 
     def initialize(self, initial_state, start_ids):
         batch_size = tf.shape(start_ids)[0]
         search = {
-            "tokens": tf.fill([batch_size, self.max_length], tf.constant(self.pad_id, tf.int32)),
+            "tokens": tf.fill([batch_size, self.max_steps], tf.constant(self.pad_id, tf.int32)),
             "scores": tf.zeros([batch_size], tf.float32),
-            "token_scores": tf.zeros([batch_size, self.max_length], tf.float32),
+            "token_scores": tf.zeros([batch_size, self.max_steps], tf.float32),
             "lengths": tf.zeros([batch_size], tf.int32),
             "finished": tf.zeros([batch_size], tf.bool),
         }
@@ -127,7 +129,7 @@ class GreedySearch(DecodingStrategy):
         return tf.where(finished, pad, ids), state, search, attention
 
     def finalize(self, steps, search, attention):
-        # (max_length, batch, Tv) -> (batch, steps, Tv); unwritten steps are dropped.
+        # (max_steps, batch, Tv) -> (batch, steps, Tv); unwritten steps are dropped.
         attention = tf.transpose(attention[:steps], [1, 0, 2])
         return DecodeResult(
             tokens=search["tokens"][:, :steps],

@@ -5,11 +5,13 @@ from __future__ import annotations
 from keras_attention.decoding.beam_search import BeamSearch
 from keras_attention.decoding.greedy_search import GreedySearch
 from keras_attention.decoding.random_sampling import RandomSampling
+from keras_attention.decoding.renamed_options import accepts_old_max_steps
 from keras_attention_client.wire.decoding_options import DecodingOptions
 
 
-def strategy_for(options: DecodingOptions, *, max_length: int, end_id: int, pad_id: int):
-    """The strategy of `options`, decoding at most `max_length` steps.
+@accepts_old_max_steps
+def strategy_for(options: DecodingOptions, *, max_steps: int, end_id: int, pad_id: int):
+    """The strategy of `options`, decoding at most `max_steps` steps.
 
     Greedy search for beam width 1 (the default, and no `n_best` above 1),
     beam search otherwise (`n_best` hypotheses per sentence when given), both
@@ -20,12 +22,12 @@ def strategy_for(options: DecodingOptions, *, max_length: int, end_id: int, pad_
 
     Args:
         options: a `DecodingOptions` (its `max_output_length`, when given,
-            replaces `max_length`).
-        max_length: int, the most decoding steps when `options` sets none.
+            replaces `max_steps`).
+        max_steps: int, the most decoding steps when `options` sets none.
         end_id: int, the end token's id.
         pad_id: int, the padding id.
     """
-    common = dict(max_length=options.max_output_length or max_length, end_id=end_id, pad_id=pad_id)
+    common = dict(max_steps=options.max_output_length or max_steps, end_id=end_id, pad_id=pad_id)
     if options.sample:
         return RandomSampling(
             temperature=options.value("temperature"),

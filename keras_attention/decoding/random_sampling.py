@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from keras_attention.decoding.decoding_strategy import check_int
 from keras_attention.decoding.greedy_search import GreedySearch
+from keras_attention.decoding.renamed_options import accepts_old_max_steps
 from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
 from keras_attention_client.wire.decoding_options import DEFAULT_TEMPERATURE
 
@@ -59,7 +60,7 @@ class RandomSampling(GreedySearch):
         top_p: float in `(0, 1]` or `None` (no cut), the nucleus mass.
             Defaults to `None`.
         seed: int in `[0, 2**31 - 1]` or `None`. Defaults to `None`.
-        max_length: int >= 1, the most decoding steps (counting the step that
+        max_steps: int >= 1, the most decoding steps (counting the step that
             emits the end token). Defaults to 50.
         end_id: int >= 0, the id that ends a sentence. Defaults to 3.
         pad_id: int >= 0, the id written after a sentence has ended. Defaults
@@ -67,7 +68,7 @@ class RandomSampling(GreedySearch):
 
     Call arguments:
         next_fn, initial_state, start_ids: as for `GreedySearch`.
-        **options: `temperature`, `top_k`, `top_p`, `seed` and `max_length`
+        **options: `temperature`, `top_k`, `top_p`, `seed` and `max_steps`
             for this call only (`call_options`), e.g. one seed per batch. As
             scalar tensors, `top_k = 0` means the whole vocabulary, `top_p =
             1` no cut and `seed < 0` a seed drawn at this call.
@@ -82,30 +83,31 @@ class RandomSampling(GreedySearch):
     >>> table = tf.math.log([[0.0, 0.0, 0.6, 0.1, 0.3]] + [[0.0, 0.0, 0.0, 1.0, 0.0]] * 4)
     >>> def next_fn(step, token_ids, state):
     ...     return tf.gather(table, token_ids), state, None
-    >>> sampler = RandomSampling(seed=7, max_length=4)
+    >>> sampler = RandomSampling(seed=7, max_steps=4)
     >>> first = sampler(next_fn, (), tf.zeros([1000], tf.int32)).tokens[:, 0].numpy()
     >>> sorted(set(first.tolist()))  # end (3) is padded to 0
     [0, 2, 4]
     >>> bool(abs((first == 2).mean() - 0.6) < 0.05)
     True
-    >>> greedy = RandomSampling(top_k=1, max_length=4)(next_fn, (), tf.zeros([5], tf.int32))
+    >>> greedy = RandomSampling(top_k=1, max_steps=4)(next_fn, (), tf.zeros([5], tf.int32))
     >>> greedy.tokens[:, 0].numpy().tolist()
     [2, 2, 2, 2, 2]
     """
 
-    call_options = ("max_length", "temperature", "top_k", "top_p", "seed")
+    call_options = ("max_steps", "temperature", "top_k", "top_p", "seed")
 
+    @accepts_old_max_steps
     def __init__(
         self,
         temperature: float = DEFAULT_TEMPERATURE,
         top_k: int | None = None,
         seed: int | None = None,
-        max_length: int = DEFAULT_MAX_OUTPUT_LENGTH,
+        max_steps: int = DEFAULT_MAX_OUTPUT_LENGTH,
         end_id: int = 3,
         pad_id: int = 0,
         top_p: float | None = None,
     ):
-        super().__init__(max_length=max_length, end_id=end_id, pad_id=pad_id)
+        super().__init__(max_steps=max_steps, end_id=end_id, pad_id=pad_id)
         if (
             not isinstance(temperature, numbers.Real)
             or isinstance(temperature, bool)

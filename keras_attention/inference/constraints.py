@@ -135,7 +135,7 @@ def as_beam_search(strategy, length_penalty: float):
     return BeamSearch(
         beam_width=1,
         length_penalty=length_penalty,
-        max_length=strategy.max_length,
+        max_steps=strategy.max_steps,
         end_id=strategy.end_id,
         pad_id=strategy.pad_id,
         drop_finished=strategy.drop_finished,

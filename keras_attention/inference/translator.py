@@ -122,7 +122,7 @@ class Translator:
         raise `ValueError`."""
         return strategy_for(
             DecodingOptions.of(options, **decoding),
-            max_length=self.max_output_length,
+            max_steps=self.max_output_length,
             end_id=self.target_vectorizer.end_id,
             pad_id=self.target_vectorizer.pad_id,
         )
@@ -210,7 +210,7 @@ class Translator:
                 `BeamSearch` (`inference.constraints`). A row without phrases
                 decodes exactly as without them.
             **options: the strategy's per-call options (e.g. `beam_width`,
-                `max_length`, as scalar tensors in an export).
+                `max_steps`, as scalar tensors in an export).
 
         Returns:
             A dict of dense tensors: `translation_outputs.OUTPUT_KEYS`

@@ -156,14 +156,16 @@ class TrainingRun:
         (`training_pairs`, `make_stream`): worker `part[0]` of `part[1]` reads its own lines,
         `options.batch_size` pairs per batch, from batch `start` on (a resumed run continues
         where its backup was taken)."""
+        held_out_sources = dataclasses.replace(
+            held_out(self.config), excluded_sources=tuple(excluded_sources(self.config, sample))
+        )
         pairs = training_pairs(
             sample.scans,
-            held_out(self.config),
+            held_out_sources,
             sample.strides,
             self.config.shuffle_buffer,
             self.config.seed,
             reverse=self.config.reverse,
-            excluded_sources=excluded_sources(self.config, sample),
             part=part,
         )
         return make_stream(pairs, *vectorizers, options).skip(start)

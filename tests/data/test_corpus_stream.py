@@ -112,6 +112,18 @@ def test_training_stream_never_yields_a_held_out_source_and_every_reference_stay
     assert len(set(drawn)) > 15000  # shuffled across the corpus, not its first lines
 
 
+def test_training_stream_skips_the_excluded_sources_whatever_their_bucket(tmp_path):
+    """`HeldOut.excluded_sources` (a user-given validation or test file's sources) never
+    reach training, though with no held-out share every hash bucket is `TRAIN`."""
+    path = tmp_path / "c.tsv"
+    path.write_text("".join(f"s{i}.\tt{i}.\n" for i in range(20)), encoding="utf-8")
+    scan = scan_of(str(path))
+    held_out = HeldOut(0.0, 0.0, excluded_sources=("s3.", "s7.", "not in the corpus"))
+    stream = training_pairs([scan], held_out, [1], shuffle_buffer=1000, seed=0)
+    drawn = {s.decode() for s, _ in itertools.islice(stream.as_numpy_iterator(), 400)}
+    assert drawn == {f"s{i}." for i in range(20)} - {"s3.", "s7."}
+
+
 def test_training_stream_is_the_same_in_every_process_and_differs_by_seed(tmp_path):
     (scan,) = scan_corpora(corpus_list(None))
 

@@ -36,13 +36,13 @@ def assert_same_results(got, want):
     np.testing.assert_allclose(got.attention, want.attention, rtol=1e-6, atol=1e-7)
 
 
-def markov_table(rows: dict, vocab_size: int, max_length: int) -> np.ndarray:
-    """Log-prob table (max_length, V, V); `rows[(step, prev)]` = {token: prob}.
+def markov_table(rows: dict, vocab_size: int, max_steps: int) -> np.ndarray:
+    """Log-prob table (max_steps, V, V); `rows[(step, prev)]` = {token: prob}.
 
     Unlisted (step, prev) rows are uniform. Within a listed row, the mass not
     given to listed tokens is spread evenly over the others.
     """
-    table = np.full([max_length, vocab_size, vocab_size], 1.0 / vocab_size)
+    table = np.full([max_steps, vocab_size, vocab_size], 1.0 / vocab_size)
     for (step, prev), probs in rows.items():
         rest = [t for t in range(vocab_size) if t not in probs]
         remaining = 1.0 - sum(probs.values())
@@ -50,7 +50,7 @@ def markov_table(rows: dict, vocab_size: int, max_length: int) -> np.ndarray:
         row = np.full([vocab_size], remaining / len(rest))
         for token, p in probs.items():
             row[token] = p
-        steps = range(max_length) if step is None else [step]
+        steps = range(max_steps) if step is None else [step]
         for s in steps:
             table[s, prev] = row
     return np.log(table)
@@ -68,14 +68,14 @@ def test_beam_beats_greedy_where_greedy_is_fooled(mode):
         (None, A): {A: 0.36, B: 0.34, END: 0.25},
         (None, B): {END: 0.9, A: 0.03, B: 0.03},
     }
-    table = markov_table(rows, vocab_size=6, max_length=3)
+    table = markov_table(rows, vocab_size=6, max_steps=3)
     next_fn = table_next_fn(table)
-    greedy = run(GreedySearch(max_length=3), next_fn, (), tf.constant([START]), mode)
+    greedy = run(GreedySearch(max_steps=3), next_fn, (), tf.constant([START]), mode)
     np.testing.assert_array_equal(greedy.tokens.numpy(), [[A, A, A]])
     np.testing.assert_allclose(greedy.scores.numpy(), [math.log(0.5 * 0.36 * 0.36)], rtol=1e-5)
 
     beam = run(
-        BeamSearch(beam_width=2, length_penalty=0.0, max_length=3),
+        BeamSearch(beam_width=2, length_penalty=0.0, max_steps=3),
         next_fn,
         (),
         tf.constant([START]),
@@ -106,9 +106,9 @@ def test_length_penalty_changes_the_choice(alpha, expected, mode):
     #   alpha = 1: -0.857 < -0.800  -> long
     short, long = normalized(-1.0, 2, alpha), normalized(-1.2, 4, alpha)
     assert (short > long) == (alpha == 0.0)
-    table = markov_table(LENGTH_ROWS, vocab_size=6, max_length=5)
+    table = markov_table(LENGTH_ROWS, vocab_size=6, max_steps=5)
     result = run(
-        BeamSearch(beam_width=2, length_penalty=alpha, max_length=5),
+        BeamSearch(beam_width=2, length_penalty=alpha, max_steps=5),
         table_next_fn(table),
         (),
         tf.constant([START]),
@@ -132,11 +132,9 @@ def test_exhaustive_beam_finds_the_brute_force_best(seed, alpha, drop_finished):
     PrefixModel's distribution depends on the whole prefix, kept in the state,
     so this also checks the state and the attention follow their hypotheses.
     """
-    model = PrefixModel(batch_size=2, max_length=4, seed=seed)
+    model = PrefixModel(batch_size=2, max_steps=4, seed=seed)
     # At most 16 running + 15 finished hypotheses over 2 content tokens.
-    beam = BeamSearch(
-        beam_width=32, length_penalty=alpha, max_length=4, drop_finished=drop_finished
-    )
+    beam = BeamSearch(beam_width=32, length_penalty=alpha, max_steps=4, drop_finished=drop_finished)
     result = beam(model.next_fn, model.initial_state(), model.start_ids())
     for b in range(2):
         model.assert_result_row(result, b, *model.exhaustive_best(b, alpha))
@@ -144,10 +142,10 @@ def test_exhaustive_beam_finds_the_brute_force_best(seed, alpha, drop_finished):
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
 def test_beam_width_one_equals_greedy(seed):
-    model = PrefixModel(batch_size=3, max_length=5, seed=seed)
+    model = PrefixModel(batch_size=3, max_steps=5, seed=seed)
     args = (model.next_fn, model.initial_state(), model.start_ids())
-    greedy = GreedySearch(max_length=5)(*args)
-    beam = BeamSearch(beam_width=1, length_penalty=0.6, max_length=5)(*args)
+    greedy = GreedySearch(max_steps=5)(*args)
+    beam = BeamSearch(beam_width=1, length_penalty=0.6, max_steps=5)(*args)
     np.testing.assert_array_equal(beam.tokens.numpy(), greedy.tokens.numpy())
     np.testing.assert_array_equal(beam.lengths.numpy(), greedy.lengths.numpy())
     np.testing.assert_allclose(beam.scores.numpy(), greedy.scores.numpy(), rtol=1e-6)
@@ -167,12 +165,12 @@ def test_state_and_attention_follow_their_hypotheses(seed, drop_finished):
     the wrong hypothesis shows up in the result.
     """
     rng = np.random.default_rng(seed)
-    vocab_size, max_length = 6, 5
-    logits = rng.normal(scale=2.0, size=[max_length, vocab_size, vocab_size])
+    vocab_size, max_steps = 6, 5
+    logits = rng.normal(scale=2.0, size=[max_steps, vocab_size, vocab_size])
     logits[..., PAD] = -np.inf
     logits[..., START] = -np.inf
     # End likelier at each step (impossible at step 0): varied lengths, most >= 2.
-    logits[..., END] += 1.5 * (np.arange(max_length)[:, np.newaxis] - 3.0)
+    logits[..., END] += 1.5 * (np.arange(max_steps)[:, np.newaxis] - 3.0)
     logits[0, :, END] = -np.inf
     table = tf.constant(logits, tf.float32)
 
@@ -180,7 +178,7 @@ def test_state_and_attention_follow_their_hypotheses(seed, drop_finished):
         attention = (tf.one_hot(token_ids, vocab_size) + tf.one_hot(state, vocab_size)) / 2
         return tf.gather(table[step], token_ids), token_ids, attention
 
-    result = BeamSearch(beam_width=3, max_length=max_length, drop_finished=drop_finished)(
+    result = BeamSearch(beam_width=3, max_steps=max_steps, drop_finished=drop_finished)(
         next_fn, tf.fill([2], PAD), tf.fill([2], START)
     )
     for b in range(2):
@@ -199,7 +197,7 @@ def test_state_and_attention_follow_their_hypotheses(seed, drop_finished):
 def test_scripted_per_sentence_early_stop(mode):
     script = np.array([[5, 6, END, 7, 7, 7], [5, END, 8, 8, 8, 8], [9, 8, 7, 6, END, 6]])
     result = run(
-        BeamSearch(beam_width=3, max_length=6),
+        BeamSearch(beam_width=3, max_steps=6),
         scripted_next_fn(script, vocab_size=10, tv=6),
         (),
         tf.fill([3], START),
@@ -219,8 +217,8 @@ def test_scripted_per_sentence_early_stop(mode):
 
 @pytest.mark.parametrize("batch_size", [1, 48])
 def test_batch_sizes_match_per_sentence_decoding(batch_size):
-    model = PrefixModel(batch_size=batch_size, max_length=3, seed=batch_size)
-    beam = BeamSearch(beam_width=3, length_penalty=0.6, max_length=3)
+    model = PrefixModel(batch_size=batch_size, max_steps=3, seed=batch_size)
+    beam = BeamSearch(beam_width=3, length_penalty=0.6, max_steps=3)
     result = beam(model.next_fn, model.initial_state(), model.start_ids())
     # Decoding sentence b alone (its own table) must give the same answer.
     for b in sorted({0, batch_size // 2, batch_size - 1}):
@@ -234,7 +232,7 @@ def test_batch_sizes_match_per_sentence_decoding(batch_size):
 
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_unknown_tv_and_batch_in_tf_function(jit_compile):
-    model = PrefixModel(batch_size=2, max_length=4, seed=7)
+    model = PrefixModel(batch_size=2, max_steps=4, seed=7)
 
     def decode(values, start_ids):
         def next_fn(step, token_ids, state):
@@ -247,7 +245,7 @@ def test_unknown_tv_and_batch_in_tf_function(jit_compile):
             "sentence": tf.range(tf.shape(start_ids)[0]),
             "code": tf.zeros_like(start_ids),
         }
-        return BeamSearch(beam_width=3, max_length=4)(next_fn, state, start_ids)
+        return BeamSearch(beam_width=3, max_steps=4)(next_fn, state, start_ids)
 
     # values: (batch * beam, Tv) would need tiling; use one row broadcast to all.
     signature = [tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.int32)]
@@ -274,7 +272,7 @@ def test_more_beams_than_candidates():
     logits[..., PAD] = -np.inf
     logits[..., START] = -np.inf
     logits[:, :, END] = 1.0
-    result = BeamSearch(beam_width=8, max_length=3)(table_next_fn(logits), (), tf.constant([START]))
+    result = BeamSearch(beam_width=8, max_steps=3)(table_next_fn(logits), (), tf.constant([START]))
     np.testing.assert_array_equal(result.lengths.numpy(), [0])
     assert np.isfinite(result.scores.numpy()).all()
     np.testing.assert_allclose(result.scores.numpy(), [np.log(np.e / (np.e + 1))], rtol=1e-6)
@@ -289,7 +287,7 @@ def test_more_beams_than_candidates():
         ({"length_penalty": -0.1}, "length_penalty=-0.1"),
         ({"length_penalty": float("nan")}, "length_penalty=nan"),
         ({"length_penalty": "0.6"}, "length_penalty='0.6'"),
-        ({"max_length": 0}, "max_length=0"),
+        ({"max_steps": 0}, "max_steps=0"),
         ({"end_id": -1}, "end_id=-1"),
         ({"pad_id": None}, "pad_id=None"),
     ],
@@ -300,12 +298,12 @@ def test_invalid_arguments(kwargs, match):
 
 
 def test_config_round_trip():
-    beam = BeamSearch(beam_width=5, length_penalty=1.0, max_length=7, end_id=2, pad_id=1)
+    beam = BeamSearch(beam_width=5, length_penalty=1.0, max_steps=7, end_id=2, pad_id=1)
     config = beam.get_config()
     assert config == {
         "beam_width": 5,
         "length_penalty": 1.0,
-        "max_length": 7,
+        "max_steps": 7,
         "end_id": 2,
         "pad_id": 1,
     }
@@ -316,7 +314,7 @@ def test_config_round_trip():
 
 def test_runs_in_a_v1_session_from_a_saved_model(tmp_path):
     """The serving path: SavedModel loaded by tf.compat.v1 and run by a Session."""
-    model = PrefixModel(batch_size=2, max_length=4, seed=3)
+    model = PrefixModel(batch_size=2, max_steps=4, seed=3)
 
     class Exported(tf.Module):
         def __init__(self):
@@ -335,7 +333,7 @@ def test_runs_in_a_v1_session_from_a_saved_model(tmp_path):
 
             state = {"sentence": sentence, "code": tf.zeros_like(sentence)}
             start = tf.fill(tf.shape(sentence), START)
-            result = BeamSearch(beam_width=3, max_length=4)(next_fn, state, start)
+            result = BeamSearch(beam_width=3, max_steps=4)(next_fn, state, start)
             return result._asdict()
 
     module = Exported()
@@ -357,8 +355,8 @@ def ranked_hypotheses(model: PrefixModel, sentence: int, alpha: float):
     import itertools
 
     hypotheses = []
-    for n in range(model.max_length + 1):
-        ended = n < model.max_length
+    for n in range(model.max_steps + 1):
+        ended = n < model.max_steps
         for tokens in itertools.product(model.content, repeat=n):
             score, _ = model.score(sentence, tokens, ended)
             hypotheses.append((normalized(score, n + 1 if ended else n, alpha), tokens, ended))
@@ -370,9 +368,9 @@ def ranked_hypotheses(model: PrefixModel, sentence: int, alpha: float):
 @pytest.mark.parametrize("drop_finished", [False, True])
 def test_n_best_lists_the_enumerations_ranking(seed, alpha, drop_finished):
     """With beams for every hypothesis, the n-best list is the enumeration's top n."""
-    model = PrefixModel(batch_size=2, max_length=4, seed=seed)
+    model = PrefixModel(batch_size=2, max_steps=4, seed=seed)
     beam = BeamSearch(
-        beam_width=32, length_penalty=alpha, max_length=4, n_best=6, drop_finished=drop_finished
+        beam_width=32, length_penalty=alpha, max_steps=4, n_best=6, drop_finished=drop_finished
     )
     result = beam(model.next_fn, model.initial_state(), model.start_ids())
     assert result.tokens.shape[:2] == (2, 6) and result.attention.shape[:2] == (2, 6)
@@ -384,10 +382,10 @@ def test_n_best_lists_the_enumerations_ranking(seed, alpha, drop_finished):
 
 @pytest.mark.parametrize("mode", ["eager", "function"])
 def test_n_best_one_is_the_best_hypothesis_with_an_axis(mode):
-    model = PrefixModel(batch_size=3, max_length=5, seed=2)
+    model = PrefixModel(batch_size=3, max_steps=5, seed=2)
     args = (model.next_fn, model.initial_state(), model.start_ids())
-    best = run(BeamSearch(beam_width=3, max_length=5), *args, mode)
-    listed = run(BeamSearch(beam_width=3, max_length=5, n_best=1), *args, mode)
+    best = run(BeamSearch(beam_width=3, max_steps=5), *args, mode)
+    listed = run(BeamSearch(beam_width=3, max_steps=5, n_best=1), *args, mode)
     for field, listed_field in zip(best, listed, strict=True):
         np.testing.assert_array_equal(listed_field.numpy()[:, 0], field.numpy())
 
@@ -395,21 +393,21 @@ def test_n_best_one_is_the_best_hypothesis_with_an_axis(mode):
 @pytest.mark.parametrize("drop_finished", [False, True])
 def test_tensor_options_in_one_graph_equal_python_values(drop_finished):
     """One traced graph, the beam width (and penalty, steps, n-best) fed as tensors."""
-    model = PrefixModel(batch_size=3, max_length=5, seed=4)
+    model = PrefixModel(batch_size=3, max_steps=5, seed=4)
     state, start_ids = model.initial_state(), model.start_ids()
-    strategy = BeamSearch(beam_width=2, max_length=5, n_best=1, drop_finished=drop_finished)
+    strategy = BeamSearch(beam_width=2, max_steps=5, n_best=1, drop_finished=drop_finished)
 
     @tf.function(
         input_signature=[tf.TensorSpec([], tf.int32)] * 3 + [tf.TensorSpec([], tf.float32)]
     )
-    def decode(beam_width, n_best, max_length, length_penalty):
+    def decode(beam_width, n_best, max_steps, length_penalty):
         return strategy(
             model.next_fn,
             state,
             start_ids,
             beam_width=beam_width,
             n_best=n_best,
-            max_length=max_length,
+            max_steps=max_steps,
             length_penalty=length_penalty,
         )
 
@@ -420,7 +418,7 @@ def test_tensor_options_in_one_graph_equal_python_values(drop_finished):
         (8, 3, 4, 0.6),
     ]:
         got = decode(width, n_best, steps, alpha)
-        want = BeamSearch(beam_width=width, length_penalty=alpha, max_length=steps, n_best=n_best)(
+        want = BeamSearch(beam_width=width, length_penalty=alpha, max_steps=steps, n_best=n_best)(
             model.next_fn, state, start_ids
         )
         for got_field, want_field in zip(got, want, strict=True):
@@ -433,14 +431,14 @@ def test_tensor_options_in_one_graph_equal_python_values(drop_finished):
     [
         ({"n_best": 3}, "n_best=3, beam_width=2"),
         ({"n_best": 0}, "n_best=0"),
-        ({"max_length": 6}, "max_length=6"),
+        ({"max_steps": 6}, "max_steps=6"),
         ({"temperature": 1.0}, "call options"),
     ],
 )
 def test_invalid_call_options(options, match):
-    model = PrefixModel(batch_size=1, max_length=5, seed=0)
+    model = PrefixModel(batch_size=1, max_steps=5, seed=0)
     with pytest.raises(ValueError, match=match):
-        BeamSearch(beam_width=2, max_length=5)(
+        BeamSearch(beam_width=2, max_steps=5)(
             model.next_fn, model.initial_state(), model.start_ids(), **options
         )
 

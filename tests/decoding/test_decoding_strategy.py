@@ -8,9 +8,9 @@ from keras_attention.decoding import BeamSearch, DecodingStrategy, GreedySearch,
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"max_length": 0}, "max_length=0"),
-        ({"max_length": -3}, "max_length=-3"),
-        ({"max_length": 2.0}, "max_length=2.0"),
+        ({"max_steps": 0}, "max_steps=0"),
+        ({"max_steps": -3}, "max_steps=-3"),
+        ({"max_steps": 2.0}, "max_steps=2.0"),
         ({"end_id": -1}, "end_id=-1"),
         ({"end_id": "3"}, "end_id='3'"),
         ({"pad_id": False}, "pad_id=False"),
@@ -25,18 +25,18 @@ def test_shared_arguments_are_validated(cls, kwargs, match):
 def test_numpy_integers_are_accepted():
     import numpy as np
 
-    greedy = GreedySearch(max_length=np.int64(7), end_id=np.int32(2))
-    assert greedy.max_length == 7 and type(greedy.max_length) is int
+    greedy = GreedySearch(max_steps=np.int64(7), end_id=np.int32(2))
+    assert greedy.max_steps == 7 and type(greedy.max_steps) is int
     assert greedy.end_id == 2
 
 
 def test_greedy_config_round_trip_and_repr():
-    greedy = GreedySearch(max_length=9, end_id=2, pad_id=1)
-    assert greedy.get_config() == {"max_length": 9, "end_id": 2, "pad_id": 1}
+    greedy = GreedySearch(max_steps=9, end_id=2, pad_id=1)
+    assert greedy.get_config() == {"max_steps": 9, "end_id": 2, "pad_id": 1}
     restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(greedy))
     assert isinstance(restored, GreedySearch)
     assert restored.get_config() == greedy.get_config()
-    assert repr(greedy) == "GreedySearch(max_length=9, end_id=2, pad_id=1)"
+    assert repr(greedy) == "GreedySearch(max_steps=9, end_id=2, pad_id=1)"
 
 
 def test_base_class_is_abstract():
@@ -47,11 +47,11 @@ def test_base_class_is_abstract():
 @pytest.mark.parametrize(
     "strategy",
     [
-        GreedySearch(max_length=3),
-        GreedySearch(max_length=3, drop_finished=True),
-        BeamSearch(2, max_length=3),
-        BeamSearch(2, max_length=3, drop_finished=True),
-        RandomSampling(max_length=3),
+        GreedySearch(max_steps=3),
+        GreedySearch(max_steps=3, drop_finished=True),
+        BeamSearch(2, max_steps=3),
+        BeamSearch(2, max_steps=3, drop_finished=True),
+        RandomSampling(max_steps=3),
     ],
     ids=repr,
 )
@@ -83,20 +83,20 @@ def test_a_new_strategy_is_a_few_hooks():
         logits = tf.tile(tf.constant([[0.0, 0.0, 2.0, 1.0, 3.0]]), [tf.shape(token_ids)[0], 1])
         return logits, state, None
 
-    result = SecondBest(max_length=3)(next_fn, (), tf.constant([0, 0]))
+    result = SecondBest(max_steps=3)(next_fn, (), tf.constant([0, 0]))
     assert result.tokens.numpy().tolist() == [[2, 2, 2], [2, 2, 2]]
     assert result.lengths.numpy().tolist() == [3, 3]
 
 
-def _random_table_next_fn(seed: int, vocab_size: int, max_length: int, tv: int):
-    """Logits from a random `(max_length, V, V)` table; attention a function of the token
+def _random_table_next_fn(seed: int, vocab_size: int, max_steps: int, tv: int):
+    """Logits from a random `(max_steps, V, V)` table; attention a function of the token
     fed and the state (which echoes the previous token), so rows that follow the wrong
     hypothesis show."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    logits = rng.normal(scale=2.0, size=[max_length, vocab_size, vocab_size])
-    logits[..., 3] += np.arange(max_length)[:, None] - 2.0  # END (3) likelier later
+    logits = rng.normal(scale=2.0, size=[max_steps, vocab_size, vocab_size])
+    logits[..., 3] += np.arange(max_steps)[:, None] - 2.0  # END (3) likelier later
     table = tf.constant(logits, tf.float32)
 
     def next_fn(step, token_ids, state):
@@ -110,9 +110,9 @@ def _random_table_next_fn(seed: int, vocab_size: int, max_length: int, tv: int):
 @pytest.mark.parametrize(
     "strategy",
     [
-        GreedySearch(max_length=6),
-        BeamSearch(beam_width=3, max_length=6),
-        BeamSearch(beam_width=3, max_length=6, n_best=2, length_penalty=1.0),
+        GreedySearch(max_steps=6),
+        BeamSearch(beam_width=3, max_steps=6),
+        BeamSearch(beam_width=3, max_steps=6, n_best=2, length_penalty=1.0),
     ],
     ids=["greedy", "beam", "beam-n-best"],
 )
@@ -123,7 +123,7 @@ def test_attention_recorded_without_tensor_arrays_is_the_same(strategy, seed):
 
     import numpy as np
 
-    next_fn = _random_table_next_fn(seed, vocab_size=7, max_length=6, tv=5)
+    next_fn = _random_table_next_fn(seed, vocab_size=7, max_steps=6, tv=5)
     plain = copy.copy(strategy)
     plain.tensor_arrays = False
     state, start = tf.constant([4, 5, 6, 4], tf.int32), tf.fill([4], 2)

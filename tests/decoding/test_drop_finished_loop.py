@@ -46,7 +46,7 @@ def test_greedy_gives_the_same_results_and_shrinks_the_batch(mode):
     for drop in (False, True):
         sizes[drop] = []
         next_fn, state = _script_in_state(script, vocab_size=10, tv=4, batch_sizes=sizes[drop])
-        strategy = GreedySearch(max_length=6, drop_finished=drop)
+        strategy = GreedySearch(max_steps=6, drop_finished=drop)
         strategy.drop_min_rows = 1  # drop each sentence as it finishes
         results[drop] = run(strategy, next_fn, state, tf.fill([4], START), mode)
     kept, dropped = results[False], results[True]
@@ -68,13 +68,13 @@ def test_greedy_gives_the_same_results_and_shrinks_the_batch(mode):
 
 def test_drop_finished_waits_for_drop_min_rows():
     # 40 sentences; sentence i ends at step i % 10 (0-based), so 4 end at each step.
-    batch, max_length = 40, 12
+    batch, max_steps = 40, 12
     ends = np.arange(batch) % 10
-    script = np.full([batch, max_length], 5)
+    script = np.full([batch, max_steps], 5)
     script[np.arange(batch), ends] = END
     sizes = []
     next_fn, state = _script_in_state(script, vocab_size=10, tv=3, batch_sizes=sizes)
-    strategy = GreedySearch(max_length=max_length, drop_finished=True)
+    strategy = GreedySearch(max_steps=max_steps, drop_finished=True)
     strategy.drop_min_rows = 16
     result = strategy(next_fn, state, tf.fill([batch], START))
     np.testing.assert_array_equal(result.lengths.numpy(), ends)
@@ -92,8 +92,8 @@ def test_drop_finished_waits_for_drop_min_rows():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("mode", ["eager", "function"])
 def test_drop_finished_matches_numpy_greedy_on_prefix_model(seed, mode):
-    model = PrefixModel(batch_size=5, max_length=4, seed=seed)
-    strategy = GreedySearch(max_length=4, drop_finished=True)
+    model = PrefixModel(batch_size=5, max_steps=4, seed=seed)
+    strategy = GreedySearch(max_steps=4, drop_finished=True)
     result = run(strategy, model.next_fn, model.initial_state(), model.start_ids(), mode)
     for b in range(5):
         model.assert_result_row(result, b, *model.greedy(b))
@@ -101,11 +101,9 @@ def test_drop_finished_matches_numpy_greedy_on_prefix_model(seed, mode):
 
 def test_drop_finished_keeps_every_row_under_xla():
     # Under XLA every row stays (static shapes); the results are greedy's.
-    model = PrefixModel(batch_size=3, max_length=4, seed=0)
+    model = PrefixModel(batch_size=3, max_steps=4, seed=0)
     decode = tf.function(
-        lambda state, ids: GreedySearch(max_length=4, drop_finished=True)(
-            model.next_fn, state, ids
-        ),
+        lambda state, ids: GreedySearch(max_steps=4, drop_finished=True)(model.next_fn, state, ids),
         jit_compile=True,
     )
     result = decode(model.initial_state(), model.start_ids())
@@ -118,7 +116,7 @@ def test_drop_finished_keeps_every_row_under_xla():
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("beam_width, n_best", [(2, None), (3, 3)])
 def test_beam_search_gives_the_same_results_and_shrinks_the_batch(mode, beam_width, n_best):
-    model = PrefixModel(batch_size=8, max_length=5, seed=3)
+    model = PrefixModel(batch_size=8, max_steps=5, seed=3)
     rows, results = {}, {}
     for drop in (False, True):
         rows[drop] = []
@@ -128,9 +126,7 @@ def test_beam_search_gives_the_same_results_and_shrinks_the_batch(mode, beam_wid
                 seen.append(int(tf.shape(token_ids)[0]))
             return model.next_fn(step, token_ids, state)
 
-        strategy = BeamSearch(
-            beam_width=beam_width, max_length=5, n_best=n_best, drop_finished=drop
-        )
+        strategy = BeamSearch(beam_width=beam_width, max_steps=5, n_best=n_best, drop_finished=drop)
         strategy.drop_min_rows = 1  # drop each sentence as it finishes
         results[drop] = run(strategy, next_fn, model.initial_state(), model.start_ids(), mode)
     assert_same_results(results[True], results[False])

@@ -21,7 +21,7 @@ MODES = ["eager", "function", "xla"]
 @pytest.mark.parametrize("mode", MODES)
 def test_scripted_ids_lengths_and_early_stop(mode):
     # Sentence 0 ends at step 2, sentence 1 at step 1, sentence 2 at step 3;
-    # max_length 8, so the loop must stop after 4 steps.
+    # max_steps 8, so the loop must stop after 4 steps.
     script = np.array(
         [
             [5, 6, END, 7, 7, 7, 7, 7],
@@ -30,7 +30,7 @@ def test_scripted_ids_lengths_and_early_stop(mode):
         ]
     )
     result = run(
-        GreedySearch(max_length=8),
+        GreedySearch(max_steps=8),
         scripted_next_fn(script, vocab_size=10, tv=8),
         (),
         tf.fill([3], START),
@@ -52,10 +52,10 @@ def test_scripted_ids_lengths_and_early_stop(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_never_ending_sentence_stops_at_max_length(mode):
+def test_never_ending_sentence_stops_at_max_steps(mode):
     script = np.array([[4, 5, 6, 7, 8], [4, END, 6, 7, 8]])
     result = run(
-        GreedySearch(max_length=5),
+        GreedySearch(max_steps=5),
         scripted_next_fn(script, vocab_size=9),
         (),
         tf.fill([2], START),
@@ -84,7 +84,7 @@ def test_scores_hand_computed_and_frozen_after_end():
         logits = tf.stack([table[step], table[3]])[:rows]
         return logits, state, tf.ones([rows, 2])
 
-    result = GreedySearch(max_length=4)(next_fn, (), tf.constant([START, START]))
+    result = GreedySearch(max_steps=4)(next_fn, (), tf.constant([START, START]))
     expected = [np.log(0.5) + np.log(0.4) + np.log(0.6), 4 * np.log(0.6)]
     np.testing.assert_allclose(result.scores.numpy(), expected, rtol=1e-6)
     np.testing.assert_array_equal(result.tokens.numpy(), [[2, 4, 0, 0], [5, 5, 5, 5]])
@@ -107,7 +107,7 @@ def test_previous_tokens_are_fed_back():
         fed.append(token_ids)
         return tf.gather(table, token_ids), state, tf.zeros([tf.shape(token_ids)[0], 1])
 
-    result = GreedySearch(max_length=6)(next_fn, (), tf.constant([START]))
+    result = GreedySearch(max_steps=6)(next_fn, (), tf.constant([START]))
     np.testing.assert_array_equal(result.tokens.numpy(), [[2, 4, 5, 0]])
     # Eagerly, the loop body runs once per step: START, 2, 4, 5.
     assert [int(x[0]) for x in fed] == [START, 2, 4, 5]
@@ -115,8 +115,8 @@ def test_previous_tokens_are_fed_back():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_matches_numpy_greedy_on_prefix_model(seed):
-    model = PrefixModel(batch_size=3, max_length=4, seed=seed)
-    result = GreedySearch(max_length=4)(model.next_fn, model.initial_state(), model.start_ids())
+    model = PrefixModel(batch_size=3, max_steps=4, seed=seed)
+    result = GreedySearch(max_steps=4)(model.next_fn, model.initial_state(), model.start_ids())
     refs = [model.greedy(b) for b in range(3)]
     steps = max(len(tokens) + int(ended) for tokens, ended in refs)
     assert result.tokens.shape[1] == steps
@@ -130,7 +130,7 @@ def test_batch_sizes(batch_size):
     script = rng.integers(4, 9, size=[batch_size, 6])
     ends = rng.integers(0, 6, size=[batch_size])
     script[np.arange(batch_size), ends] = END
-    result = GreedySearch(max_length=6)(
+    result = GreedySearch(max_steps=6)(
         scripted_next_fn(script, vocab_size=9), (), tf.fill([batch_size], START)
     )
     for b in range(batch_size):
@@ -169,7 +169,7 @@ def test_unknown_tv_batch_and_nested_state_in_tf_function(jit_compile):
             "bias": tf.zeros([batch, vocab_size]),
             "nested": (tf.zeros([batch], tf.int32), tf.ones([batch, 2, 2], tf.float16)),
         }
-        return GreedySearch(max_length=5)(next_fn, state, start_ids)
+        return GreedySearch(max_steps=5)(next_fn, state, start_ids)
 
     signature = [
         tf.TensorSpec([None, None, 2], tf.float32),
@@ -195,7 +195,7 @@ def test_attention_none_and_low_precision_logits():
         logits, state, _ = scripted_next_fn(script, vocab_size=5)(step, token_ids, state)
         return tf.cast(logits / 1e7, tf.bfloat16), state, None
 
-    result = GreedySearch(max_length=3)(next_fn, (), tf.constant([START]))
+    result = GreedySearch(max_steps=3)(next_fn, (), tf.constant([START]))
     np.testing.assert_array_equal(result.tokens.numpy(), [[4, 0]])
     assert result.attention.shape == (1, 2, 0)
     assert result.scores.dtype == tf.float32
@@ -206,16 +206,16 @@ def test_bad_next_fn_outputs():
         return tf.zeros([1, 2, 5]), state, tf.zeros([1, 1])
 
     with pytest.raises(ValueError, match="logits.shape"):
-        GreedySearch(max_length=2)(rank3_logits, (), tf.constant([START]))
+        GreedySearch(max_steps=2)(rank3_logits, (), tf.constant([START]))
 
     def two_outputs(step, token_ids, state):
         return tf.zeros([1, 5]), state
 
     with pytest.raises(ValueError, match="logits, new_state, attention"):
-        GreedySearch(max_length=2)(two_outputs, (), tf.constant([START]))
+        GreedySearch(max_steps=2)(two_outputs, (), tf.constant([START]))
 
     with pytest.raises(ValueError, match="start_ids.shape"):
-        GreedySearch(max_length=2)(two_outputs, (), tf.constant([[START]]))
+        GreedySearch(max_steps=2)(two_outputs, (), tf.constant([[START]]))
 
 
 def test_in_xla_context():
@@ -232,15 +232,15 @@ def test_in_xla_context():
 
 
 def test_drop_finished_config_and_validation():
-    strategy = GreedySearch(max_length=7, drop_finished=True)
+    strategy = GreedySearch(max_steps=7, drop_finished=True)
     assert strategy.get_config() == {
-        "max_length": 7,
+        "max_steps": 7,
         "end_id": 3,
         "pad_id": 0,
         "drop_finished": True,
     }
     assert GreedySearch.from_config(strategy.get_config()).drop_finished is True
-    assert strategy.with_options(max_length=3).drop_finished is True
+    assert strategy.with_options(max_steps=3).drop_finished is True
     assert "drop_finished" not in GreedySearch().get_config()
     with pytest.raises(ValueError, match="drop_finished"):
         GreedySearch(drop_finished=1)

@@ -38,17 +38,17 @@ def contains(tokens, phrase):
     return any(tokens[i : i + len(phrase)] == phrase for i in range(len(tokens) - len(phrase) + 1))
 
 
-def best_constrained(table, phrases, max_length):
+def best_constrained(table, phrases, max_steps):
     """The most probable output (tokens before [END], log-prob) that contains every
-    phrase, by enumeration: one that ends within `max_length` steps, or (as beam search
-    ranks it) one of `max_length` tokens that never ended."""
+    phrase, by enumeration: one that ends within `max_steps` steps, or (as beam search
+    ranks it) one of `max_steps` tokens that never ended."""
     best = (None, -np.inf)
-    for length in range(max_length + 1):
+    for length in range(max_steps + 1):
         for tokens in itertools.product(WORDS, repeat=length):
             tokens = list(tokens)
             if not all(contains(tokens, list(p)) for p in phrases):
                 continue
-            path = [START, *tokens, END][: length + 2 if length < max_length else length + 1]
+            path = [START, *tokens, END][: length + 2 if length < max_steps else length + 1]
             score = sum(table[a, b] for a, b in itertools.pairwise(path))
             if score > best[1]:
                 best = (tokens, score)
@@ -75,7 +75,7 @@ def test_a_hand_worked_example():
     probs[4, [4, 5, END]] = [0.05, 0.05, 0.9]
     probs[5, [4, 5, END]] = [0.05, 0.05, 0.9]
     next_fn = next_fn_of(np.log(probs))
-    beam = BeamSearch(beam_width=2, length_penalty=0.0, max_length=4, end_id=END, pad_id=PAD)
+    beam = BeamSearch(beam_width=2, length_penalty=0.0, max_steps=4, end_id=END, pad_id=PAD)
     start = tf.constant([START, START])
     plain = beam(next_fn, (), start)
     assert plain.tokens.numpy()[:, 0].tolist() == [4, 4]
@@ -94,9 +94,9 @@ def test_the_search_finds_the_best_output_that_holds_the_phrases(seed):
     table = bigram_table(seed)
     rng = np.random.default_rng(100 + seed)
     phrases = [list(rng.choice(WORDS, size=n)) for n in (1, 2)][: 1 + seed % 2]
-    max_length = 5
-    want_tokens, want_score = best_constrained(table, phrases, max_length)
-    beam = BeamSearch(beam_width=8, length_penalty=0.0, max_length=max_length, end_id=END)
+    max_steps = 5
+    want_tokens, want_score = best_constrained(table, phrases, max_steps)
+    beam = BeamSearch(beam_width=8, length_penalty=0.0, max_steps=max_steps, end_id=END)
     result = beam(next_fn_of(table), (), tf.constant([START]), constraints=padded([phrases]))
     length = int(result.lengths.numpy()[0])
     tokens = result.tokens.numpy()[0, :length].tolist()
@@ -115,7 +115,7 @@ def test_every_phrase_appears_and_rows_without_decode_as_plain_beam_search(drop_
     table = bigram_table(7)
     next_fn = next_fn_of(table)
     beam = BeamSearch(
-        beam_width=3, max_length=12, end_id=END, n_best=n_best, drop_finished=drop_finished
+        beam_width=3, max_steps=12, end_id=END, n_best=n_best, drop_finished=drop_finished
     )
     start = tf.fill([len(ROWS)], START)
     plain = beam(next_fn, (), start)
@@ -139,7 +139,7 @@ def test_every_phrase_appears_and_rows_without_decode_as_plain_beam_search(drop_
 
 def _searches():
     next_fn = next_fn_of(bigram_table(8))
-    beam = BeamSearch(beam_width=3, max_length=10, end_id=END)
+    beam = BeamSearch(beam_width=3, max_steps=10, end_id=END)
     start = tf.fill([len(ROWS)], START)
     return next_fn, beam, start
 

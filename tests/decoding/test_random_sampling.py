@@ -42,7 +42,7 @@ def test_scripted_logits_give_the_scripted_ids_and_early_stop(mode):
     script = np.array([[5, 6, END, 7, 7], [5, END, 8, 8, 8], [9, 8, 7, END, 6]])
     next_fn = scripted_next_fn(script, vocab_size=10, tv=5)
     result = run(
-        RandomSampling(temperature=2.0, seed=3, max_length=5),
+        RandomSampling(temperature=2.0, seed=3, max_steps=5),
         next_fn,
         (),
         tf.fill([3], START),
@@ -61,16 +61,16 @@ def test_scripted_logits_give_the_scripted_ids_and_early_stop(mode):
     "kwargs", [{"top_k": 1}, {"temperature": 1e-4}, {"top_k": 1, "temperature": 5.0}]
 )
 def test_top_k_one_and_near_zero_temperature_are_greedy(kwargs, mode):
-    model = PrefixModel(batch_size=6, max_length=4, seed=1)
+    model = PrefixModel(batch_size=6, max_steps=4, seed=1)
     args = (model.next_fn, model.initial_state(), model.start_ids())
-    expected = GreedySearch(max_length=4)(*args)
-    got = run(RandomSampling(seed=0, max_length=4, **kwargs), *args, mode)
+    expected = GreedySearch(max_steps=4)(*args)
+    got = run(RandomSampling(seed=0, max_steps=4, **kwargs), *args, mode)
     assert_same_result(got, expected)
 
 
 def test_scores_and_attention_are_the_models_for_the_sampled_tokens():
-    model = PrefixModel(batch_size=64, max_length=4, seed=2)
-    sampler = RandomSampling(temperature=1.5, seed=11, max_length=4)
+    model = PrefixModel(batch_size=64, max_steps=4, seed=2)
+    sampler = RandomSampling(temperature=1.5, seed=11, max_steps=4)
     result = sampler(model.next_fn, model.initial_state(), model.start_ids())
     tokens, lengths = result.tokens.numpy(), result.lengths.numpy()
     sampled = [tuple(int(t) for t in row[:n]) for row, n in zip(tokens, lengths, strict=True)]
@@ -93,12 +93,12 @@ def expected_first_token_distribution(model, sentence, temperature=1.0, top_k=No
     "temperature, top_k", [(1.0, None), (0.5, None), (2.0, None), (1.0, 2), (0.7, 2)]
 )
 def test_samples_follow_the_tempered_top_k_softmax(temperature, top_k):
-    model = PrefixModel(batch_size=1, max_length=3, seed=4)
+    model = PrefixModel(batch_size=1, max_steps=3, seed=4)
     rows = 20000
     state, start_ids = copies_of_sentence(model, 0, rows)
-    sampler = RandomSampling(temperature=temperature, top_k=top_k, seed=5, max_length=1)
+    sampler = RandomSampling(temperature=temperature, top_k=top_k, seed=5, max_steps=1)
     result = sampler(model.next_fn, state, start_ids)
-    # max_length=1: one step; an end token is written as PAD (length 0).
+    # max_steps=1: one step; an end token is written as PAD (length 0).
     first = np.where(result.lengths.numpy() == 0, END, result.tokens.numpy()[:, 0])
     expected = expected_first_token_distribution(model, 0, temperature, top_k)
     observed = np.bincount(first, minlength=model.vocab_size) / rows
@@ -110,17 +110,17 @@ def test_samples_follow_the_tempered_top_k_softmax(temperature, top_k):
 
 
 def test_the_same_seed_repeats_and_other_seeds_differ():
-    model = PrefixModel(batch_size=1, max_length=4, seed=3)
+    model = PrefixModel(batch_size=1, max_steps=4, seed=3)
     state, start_ids = copies_of_sentence(model, 0, 200)
 
     def sample(**kwargs):
-        return RandomSampling(max_length=4, **kwargs)(model.next_fn, state, start_ids).tokens
+        return RandomSampling(max_steps=4, **kwargs)(model.next_fn, state, start_ids).tokens
 
     a, b, c = sample(seed=1), sample(seed=1), sample(seed=2)
     np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert not np.array_equal(a.numpy(), c.numpy())
     # A seed given at call time replaces the constructor's.
-    sampler = RandomSampling(seed=1, max_length=4)
+    sampler = RandomSampling(seed=1, max_steps=4)
     np.testing.assert_array_equal(
         sampler(model.next_fn, state, start_ids, seed=tf.constant(2)).tokens.numpy(),
         c.numpy(),
@@ -129,9 +129,9 @@ def test_the_same_seed_repeats_and_other_seeds_differ():
 
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_without_a_seed_every_call_draws_anew(jit_compile):
-    model = PrefixModel(batch_size=1, max_length=4, seed=3)
+    model = PrefixModel(batch_size=1, max_steps=4, seed=3)
     state, start_ids = copies_of_sentence(model, 0, 200)
-    sampler = RandomSampling(max_length=4)
+    sampler = RandomSampling(max_steps=4)
     decode = tf.function(lambda s, x: sampler(model.next_fn, s, x).tokens, jit_compile=jit_compile)
     first, second = decode(state, start_ids).numpy(), decode(state, start_ids).numpy()
     # 200 rows over three first tokens: equal by chance with probability ~0.
@@ -152,7 +152,7 @@ def test_without_a_seed_every_call_draws_anew(jit_compile):
         ({"seed": -1}, "seed=-1"),
         ({"seed": 2**31}, "seed=2147483648"),
         ({"seed": "7"}, "seed='7'"),
-        ({"max_length": 0}, "max_length=0"),
+        ({"max_steps": 0}, "max_steps=0"),
     ],
 )
 def test_invalid_arguments(kwargs, match):
@@ -162,16 +162,16 @@ def test_invalid_arguments(kwargs, match):
 
 def test_top_k_larger_than_the_vocabulary_samples_the_whole_vocabulary():
     script = np.array([[2, END]])
-    result = RandomSampling(top_k=50, seed=0, max_length=3)(
+    result = RandomSampling(top_k=50, seed=0, max_steps=3)(
         scripted_next_fn(script, vocab_size=5), (), tf.fill([1], START)
     )
     np.testing.assert_array_equal(result.tokens.numpy(), [[2, PAD]])
 
 
 def test_config_round_trip_and_repr():
-    sampler = RandomSampling(temperature=0.7, top_k=5, seed=3, max_length=9)
+    sampler = RandomSampling(temperature=0.7, top_k=5, seed=3, max_steps=9)
     assert sampler.get_config() == {
-        "max_length": 9,
+        "max_steps": 9,
         "end_id": 3,
         "pad_id": 0,
         "temperature": 0.7,
@@ -182,7 +182,7 @@ def test_config_round_trip_and_repr():
     assert isinstance(restored, RandomSampling)
     assert restored.get_config() == sampler.get_config()
     assert repr(sampler) == (
-        "RandomSampling(max_length=9, end_id=3, pad_id=0, temperature=0.7, top_k=5, seed=3)"
+        "RandomSampling(max_steps=9, end_id=3, pad_id=0, temperature=0.7, top_k=5, seed=3)"
     )
 
 
@@ -201,12 +201,10 @@ def expected_nucleus_distribution(model, sentence, temperature, top_k, top_p):
     "temperature, top_k, top_p", [(1.0, None, 0.6), (0.7, 2, 0.5), (2.0, None, 0.9)]
 )
 def test_samples_follow_the_top_p_nucleus(temperature, top_k, top_p):
-    model = PrefixModel(batch_size=1, max_length=3, seed=4)
+    model = PrefixModel(batch_size=1, max_steps=3, seed=4)
     rows = 20000
     state, start_ids = copies_of_sentence(model, 0, rows)
-    sampler = RandomSampling(
-        temperature=temperature, top_k=top_k, top_p=top_p, seed=6, max_length=1
-    )
+    sampler = RandomSampling(temperature=temperature, top_k=top_k, top_p=top_p, seed=6, max_steps=1)
     result = sampler(model.next_fn, state, start_ids)
     first = np.where(result.lengths.numpy() == 0, END, result.tokens.numpy()[:, 0])
     expected = expected_nucleus_distribution(model, 0, temperature, top_k, top_p)
@@ -219,9 +217,9 @@ def test_samples_follow_the_top_p_nucleus(temperature, top_k, top_p):
 
 def test_tensor_options_equal_python_values():
     """temperature, top_k (0 = all), top_p (1 = no cut), seed fed as tensors to one graph."""
-    model = PrefixModel(batch_size=8, max_length=4, seed=2)
+    model = PrefixModel(batch_size=8, max_steps=4, seed=2)
     state, start_ids = model.initial_state(), model.start_ids()
-    sampler = RandomSampling(max_length=4)
+    sampler = RandomSampling(max_steps=4)
 
     @tf.function(
         input_signature=[
@@ -254,7 +252,7 @@ def test_tensor_options_equal_python_values():
             top_k=top_k or None,
             top_p=None if top_p == 1.0 else top_p,
             seed=seed,
-            max_length=4,
+            max_steps=4,
         )(model.next_fn, state, start_ids)
         assert_same_result(got, want)
     # A negative seed draws one per call.

@@ -33,7 +33,7 @@ def test_export_command_with_flags(run_dir, exported, tmp_path, capsys):
     assert manifest.decoding["beam_search"]["beam_width"] == 2
     assert manifest.decoding["beam_search"]["length_penalty"] == 1.0
     assert manifest.max_output_length == 4
-    assert manifest.decoding["serving_default"]["max_length"] == 4
+    assert manifest.decoding["serving_default"]["max_steps"] == 4
     # --weights auto: stored in the dtype the signatures compute in.
     stored = "bfloat16" if manifest.precision == "mixed_bfloat16" else "float32"
     assert manifest.weights["requested"] == "auto"

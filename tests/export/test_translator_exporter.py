@@ -142,7 +142,7 @@ def test_beam_search_signature_uses_the_export_settings(exporter, serving_sessio
     strategy = BeamSearch(
         beam_width=3,
         length_penalty=0.6,
-        max_length=10,
+        max_steps=10,
         end_id=exporter.translator.target_vectorizer.end_id,
         pad_id=0,
     )

@@ -73,18 +73,18 @@ class PrefixModel:
     vocab_size = 5
     content = (2, 4)
 
-    def __init__(self, batch_size: int, max_length: int, tv: int = 3, seed: int = 0):
+    def __init__(self, batch_size: int, max_steps: int, tv: int = 3, seed: int = 0):
         rng = np.random.default_rng(seed)
         self.batch_size = batch_size
-        self.max_length = max_length
+        self.max_steps = max_steps
         self.tv = tv
-        # Step t sees a code of t + 1 base-(V + 1) digits, t < max_length.
-        num_codes = (self.vocab_size + 1) ** max_length
+        # Step t sees a code of t + 1 base-(V + 1) digits, t < max_steps.
+        num_codes = (self.vocab_size + 1) ** max_steps
         logits = rng.normal(scale=2.0, size=(batch_size, num_codes, self.vocab_size))
         # Make the end token likelier as the prefix grows (a code of t + 1
         # digits is seen at step t) so the best outputs have varied lengths.
         codes = np.arange(num_codes)
-        digits = sum((codes >= (self.vocab_size + 1) ** k).astype(int) for k in range(max_length))
+        digits = sum((codes >= (self.vocab_size + 1) ** k).astype(int) for k in range(max_steps))
         logits[..., END] += 1.5 * (digits - 3.0)
         logits[..., PAD] = -np.inf
         logits[..., START] = -np.inf
@@ -133,7 +133,7 @@ class PrefixModel:
 
     def greedy(self, sentence: int):
         tokens: tuple[int, ...] = ()
-        for _ in range(self.max_length):
+        for _ in range(self.max_steps):
             log_probs, _ = self._row(sentence, tokens)
             token = int(np.argmax(log_probs))
             if token == END:
@@ -144,10 +144,10 @@ class PrefixModel:
     def exhaustive_best(self, sentence: int, alpha: float):
         """The best (tokens, ended) under the GNMT-normalized score, by enumeration."""
         best, best_value = None, -math.inf
-        for n in range(self.max_length + 1):
-            # Fewer than max_length tokens: the end token took a step. Exactly
-            # max_length tokens: no step was left for it.
-            ended = n < self.max_length
+        for n in range(self.max_steps + 1):
+            # Fewer than max_steps tokens: the end token took a step. Exactly
+            # max_steps tokens: no step was left for it.
+            ended = n < self.max_steps
             for tokens in itertools.product(self.content, repeat=n):
                 score, _ = self.score(sentence, tokens, ended)
                 value = normalized(score, n + 1 if ended else n, alpha)

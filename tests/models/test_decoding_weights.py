@@ -118,7 +118,7 @@ def _large_casts(graph, size):
     ],
     ids=variant_id,
 )
-@pytest.mark.parametrize("strategy", [GreedySearch(max_length=6), BeamSearch(3, max_length=6)])
+@pytest.mark.parametrize("strategy", [GreedySearch(max_steps=6), BeamSearch(3, max_steps=6)])
 def test_the_decoding_loop_casts_no_weight_matrix(variant, strategy, bfloat16_policy):
     """Under mixed_bfloat16 the decoder's weight matrices (embeddings, cells, Dense
     layers, output) are cast before the loop, none inside it. (An attention layer

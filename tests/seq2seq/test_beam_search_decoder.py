@@ -23,7 +23,7 @@ def tfa_step(log_probs, lengths, finished, logits, length_penalty=0.6, all_score
     returns `(records, search)`."""
     batch, beam, vocab = logits.shape
     strategy = BeamSearch(
-        beam_width=beam, length_penalty=length_penalty, max_length=4, end_id=0, pad_id=0
+        beam_width=beam, length_penalty=length_penalty, max_steps=4, end_id=0, pad_id=0
     )
     strategy.tfa_scoring = True
     strategy.record_steps = True
