@@ -70,7 +70,7 @@ def parse_args(argv):
     parser.add_argument("--repeats", type=int, default=4, help="timed passes per decoder")
     parser.add_argument("--beam-width", type=int, default=4)
     parser.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha")
-    parser.add_argument("--max-length", type=int, default=50, help="most decoding steps")
+    parser.add_argument("--max-steps", type=int, default=50, help="most decoding steps")
     parser.add_argument(
         "--pairs", type=int, default=20000, help="corpus pairs the vocabularies are built from"
     )
@@ -107,7 +107,7 @@ def decoders(model, search):
     strategy = BeamSearch(
         beam_width=search["beam_width"],
         length_penalty=search["length_penalty"],
-        max_length=search["max_length"],
+        max_steps=search["max_steps"],
         end_id=search["end_id"],
     )
     strategy.tfa_scoring = True  # TFA's ranking: the same search as the decoders'
@@ -206,7 +206,7 @@ def main(argv=None):
     search = {
         "beam_width": args.beam_width,
         "length_penalty": args.length_penalty,
-        "max_length": args.max_length,
+        "max_steps": args.max_steps,
         "start_id": START_ID,
         "end_id": END_ID,
     }
@@ -215,7 +215,7 @@ def main(argv=None):
         f"Default-config Seq2Seq, untrained (seed {args.seed}), vocabularies "
         f"{vocabularies[0]}/{vocabularies[1]}; {len(texts)} sentences in batches of "
         f"{args.batch_size}; beam {args.beam_width}, length penalty {args.length_penalty} "
-        f"(TFA's), at most {args.max_length} steps",
+        f"(TFA's), at most {args.max_steps} steps",
         flush=True,
     )
     functions, weights = decoders(model, search)

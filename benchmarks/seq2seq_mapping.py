@@ -106,7 +106,7 @@ class DecoderParts:
         keras_module: the Keras those objects are layers of (`keras`, `tf.keras`).
         tf: TensorFlow.
         weights: `seq2seq_weights`' arrays.
-        search: `{"beam_width", "length_penalty", "max_length", "start_id", "end_id"}`.
+        search: `{"beam_width", "length_penalty", "max_steps", "start_id", "end_id"}`.
     """
 
     def __init__(self, s2s, keras_module, tf, weights, search):
@@ -140,7 +140,7 @@ class DecoderParts:
             beam_width=search["beam_width"],
             output_layer=self.output_layer,
             length_penalty_weight=search["length_penalty"],
-            maximum_iterations=search["max_length"],
+            maximum_iterations=search["max_steps"],
         )
         self._build(weights)
 

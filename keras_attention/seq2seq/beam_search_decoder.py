@@ -213,7 +213,7 @@ class BeamSearchDecoder(BaseDecoder):
         strategy = BeamSearch(
             beam_width=self.beam_width,
             length_penalty=self.length_penalty_weight,
-            max_length=int(steps),
+            max_steps=int(steps),
             end_id=int(end),
             pad_id=int(end),
         )

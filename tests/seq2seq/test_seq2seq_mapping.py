@@ -19,7 +19,7 @@ from keras_attention.runs.train_config import TrainConfig
 pytestmark = pytest.mark.tensorflow_only
 
 MAPPING = Path(__file__).parents[2] / "benchmarks" / "seq2seq_mapping.py"
-START, END, MAX_LENGTH = 2, 3, 12
+START, END, MAX_STEPS = 2, 3, 12
 WEIGHT_SCALE = 1.0  # the weights' standard deviation
 END_BIAS = 8.0  # the end token's output bias: rows end after 0 to 6 tokens, or run on
 
@@ -59,11 +59,11 @@ def test_beam_search_decoder_gives_seq2seqs_beam_search_ids(setup):
     search = {
         "beam_width": 3,
         "length_penalty": 0.6,
-        "max_length": MAX_LENGTH,
+        "max_steps": MAX_STEPS,
         "start_id": START,
         "end_id": END,
     }
-    strategy = BeamSearch(beam_width=3, length_penalty=0.6, max_length=MAX_LENGTH, end_id=END)
+    strategy = BeamSearch(beam_width=3, length_penalty=0.6, max_steps=MAX_STEPS, end_id=END)
     strategy.tfa_scoring = True  # the decoder's ranking
     state = model.decoder.initial_state(annotations, mask, summary)
     expected = strategy(model.step_function(state), state, tf.fill([6], START))
@@ -73,16 +73,16 @@ def test_beam_search_decoder_gives_seq2seqs_beam_search_ids(setup):
     assert mapping.rows_before_end(got, END) == expected_rows
     # Not a vacuous match: the rows end at different steps, some before the last.
     assert len({len(row) for row in expected_rows}) > 1
-    assert min(len(row) for row in expected_rows) < MAX_LENGTH
+    assert min(len(row) for row in expected_rows) < MAX_STEPS
 
 
 def test_greedy_basic_decoder_gives_seq2seqs_greedy_ids(setup):
     mapping, model, (annotations, mask, summary) = setup
-    search = {"beam_width": 1, "length_penalty": 0.0, "max_length": MAX_LENGTH}
+    search = {"beam_width": 1, "length_penalty": 0.0, "max_steps": MAX_STEPS}
     search.update(start_id=START, end_id=END)
     parts = mapping.DecoderParts(seq2seq, keras, tf, mapping.seq2seq_weights(model), search)
     state = model.decoder.initial_state(annotations, mask, summary)
-    expected = GreedySearch(max_length=MAX_LENGTH, end_id=END)(
+    expected = GreedySearch(max_steps=MAX_STEPS, end_id=END)(
         model.step_function(state), state, tf.fill([6], START)
     )
     parts.mechanism.setup_memory(annotations, memory_mask=mask)
@@ -92,7 +92,7 @@ def test_greedy_basic_decoder_gives_seq2seqs_greedy_ids(setup):
         parts.wrapper,
         seq2seq.GreedyEmbeddingSampler(),
         output_layer=parts.output_layer,
-        maximum_iterations=MAX_LENGTH,
+        maximum_iterations=MAX_STEPS,
     )
     outputs, _, _ = decoder(
         parts.embedding, start_tokens=tf.fill([6], START), end_token=END, initial_state=initial
