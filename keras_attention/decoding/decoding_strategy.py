@@ -212,6 +212,15 @@ class DecodingStrategy:
         )
         return self.max_steps
 
+    @max_length.setter
+    def max_length(self, value: int) -> None:
+        warnings.warn(
+            "`max_length` is renamed `max_steps` (the most decoding steps).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.max_steps = self.step_limit = check_int("max_steps", value, minimum=1)
+
     def with_options(self, **options: Any) -> DecodingStrategy:
         """A copy of this strategy with some `call_options` replaced.
 

@@ -11,6 +11,7 @@ silently when the new key is absent.
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -23,12 +24,20 @@ key of their configs and of an export manifest's `decoding` entries."""
 Function = TypeVar("Function", bound=Callable[..., Any])
 
 
-def _warn_old_name(stacklevel: int) -> None:
+# Modules whose frames a warning skips, to name the user's line that passed the old name
+# (through a strategy, a `Translator`, a `tf.function`'s tracing).
+_LIBRARIES = {"keras_attention", "keras_attention_client", "functools", "tensorflow", "keras"}
+
+
+def _warn_old_name() -> None:
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in _LIBRARIES:
+        frame, level = frame.f_back, level + 1
     warnings.warn(
         f"`{OLD_MAX_STEPS}` is renamed `{MAX_STEPS}` (the most decoding steps); "
         f"pass `{MAX_STEPS}=` instead.",
         DeprecationWarning,
-        stacklevel=stacklevel,
+        stacklevel=level,
     )
 
 
@@ -51,7 +60,7 @@ def with_max_steps(options: Mapping[str, Any], *, warn: bool = True) -> dict[str
             f"{MAX_STEPS}={options[MAX_STEPS]!r}, {OLD_MAX_STEPS}={options[OLD_MAX_STEPS]!r}"
         )
     if warn:
-        _warn_old_name(stacklevel=4)
+        _warn_old_name()
     renamed = {key: value for key, value in options.items() if key != OLD_MAX_STEPS}
     renamed[MAX_STEPS] = options[OLD_MAX_STEPS]
     return renamed

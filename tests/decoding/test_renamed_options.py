@@ -16,8 +16,9 @@ STRATEGIES = [GreedySearch, BeamSearch, RandomSampling]
 
 @pytest.mark.parametrize("cls", STRATEGIES)
 def test_the_old_keyword_warns_and_builds_the_same_strategy(cls):
-    with pytest.warns(DeprecationWarning, match="max_steps"):
+    with pytest.warns(DeprecationWarning, match="max_steps") as record:
         old = cls(max_length=5, end_id=2)
+    assert record[0].filename == __file__  # the caller's line, not the library's
     assert old.max_steps == 5
     assert old.get_config() == cls(max_steps=5, end_id=2).get_config()
     with pytest.warns(DeprecationWarning, match="max_steps"):
@@ -45,8 +46,9 @@ def test_the_old_call_option_warns_and_limits_the_steps_alike(cls):
     strategy = cls(max_steps=8, end_id=END)
     start_ids = np.full([2], START)
     new = strategy(next_fn, (), start_ids, max_steps=3)
-    with pytest.warns(DeprecationWarning, match="max_steps"):
+    with pytest.warns(DeprecationWarning, match="max_steps") as record:
         old = strategy(next_fn, (), start_ids, max_length=3)
+    assert record[0].filename == __file__
     assert new.tokens.shape[1] == 3
     np.testing.assert_array_equal(old.tokens, new.tokens)
     np.testing.assert_array_equal(old.lengths, [3, 3])
@@ -56,3 +58,11 @@ def test_strategy_for_takes_the_old_keyword_with_a_warning():
     with pytest.warns(DeprecationWarning, match="max_steps"):
         strategy = strategy_for(DecodingOptions(beam_width=2), max_length=7, end_id=3, pad_id=0)
     assert isinstance(strategy, BeamSearch) and strategy.max_steps == 7
+
+
+def test_setting_the_old_attribute_warns_and_sets_the_steps():
+    strategy = GreedySearch(max_steps=8, end_id=END)
+    with pytest.warns(DeprecationWarning, match="max_steps"):
+        strategy.max_length = 4
+    assert strategy.max_steps == 4
+    assert strategy.get_config() == GreedySearch(max_steps=4, end_id=END).get_config()
