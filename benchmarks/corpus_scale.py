@@ -130,7 +130,7 @@ def _mean_target_tokens(config, batches: int) -> float:
     splits = sample_splits(config)
     source_vectorizer, target_vectorizer = load_vectorizers(RunDirectory(config.out), config)
     pairs = training_pairs(
-        splits.scans, held_out(config), splits.strides, config.shuffle_buffer, config.seed
+        splits.scans, held_out(config, splits), splits.strides, config.shuffle_buffer, config.seed
     )
     options = DatasetOptions(
         batch_size=config.batch_size,

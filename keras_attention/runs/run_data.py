@@ -25,12 +25,15 @@ from keras_attention.runs.run_vectorizers import write_vocabularies
 from keras_attention.runs.train_config import AUTO, TrainConfig
 
 
-def held_out(config: TrainConfig) -> HeldOut:
-    """The held-out shares of `config`; a split given as a file takes no share of the corpora."""
+def held_out(config: TrainConfig, sample: CorpusSample | None = None) -> HeldOut:
+    """What `config` holds out of training: the held-out shares (a split given as a file
+    takes no share of the corpora) and, given the run's `sample`, the sources of the
+    splits given as files (`excluded_sources`)."""
     return HeldOut(
         validation_fraction=0.0 if config.validation_data else config.validation_fraction,
         test_fraction=0.0 if config.test_data else config.test_fraction,
         seed=config.seed,
+        excluded_sources=tuple(excluded_sources(config, sample)) if sample else (),
     )
 
 

@@ -26,7 +26,6 @@ from keras_attention.runs import run_state
 from keras_attention.runs.backup_files import backed_up_position
 from keras_attention.runs.run_data import (
     claim_run,
-    excluded_sources,
     held_out,
     keep_history,
     run_splits,
@@ -156,12 +155,9 @@ class TrainingRun:
         (`training_pairs`, `make_stream`): worker `part[0]` of `part[1]` reads its own lines,
         `options.batch_size` pairs per batch, from batch `start` on (a resumed run continues
         where its backup was taken)."""
-        held_out_sources = dataclasses.replace(
-            held_out(self.config), excluded_sources=tuple(excluded_sources(self.config, sample))
-        )
         pairs = training_pairs(
             sample.scans,
-            held_out_sources,
+            held_out(self.config, sample),
             sample.strides,
             self.config.shuffle_buffer,
             self.config.seed,

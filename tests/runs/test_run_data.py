@@ -58,3 +58,22 @@ def test_a_changed_corpus_or_missing_file_reads_the_corpus_again(
     config = dataclasses.replace(config, data=[str(digits_corpus)])
     (config_run := tmp_path / "run" / "source_vocabulary.txt").unlink()
     assert recorded_sample(config) is None, f"{config_run.name} was not written yet"
+
+
+def test_held_out_names_the_sources_of_the_splits_given_as_files():
+    """With the run's sample, a validation split given as a file takes no share of the
+    corpora and its sources are kept out of training; a sampled test split is not."""
+    from types import SimpleNamespace
+
+    from keras_attention.runs.run_data import held_out
+    from keras_attention.runs.train_config import TrainConfig
+
+    config = TrainConfig(validation_data="valid.tsv", test_fraction=0.1)
+    sample = SimpleNamespace(
+        validation=[("b source", "b"), ("a source", "a"), ("b source", "b2")],
+        test=[("c source", "c")],
+    )
+    assert held_out(config).excluded_sources == ()
+    given = held_out(config, sample)
+    assert given.validation_fraction == 0.0 and given.test_fraction == 0.1
+    assert given.excluded_sources == ("a source", "b source")
