@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention.export.litert.ops import model_ops
+from keras_attention.seq2seq.litert_tracing import tracing_for_litert
 
 
 def builtin_converter(function, trackable=None) -> tf.lite.TFLiteConverter:
@@ -39,6 +40,17 @@ def _concrete(function) -> tf.types.experimental.ConcreteFunction:
             "`input_signature` (the converted model's fixed inputs)"
         )
     return function.get_concrete_function()
+
+
+def _traced_for_litert(function) -> tf.types.experimental.ConcreteFunction:
+    """`function` traced again inside `tracing_for_litert()`: its decoders' buffers of a
+    fixed size, which the converter lowers to builtin ops (a concrete function is taken
+    as it was traced)."""
+    if isinstance(function, tf.types.experimental.ConcreteFunction):
+        return function
+    with tracing_for_litert():
+        retraced = tf.function(function.python_function, input_signature=function.input_signature)
+        return retraced.get_concrete_function()
 
 
 def _frozen(function: tf.types.experimental.ConcreteFunction):
@@ -100,7 +112,7 @@ class ConvertedFunction:
             output structure (e.g. `"scores"`).
 
         Raises:
-            AssertionError: an output differs, naming it.
+            ValueError: an output differs (or has another shape), naming it.
         """
         expected = self.function(*[tf.constant(x) for x in inputs])
         actual = self(*inputs)
@@ -110,13 +122,19 @@ class ConvertedFunction:
         ):
             want, got = np.asarray(want), np.asarray(got)
             if got.shape != want.shape:
-                raise AssertionError(f"{path}: shape {got.shape}, TensorFlow's {want.shape}")
-            if np.issubdtype(want.dtype, np.floating):
-                np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=path)
-            else:
-                np.testing.assert_array_equal(got, want, err_msg=path)
+                raise ValueError(f"{path}: shape {got.shape}, TensorFlow's {want.shape}")
             difference = np.abs(got.astype(np.float64) - want.astype(np.float64))
-            differences[path] = float(difference.max()) if difference.size else 0.0
+            largest = float(difference.max()) if difference.size else 0.0
+            if np.issubdtype(want.dtype, np.floating):
+                agrees = np.allclose(got, want, rtol=rtol, atol=atol)
+            else:
+                agrees = np.array_equal(got, want)
+            if not agrees:
+                raise ValueError(
+                    f"{path}: LiteRT's output differs from TensorFlow's (largest difference "
+                    f"{largest:g}; atol={atol}, rtol={rtol} for floats, equal otherwise)"
+                )
+            differences[path] = largest
         return differences
 
 
@@ -168,8 +186,12 @@ def convert_function(function) -> ConvertedFunction:
     """
     concrete = _concrete(function)
     # An (empty) trackable object gives the model a signature, named by the arguments.
-    data = builtin_converter(_frozen(concrete), tf.Module()).convert()
+    data = builtin_converter(_frozen(_traced_for_litert(function)), tf.Module()).convert()
     ops = model_ops(data)
-    if ops["custom"]:
-        raise ValueError(f"The converted model has custom ops: {ops['custom']}")
+    if ops["custom"] or ops["flex"]:
+        raise ValueError(
+            f"The converted model has ops outside LiteRT's builtins: custom {ops['custom']}, "
+            f"Flex {ops['flex']}"
+        )
+    # Checked against the function as TensorFlow runs it (growing `TensorArray`s).
     return ConvertedFunction(data=data, ops=ops, function=concrete)

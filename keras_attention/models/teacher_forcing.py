@@ -18,20 +18,8 @@ MEMORY_KEYS = ("values", "keys", "mask", "summary")
 
 
 def teacher_forced(decoder, target_in, annotations, source_mask, summary, training=False):
-    """`decoder`'s teacher-forced logits and attention for a whole target sequence.
-
-    Args:
-        decoder: a `BaseDecoder`.
-        target_in: int `(batch_size, Tt)`, `[START]` followed by the target.
-        annotations: `(batch_size, Ts, dv)` encoder outputs.
-        source_mask: bool `(batch_size, Ts)`, True on real tokens.
-        summary: `(batch_size, ds)` encoder summary vector.
-        training: bool, whether dropout is applied.
-
-    Returns:
-        `(logits, attention)`: float32 `(batch_size, Tt, vocabulary_size)`
-        and `(batch_size, Tt, Ts)`.
-    """
+    """`decoder`'s teacher-forced logits and attention for a whole target sequence:
+    `BaseDecoder.call`, whose docstring gives the arguments' and results' shapes."""
     embedded = decoder.embed(target_in, training=training)
     state = decoder.initial_state(annotations, source_mask, summary)
     # Only the recurrent part of the state goes through the loop; the

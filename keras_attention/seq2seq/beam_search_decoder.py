@@ -32,6 +32,7 @@ from keras_attention.seq2seq.beam_search_outputs import (
     FinalBeamSearchDecoderOutput,
 )
 from keras_attention.seq2seq.decoder import BaseDecoder, transpose_batch_time
+from keras_attention.seq2seq.litert_tracing import is_tracing_for_litert
 
 __all__ = [
     "BeamSearchDecoder",
@@ -220,9 +221,10 @@ class BeamSearchDecoder(BaseDecoder):
         strategy.tiled_state = True
         strategy.tfa_scoring = True
         strategy.record_steps = True
-        # The records as plain tensors (LiteRT's converter turns the loop into builtin
-        # ops), except under XLA, which needs the fixed shapes of `TensorArray`s.
-        strategy.tensor_arrays = in_xla_context()
+        # The records as plain tensors when traced for LiteRT (its converter turns that
+        # loop into builtin ops), except under XLA, which needs `TensorArray`s' fixed
+        # shapes; elsewhere `TensorArray`s, which write each step once.
+        strategy.tensor_arrays = in_xla_context() or not is_tracing_for_litert()
         strategy.record_all_scores = bool(self.output_all_scores)
         if self.coverage_penalty_weight:
             coverage = attention_probs(initial_state)

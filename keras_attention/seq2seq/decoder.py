@@ -9,6 +9,7 @@ from keras import ops
 
 from keras_attention.decoding.decoding_strategy import in_xla_context
 from keras_attention.seq2seq.backend_support import require_tensorflow
+from keras_attention.seq2seq.litert_tracing import is_tracing_for_litert
 
 
 class Decoder(metaclass=abc.ABCMeta):
@@ -275,12 +276,13 @@ def dynamic_decode(
         if maximum_iterations is not None:
             initial_finished = tf.logical_or(initial_finished, 0 >= maximum_iterations)
         initial_sequence_lengths = tf.zeros_like(initial_finished, dtype=tf.int32)
-        # A static `maximum_iterations` and batch size fix the arrays' size and element
-        # shape (XLA needs them; so does LiteRT's converter, to lower the arrays to builtin
-        # ops); outside XLA the outputs are then cut to the steps run, as a growing
-        # array's would be.
+        # XLA needs arrays of a fixed size and element shape; so does LiteRT's converter,
+        # to lower them to builtin ops, from a static `maximum_iterations` and batch size
+        # (the outputs are then cut to the steps run, as a growing array's are).
+        # Elsewhere the arrays grow: they hold only the steps run.
         fixed_size = is_xla or (
-            tf.get_static_value(maximum_iterations) is not None
+            is_tracing_for_litert()
+            and tf.get_static_value(maximum_iterations) is not None
             and tf.get_static_value(tf.convert_to_tensor(decoder.batch_size)) is not None
         )
         initial_outputs_ta = _output_arrays(

@@ -339,3 +339,41 @@ def test_no_measured_figure_is_typed_in_prose(page):
 )
 def test_the_figure_pattern_finds_what_it_should(line, found):
     assert [item.split(": ")[1].strip("'") for item in typed_figures("page.md", line)] == found
+
+
+# `pip install keras-attention` (or `-client`) by name: the package index's
+# `keras-attention` is another project (docs/install.md); ours installs from a clone.
+INDEX_INSTALL = re.compile(
+    r"""pip install\s+(?:-U\s+)?["']?keras-attention(?:-client)?\b(?![/\w.-])"""
+)
+INSTALL_PAGES = PAGES + [
+    REPOSITORY / "serving" / "client" / "README.md",
+    REPOSITORY / "deploy" / "README.md",
+]
+
+
+@pytest.mark.parametrize("page", INSTALL_PAGES, ids=lambda p: str(p.relative_to(REPOSITORY)))
+def test_no_install_from_the_package_index(page):
+    found = [
+        f"{page.relative_to(REPOSITORY)}:{number}: {line.strip()}"
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if INDEX_INSTALL.search(line)
+    ]
+    assert not found, "install from a clone (pip install -e . / ./serving/client):\n" + "\n".join(
+        found
+    )
+
+
+@pytest.mark.parametrize(
+    "line, found",
+    [
+        ('pip install "keras-attention[litert]"', True),
+        ("pip install keras-attention-client", True),
+        ("pip install -U 'keras-attention'", True),
+        ('pip install -e ".[litert]"', False),
+        ('pip install "./serving/client[litert]"', False),
+        ("pip install -e ./serving/client -e .", False),
+    ],
+)
+def test_the_index_install_pattern_finds_what_it_should(line, found):
+    assert bool(INDEX_INSTALL.search(line)) is found

@@ -77,3 +77,41 @@ def max_difference(expected, actual):
     if expected.size == 0:
         return 0.0
     return float(np.max(np.abs(expected.astype(np.float64) - actual.astype(np.float64))))
+
+
+def tfa_case_wrapper(config):
+    """`(mechanism, AttentionWrapper)` of one of TFA's own `_test_with_attention` cases
+    (the `wrapper_tfa_*` files: a 9-unit LSTM cell)."""
+    return make_wrapper(
+        config["mechanism"],
+        config["mechanism_kwargs"],
+        {
+            "attention_layer_size": config["attention_layer_size"],
+            "alignment_history": config["alignment_history"],
+        },
+        config["depth"],
+        query_layer=config["create_query_layer"],
+        cell_units=9,
+    )
+
+
+def mechanism_outputs(arrays, config):
+    """A golden mechanism case run on TFA's weights: `(mechanism, outputs by name)`."""
+    config = dict(config)
+    mechanism = getattr(seq2seq, config.pop("class"))(**config)
+    memory, lengths = arrays["in_memory"], arrays["in_memory_sequence_length"]
+    mechanism.setup_memory(memory, memory_sequence_length=lengths)
+    mechanism([arrays["in_query"], arrays["in_state"]])
+    shapes = [tuple(w.shape) for w in mechanism.weights]
+    if shapes != [w.shape for w in golden_weights(arrays)]:
+        raise AssertionError(f"weights' shapes differ from TFA's: {shapes}")
+    mechanism.set_weights(golden_weights(arrays))
+    mechanism.setup_memory(memory, memory_sequence_length=lengths)  # keys from the new weights
+    alignments, next_state = mechanism([arrays["in_query"], arrays["in_state"]])
+    return mechanism, {
+        "alignments": alignments,
+        "next_state": next_state,
+        "keys": mechanism.keys,
+        "values": mechanism.values,
+        "initial_alignments": mechanism.initial_alignments(3, "float32"),
+    }

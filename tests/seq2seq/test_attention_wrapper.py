@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers.tfa_golden import load, make_wrapper, names
+from helpers.tfa_golden import load, names, tfa_case_wrapper
 
 from keras_attention import seq2seq
 
@@ -154,17 +154,7 @@ def test_every_stated_case_has_a_golden_file():
 def test_stated_summaries(case):
     """TFA's case on the weights and inputs TFA drew: the means its test states."""
     arrays, config = load(f"wrapper_tfa_{case}")
-    mechanism, cell = make_wrapper(
-        config["mechanism"],
-        config["mechanism_kwargs"],
-        {
-            "attention_layer_size": config["attention_layer_size"],
-            "alignment_history": config["alignment_history"],
-        },
-        config["depth"],
-        query_layer=config["create_query_layer"],
-        cell_units=9,
-    )
+    mechanism, cell = tfa_case_wrapper(config)
     mechanism.setup_memory(arrays["in_memory"], arrays["in_memory_sequence_length"])
     decoder = seq2seq.BasicDecoder(cell, seq2seq.TrainingSampler())
     decoder.initialize(

@@ -8,7 +8,14 @@ import keras
 import numpy as np
 import pytest
 from helpers.copy_task import train_copy_model
-from helpers.tfa_golden import golden_weights, load, make_wrapper, max_difference, names
+from helpers.tfa_golden import (
+    golden_weights,
+    load,
+    make_wrapper,
+    max_difference,
+    mechanism_outputs,
+    names,
+)
 from keras import ops
 
 from keras_attention import seq2seq
@@ -49,20 +56,7 @@ def flat_state(state):
 @pytest.mark.parametrize("name", names("mechanism_"))
 def test_mechanism_gives_tfa_numbers(name):
     arrays, config = load(name)
-    mechanism = getattr(seq2seq, config.pop("class"))(**config)
-    memory, lengths = arrays["in_memory"], arrays["in_memory_sequence_length"]
-    mechanism.setup_memory(memory, memory_sequence_length=lengths)
-    mechanism([arrays["in_query"], arrays["in_state"]])
-    mechanism.set_weights(golden_weights(arrays))
-    mechanism.setup_memory(memory, memory_sequence_length=lengths)  # keys from the new weights
-    alignments, next_state = mechanism([arrays["in_query"], arrays["in_state"]])
-    ours = {
-        "alignments": alignments,
-        "next_state": next_state,
-        "keys": mechanism.keys,
-        "values": mechanism.values,
-        "initial_alignments": mechanism.initial_alignments(3, "float32"),
-    }
+    _, ours = mechanism_outputs(arrays, config)
     assert_matches_golden(arrays, ours, name)
 
 

@@ -12,6 +12,7 @@ from helpers.tfa_golden import (
     make_cell,
     make_wrapper,
     max_difference,
+    mechanism_outputs,
     names,
 )
 
@@ -39,21 +40,7 @@ def assert_close(arrays, ours, name):
 @pytest.mark.parametrize("name", names("mechanism_"))
 def test_mechanism(name):
     arrays, config = load(name)
-    mechanism = getattr(seq2seq, config.pop("class"))(**config)
-    memory, lengths = arrays["in_memory"], arrays["in_memory_sequence_length"]
-    mechanism.setup_memory(memory, memory_sequence_length=lengths)
-    mechanism([arrays["in_query"], arrays["in_state"]])
-    assert [tuple(w.shape) for w in mechanism.weights] == [w.shape for w in golden_weights(arrays)]
-    mechanism.set_weights(golden_weights(arrays))
-    mechanism.setup_memory(memory, memory_sequence_length=lengths)  # keys from the new weights
-    alignments, next_state = mechanism([arrays["in_query"], arrays["in_state"]])
-    ours = {
-        "alignments": alignments,
-        "next_state": next_state,
-        "keys": mechanism.keys,
-        "values": mechanism.values,
-        "initial_alignments": mechanism.initial_alignments(3, tf.float32),
-    }
+    _, ours = mechanism_outputs(arrays, config)
     assert_close(arrays, ours, name)
 
 

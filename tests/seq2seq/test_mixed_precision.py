@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from helpers.copy_task import train_copy_model
-from helpers.tfa_golden import golden_weights, load, make_wrapper, max_difference
+from helpers.tfa_golden import golden_weights, load, max_difference, tfa_case_wrapper
 
 from keras_attention import seq2seq
 
@@ -77,17 +77,7 @@ def test_tfa_mixed_precision_cases_with_tfa_weights(name):
     outputs and state, TFA's float32 numbers within float16's precision."""
     arrays, config = load(name)
     with policy("mixed_float16"):
-        mechanism, cell = make_wrapper(
-            config["mechanism"],
-            config["mechanism_kwargs"],
-            {
-                "attention_layer_size": config["attention_layer_size"],
-                "alignment_history": config["alignment_history"],
-            },
-            config["depth"],
-            query_layer=config["create_query_layer"],
-            cell_units=9,
-        )
+        mechanism, cell = tfa_case_wrapper(config)
         decoder = seq2seq.BasicDecoder(cell, seq2seq.TrainingSampler())
 
         def run():
