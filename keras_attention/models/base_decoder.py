@@ -8,11 +8,11 @@ from keras_attention.models.arguments import check_choice, check_positive_ints, 
 from keras_attention.models.cell_step import cell_step, cell_weights, input_projection
 from keras_attention.models.decoding_weights import DecodingWeights, decoding_weights
 from keras_attention.models.encoder import RNN_CELLS
-from keras_attention.models.teacher_forcing import teacher_forced
+from keras_attention.models.teacher_forcing import TeacherForcing
 from keras_attention.models.weight_slices import read_slices
 
 
-class BaseDecoder(keras.layers.Layer):
+class BaseDecoder(TeacherForcing, keras.layers.Layer):
     """An RNN decoder over encoder annotations; a subclass says where attention goes.
 
     One recurrence, `step`, serves both teacher-forced training (`call` runs it
@@ -23,7 +23,7 @@ class BaseDecoder(keras.layers.Layer):
     steps after it. When the recurrence is a plain GRU over the target
     embeddings (`_recurrence_is_a_gru`), training runs it as
     `fused_gru.gru_sequence`, its backward pass written out. The training
-    pass lives in `keras_attention.models.teacher_forcing`.
+    pass is `TeacherForcing.call` (`keras_attention.models.teacher_forcing`), inherited.
 
     At output step t, with `e = Embedding(y_{t-1})` and the subclass's output
     features `o_t`: `logits_t = W_o o_t + b`, where `W_o` is the target
@@ -331,23 +331,6 @@ class BaseDecoder(keras.layers.Layer):
         return keras.ops.cast(kernel, dtype), keras.ops.cast(bias, dtype)
 
     # ------------------------------------------------------------- training
-
-    def call(self, target_in, annotations, source_mask, summary, training=False):
-        """Teacher-forced decoding of a whole target sequence
-        (`teacher_forcing.teacher_forced`).
-
-        Args:
-            target_in: int `(batch_size, Tt)`, `[START]` followed by the target.
-            annotations: `(batch_size, Ts, dv)` encoder outputs.
-            source_mask: bool `(batch_size, Ts)`, True on real tokens.
-            summary: `(batch_size, ds)` encoder summary vector.
-            training: bool, whether dropout is applied.
-
-        Returns:
-            `(logits, attention)`: float32 `(batch_size, Tt, vocabulary_size)`
-            and `(batch_size, Tt, Ts)`.
-        """
-        return teacher_forced(self, target_in, annotations, source_mask, summary, training)
 
     @property
     def _recurrence_is_a_gru(self):

@@ -181,7 +181,6 @@ def test_decoder_gru_recurrence_equals_its_step_loop(dtype):
     """Luong's decoder without input feeding trains its GRU as one `gru_sequence`:
     the same states and gradients as `recurrent_step` in the decoder's loop."""
     from keras_attention.models.seq2seq import Seq2Seq
-    from keras_attention.models.teacher_forcing import gru_recurrence, loop_recurrence
 
     keras.utils.set_random_seed(0)
     model = Seq2Seq(30, 40, embedding_dim=8, encoder_units=8, decoder_units=16, dtype=dtype)
@@ -206,10 +205,10 @@ def test_decoder_gru_recurrence_equals_its_step_loop(dtype):
         ]
 
     outputs, grads = states_and_gradients(
-        lambda *args: gru_recurrence(decoder, *args, training=True)
+        lambda *args: decoder._gru_recurrence(*args, training=True)
     )
     ref_outputs, ref_grads = states_and_gradients(
-        lambda *args: loop_recurrence(decoder, *args[:2], {}, args[2])[0]
+        lambda *args: decoder._loop_recurrence(*args[:2], {}, args[2])[0]
     )
     tolerance = 1e-5 if dtype == "float32" else 2e-2
     np.testing.assert_allclose(
