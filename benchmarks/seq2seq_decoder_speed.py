@@ -7,7 +7,7 @@ k-th line) decodes the same batches of those pairs' sources (evenly spread over 
 three ways:
 
 - `Seq2Seq`: `keras_attention.decoding.BeamSearch` over `Seq2Seq.step_function`
-  (what `Translator` runs);
+  (as `Translator` runs it, with TFA's ranking, `tfa_scoring`, as the decoders rank);
 - `BeamSearchDecoder`: `keras_attention.seq2seq`'s, over an `AttentionWrapper` that
   holds the same weights (`seq2seq_mapping.py` says how the decoder maps);
 - with `--tfa-python PATH`: TensorFlow Addons 0.23's `BeamSearchDecoder` on the same

@@ -117,7 +117,8 @@ class CheckReport:
             lines.append(
                 "TensorFlow's C API (TF_LoadSessionFromSavedModel, no Python TensorFlow): "
                 + (
-                    f"loaded, and {ran} requests (the warmup file's, and one per signature with "
+                    f"loaded, and {ran} request{'s' if ran != 1 else ''} (the warmup file's, and "
+                    "one per signature with "
                     "defaults giving every input) gave the Session path's outputs (largest float "
                     f"difference {self.native['max_float_difference']:.1e}; "
                     if ran

@@ -25,9 +25,10 @@ def prepare_memory(memory, memory_sequence_length=None, memory_mask=None):
         raise ValueError(
             "memory_sequence_length and memory_mask can't be provided at the same time."
         )
-    if any(dim is None for dim in memory.shape[2:]):
+    if len(memory.shape) < 3 or any(dim is None for dim in memory.shape[2:]):
         raise ValueError(
-            f"Expected memory to have fully defined inner dims. Received: shape={memory.shape}"
+            "Expected memory of shape (batch_size, max_time, ...) with fully defined inner "
+            f"dims. Received: shape={memory.shape}"
         )
     if memory_sequence_length is not None:
         mask = sequence_mask(memory_sequence_length, ops.shape(memory)[1])

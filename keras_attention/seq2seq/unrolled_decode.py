@@ -2,6 +2,8 @@
 over the static number of steps of the inputs, one Python step per time step, in
 `keras.ops` (`dynamic_decode`'s `tf.while_loop` is TensorFlow's)."""
 
+import numbers
+
 import keras
 from keras import ops
 
@@ -38,7 +40,13 @@ def unrolled_decode(decoder, inputs, initial_state, training, sampler_kwargs):
     )
     steps = sampler.max_time
     if decoder.maximum_iterations is not None:
-        steps = min(steps, int(decoder.maximum_iterations))
+        limit = decoder.maximum_iterations
+        if isinstance(limit, bool) or not isinstance(limit, numbers.Integral):
+            raise ValueError(
+                "Off the TensorFlow backend, maximum_iterations must be a Python int (the "
+                f"decoder unrolls its steps). Received: {limit!r}"
+            )
+        steps = min(steps, int(limit))
     if not steps:
         raise ValueError(f"Expected inputs with at least one time step. Received: {steps}")
     lengths = ops.zeros_like(sampler.sequence_length)

@@ -45,7 +45,7 @@ def test_model_of_its_own_runs_its_warmup_on_both_loaders(tmp_path):
     assert any("not against the translator contract" in w for w in report.warnings)
     text = report.format()
     assert "Checked as: a SavedModel of its own" in text
-    assert "loaded, and 1 requests" in text and "Result: OK" in text
+    assert "loaded, and 1 request (" in text and "Result: OK" in text
     with SavedModelSession(path) as session:  # what the warmup ran: 3x and the sum
         outputs = session.run("scale", {"x": x})
     np.testing.assert_array_equal(outputs["scaled"], 3 * x)

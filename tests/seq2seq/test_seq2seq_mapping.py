@@ -1,6 +1,7 @@
 """A `Seq2Seq` default decoder mapped onto `keras_attention.seq2seq` objects
 (`benchmarks/seq2seq_mapping.py`, what `benchmarks/seq2seq_decoder_speed.py` times)
-decodes as the model does: `BeamSearchDecoder` gives `Seq2Seq`'s beam search ids, and
+decodes as the model does, so the weights map: `BeamSearchDecoder` gives the ids of
+`Seq2Seq`'s beam search (both ranking as TFA does, `BeamSearch.tfa_scoring`), and
 `BasicDecoder` with `GreedyEmbeddingSampler` its greedy ids."""
 
 import importlib.util
