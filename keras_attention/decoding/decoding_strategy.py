@@ -21,6 +21,7 @@ and `state` (not by the row's position), which is what the contract asks.
 from __future__ import annotations
 
 import copy
+import inspect
 import numbers
 import warnings
 from typing import Any
@@ -388,8 +389,13 @@ class DecodingStrategy:
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> DecodingStrategy:
-        # A config saved before the rename holds `max_length`.
-        return cls(**with_max_steps(config, warn=False))
+        # A config saved before the rename holds `max_length`; a subclass written before
+        # it may still take only `max_length` (its old keyword, which warns).
+        config = with_max_steps(config, warn=False)
+        parameters = inspect.signature(cls.__init__).parameters
+        if "max_steps" not in parameters and "max_length" in parameters:
+            config["max_length"] = config.pop("max_steps")
+        return cls(**config)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{key}={value!r}" for key, value in self.get_config().items())

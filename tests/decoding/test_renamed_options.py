@@ -66,3 +66,15 @@ def test_setting_the_old_attribute_warns_and_sets_the_steps():
         strategy.max_length = 4
     assert strategy.max_steps == 4
     assert strategy.get_config() == GreedySearch(max_steps=4, end_id=END).get_config()
+
+
+def test_a_subclass_that_still_takes_max_length_round_trips_its_config():
+    class OldStyle(GreedySearch):
+        def __init__(self, max_length=5, end_id=3, pad_id=0):
+            super().__init__(max_length=max_length, end_id=end_id, pad_id=pad_id)
+
+    with pytest.warns(DeprecationWarning, match="max_steps"):
+        strategy = OldStyle(max_length=4)
+    with pytest.warns(DeprecationWarning, match="max_steps"):
+        restored = OldStyle.from_config(strategy.get_config())
+    assert restored.max_steps == 4 and restored.get_config() == strategy.get_config()
