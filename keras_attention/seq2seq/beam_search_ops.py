@@ -77,8 +77,7 @@ def gather_tree(step_ids, parent_ids, max_sequence_lengths, end_token):
 
     # Plain tensors in the loop (no `TensorArray`): LiteRT's converter turns it into
     # builtin ops for any batch size. Each step rewrites the whole (T, B, K) buffer with
-    # `tf.where` (T^2 B K element writes in all): a few thousand ids per step for a
-    # decoder's outputs, once per call.
+    # `tf.where`: T^2 B K element writes in all, once per call.
     steps = tf.range(max_time)[:, tf.newaxis, tf.newaxis]
 
     def body(t, parent, output_ids):
