@@ -129,7 +129,7 @@ def test_trained_captioner_passes_check_export_native_and_serves_its_captions(
     assert cli_main(["check-export", "--native", str(path)]) == 0
     printed = capsys.readouterr().out
     assert "Checked as: a SavedModel of its own" in printed
-    assert "TensorFlow's C API" in printed and "loaded, and 1 requests" in printed
+    assert "TensorFlow's C API" in printed and "loaded, and 1 request (" in printed
     server = _serve(path.parent, "captioner")
     try:
         served = captioning.serving_module().caption_over_grpc(server.address, "captioner", pngs)
