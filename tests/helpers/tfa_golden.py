@@ -43,10 +43,26 @@ def flatten_state(prefix, state):
             for i, item in enumerate(value):
                 visit(f"{path}_{i}", item)
         else:
-            flat[path] = np.asarray(value)
+            flat[path] = keras.ops.convert_to_numpy(value)
 
     visit(prefix, state)
     return flat
+
+
+TOLERANCE = 1e-5
+"""Float outputs against TFA's golden ones (ids, lengths and flags: exactly)."""
+
+
+def assert_matches_golden(arrays, ours, name):
+    """Each of `ours` (`{key: array}`, on any backend) against the golden `out_<key>`."""
+    for key, value in ours.items():
+        golden_key = f"out_{key}"
+        if golden_key not in arrays and key.endswith("_0"):
+            golden_key = f"out_{key[:-2]}"  # tf.keras' GRUCell state is a tensor, not [h]
+        expected = arrays[golden_key]
+        difference = max_difference(expected, keras.ops.convert_to_numpy(value))
+        exact = np.issubdtype(expected.dtype, np.integer) or expected.dtype == bool
+        assert difference <= (0 if exact else TOLERANCE), f"{name} {key}: {difference}"
 
 
 def make_cell(kind, units):

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from helpers.copy_task import train_copy_model
 from helpers.tfa_golden import (
+    assert_matches_golden,
+    flatten_state,
     golden_weights,
     load,
     make_wrapper,
-    max_difference,
     mechanism_outputs,
     names,
 )
@@ -21,36 +22,11 @@ from keras import ops
 from keras_attention import seq2seq
 
 BACKEND = keras.backend.backend()
-TOLERANCE = 1e-5
 not_tensorflow = pytest.mark.skipif(BACKEND == "tensorflow", reason="TensorFlow runs them")
 
 
 def numpy_tree(structure):
     return keras.tree.map_structure(ops.convert_to_numpy, structure)
-
-
-def assert_matches_golden(arrays, ours, name):
-    """Each of `ours` (`{key: array}`) against the golden `out_<key>` (ids exactly)."""
-    for key, value in ours.items():
-        golden_key = f"out_{key}"
-        if golden_key not in arrays and key.endswith("_0"):
-            golden_key = f"out_{key[:-2]}"  # tf.keras' GRUCell state is a tensor, not [h]
-        expected = arrays[golden_key]
-        difference = max_difference(expected, ops.convert_to_numpy(value))
-        exact = np.issubdtype(expected.dtype, np.integer) or expected.dtype == bool
-        assert difference <= (0 if exact else TOLERANCE), f"{name} {key}: {difference}"
-
-
-def flat_state(state):
-    """`{state_<field>[_<i>]: array}` of an `AttentionWrapperState` (no history)."""
-    flat = {}
-    for field in ("cell_state", "attention", "alignments", "attention_state"):
-        value = getattr(state, field)
-        if isinstance(value, (list, tuple)):
-            flat.update({f"state_{field}_{i}": item for i, item in enumerate(value)})
-        else:
-            flat[f"state_{field}"] = value
-    return flat
 
 
 @pytest.mark.parametrize("name", names("mechanism_"))
@@ -96,7 +72,7 @@ def test_wrapper_in_basic_decoder_gives_tfa_numbers(name):
         "rnn_output": outputs.rnn_output,
         "sample_id": outputs.sample_id,
         "lengths": decoded_lengths,
-        **flat_state(state),
+        **flatten_state("state", state),
     }
     assert_matches_golden(arrays, ours, name)
 

@@ -2,16 +2,15 @@
 `benchmarks/tfa_golden/make_golden.py` (tensorflow-addons 0.23, tensorflow-cpu 2.15.1)."""
 
 import keras
-import numpy as np
 import pytest
 import tensorflow as tf
 from helpers.tfa_golden import (
+    assert_matches_golden,
     flatten_state,
     golden_weights,
     load,
     make_cell,
     make_wrapper,
-    max_difference,
     mechanism_outputs,
     names,
 )
@@ -20,28 +19,12 @@ from keras_attention import seq2seq
 
 pytestmark = pytest.mark.tensorflow_only
 
-TOLERANCE = 1e-5
-
-
-def assert_close(arrays, ours, name):
-    """Every output of ours against the golden one (ids exactly)."""
-    for key, value in ours.items():
-        golden_key = f"out_{key}"
-        if golden_key not in arrays and key.endswith("_0"):
-            golden_key = f"out_{key[:-2]}"  # tf.keras' GRUCell state is a tensor, not [h]
-        expected = arrays[golden_key]
-        difference = max_difference(expected, value)
-        if np.issubdtype(expected.dtype, np.integer) or expected.dtype == bool:
-            assert difference == 0, f"{name} {key}"
-        else:
-            assert difference <= TOLERANCE, f"{name} {key}: {difference}"
-
 
 @pytest.mark.parametrize("name", names("mechanism_"))
 def test_mechanism(name):
     arrays, config = load(name)
     _, ours = mechanism_outputs(arrays, config)
-    assert_close(arrays, ours, name)
+    assert_matches_golden(arrays, ours, name)
 
 
 def test_functions():
@@ -58,7 +41,7 @@ def test_functions():
     ours["monotonic_hard"] = seq2seq.monotonic_attention(
         arrays["in_hard_choose"], arrays["in_first"], "hard"
     )
-    assert_close(arrays, ours, "functions")
+    assert_matches_golden(arrays, ours, "functions")
 
 
 def run_twice(decoder, arrays, run):
@@ -113,7 +96,7 @@ def wrapper_case(name, query_layer=False, units=None):
 @pytest.mark.parametrize("name", [n for n in names("wrapper_") if not n.startswith("wrapper_tfa_")])
 def test_attention_wrapper_with_basic_decoder(name):
     arrays, _, ours = wrapper_case(name)
-    assert_close(arrays, ours, name)
+    assert_matches_golden(arrays, ours, name)
 
 
 @pytest.mark.parametrize("name", names("wrapper_tfa_"))
@@ -123,7 +106,7 @@ def test_tfa_test_cases_with_tfa_weights(name):
     arrays, _, ours = wrapper_case(
         name, query_layer=config["create_query_layer"], units=config["depth"]
     )
-    assert_close(arrays, ours, name)
+    assert_matches_golden(arrays, ours, name)
 
 
 @pytest.mark.parametrize("name", names("greedy_"))
@@ -153,7 +136,7 @@ def test_basic_decoder_with_greedy_embedding_sampler(name):
             initial_state=state,
         )
 
-    assert_close(arrays, run_twice(decoder, arrays, run), name)
+    assert_matches_golden(arrays, run_twice(decoder, arrays, run), name)
 
 
 def test_sequence_loss_variants():
@@ -174,4 +157,4 @@ def test_sequence_loss_variants():
         tf.constant(logits), tf.one_hot(targets, 6), tf.constant(weights)
     )
     ours["class_default"] = seq2seq.SequenceLoss()(targets, tf.constant(logits), weights)
-    assert_close(arrays, ours, "loss")
+    assert_matches_golden(arrays, ours, "loss")
