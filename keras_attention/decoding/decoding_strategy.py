@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import inspect
 import numbers
-import warnings
 from typing import Any
 
 import keras
@@ -33,8 +32,8 @@ from keras_attention.decoding.decode_result import DecodeResult
 from keras_attention.decoding.drop_finished_loop import drop_finished_loop
 from keras_attention.decoding.next_fn import NextFn, call_next_fn, relaxed_shape
 from keras_attention.decoding.renamed_options import (
-    OLD_MAX_STEPS,
     accepts_old_max_steps,
+    warn_old_name,
     with_max_steps,
 )
 from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
@@ -206,20 +205,12 @@ class DecodingStrategy:
     @property
     def max_length(self) -> int:
         """Deprecated: the old name of `max_steps`."""
-        warnings.warn(
-            "`max_length` is renamed `max_steps` (the most decoding steps).",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        warn_old_name()
         return self.max_steps
 
     @max_length.setter
     def max_length(self, value: int) -> None:
-        warnings.warn(
-            "`max_length` is renamed `max_steps` (the most decoding steps).",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        warn_old_name()
         self.max_steps = self.step_limit = check_int("max_steps", value, minimum=1)
 
     def with_options(self, **options: Any) -> DecodingStrategy:
@@ -233,8 +224,7 @@ class DecodingStrategy:
         Raises:
             ValueError: an unknown option, or a bad Python value.
         """
-        if OLD_MAX_STEPS in options:
-            options = with_max_steps(options)
+        options = with_max_steps(options)
         unknown = sorted(set(options) - set(self.call_options))
         if unknown:
             raise ValueError(

@@ -29,7 +29,8 @@ Function = TypeVar("Function", bound=Callable[..., Any])
 _LIBRARIES = {"keras_attention", "keras_attention_client", "functools", "tensorflow", "keras"}
 
 
-def _warn_old_name() -> None:
+def warn_old_name() -> None:
+    """The `DeprecationWarning` of the old name, at the line of ours' caller."""
     level, frame = 1, sys._getframe(0)
     while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in _LIBRARIES:
         frame, level = frame.f_back, level + 1
@@ -60,7 +61,7 @@ def with_max_steps(options: Mapping[str, Any], *, warn: bool = True) -> dict[str
             f"{MAX_STEPS}={options[MAX_STEPS]!r}, {OLD_MAX_STEPS}={options[OLD_MAX_STEPS]!r}"
         )
     if warn:
-        _warn_old_name()
+        warn_old_name()
     renamed = {key: value for key, value in options.items() if key != OLD_MAX_STEPS}
     renamed[MAX_STEPS] = options[OLD_MAX_STEPS]
     return renamed
