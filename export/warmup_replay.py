@@ -15,6 +15,7 @@ from keras_attention.export.export_manifest import ExportManifest
 from keras_attention.export.native_check import NativeCheckError, compare_outputs, run_native
 from keras_attention.export.translation_signatures import INPUT_KEY, SERVING_DEFAULT
 from keras_attention.saved_model_session import SavedModelSession, read_warmup_requests
+from keras_attention_client.wire.tensors import dtype_mismatch
 
 _NUMPY_DTYPES = {
     "DT_STRING": np.object_,
@@ -203,13 +204,13 @@ def _check_dtypes(signature, request) -> None:
     Raises:
         ValueError: TF Serving's message.
     """
-    for index, alias in enumerate(sorted(request.inputs)):
-        info = signature.inputs.get(alias)
-        if info is not None and request.inputs[alias].dtype != info.dtype:
-            raise ValueError(
-                f"Expects arg[{index}] ({alias!r}) to be {tf.dtypes.as_dtype(info.dtype).name} "
-                f"but {tf.dtypes.as_dtype(request.inputs[alias].dtype).name} is provided"
+    for index, alias in enumerate(sorted(signature.inputs)):
+        if alias in request.inputs:
+            mismatch = dtype_mismatch(
+                index, signature.inputs[alias].dtype, request.inputs[alias].dtype
             )
+            if mismatch:
+                raise ValueError(f"{mismatch} (input {alias!r})")
 
 
 def _batch_size(inputs: dict[str, np.ndarray], contract: str) -> int | None:

@@ -19,7 +19,7 @@ from keras_attention_client.wire.contract import SIGNATURE_DEF_FIELD
 from keras_attention_client.wire.errors import ServingError, code_name
 from keras_attention_client.wire.tensors import (
     TensorParseError,
-    dtype_string,
+    dtype_mismatch,
     ndarray_to_tensor_proto,
     tensor_proto_to_ndarray,
 )
@@ -121,12 +121,9 @@ def _input_arrays(signature: Any, inputs: Mapping[str, Any]) -> dict[str, np.nda
                 value = tensor_proto_to_ndarray(proto)
             except TensorParseError as error:
                 raise ServingError("INVALID_ARGUMENT", f"tensor parsing error: {alias}") from error
-        if value is not proto and proto.dtype != info.dtype:  # the Session's feed check
-            raise ServingError(
-                "INVALID_ARGUMENT",
-                f"Expects arg[{index}] to be {dtype_string(info.dtype)} but "
-                f"{dtype_string(proto.dtype)} is provided",
-            )
+        mismatch = None if value is proto else dtype_mismatch(index, info.dtype, proto.dtype)
+        if mismatch:  # the Session's feed check
+            raise ServingError("INVALID_ARGUMENT", mismatch)
         dims = [d.size for d in info.tensor_shape.dim]
         if not info.tensor_shape.unknown_rank and (
             len(dims) != value.ndim

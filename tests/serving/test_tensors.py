@@ -138,3 +138,11 @@ def test_bad_values_raise_value_errors_naming_them():
         ndarray_to_tensor_proto(np.array([object()], dtype=object))
     with pytest.raises(ValueError, match="Received"):
         ndarray_to_tensor_proto(np.array(["2020-01-01"], dtype="datetime64[D]"))
+
+
+def test_dtype_mismatch_is_tf_servings_refusal():
+    from keras_attention_client.wire.tensors import dtype_mismatch
+
+    string, floats = types_pb2.DT_STRING, types_pb2.DT_FLOAT
+    assert dtype_mismatch(0, string, string) is None
+    assert dtype_mismatch(2, string, floats) == "Expects arg[2] to be string but float is provided"

@@ -64,6 +64,18 @@ def dtype_string(dtype: int) -> str:
     return {"DT_HALF": "half"}.get(name, name[3:].lower() if name.startswith("DT_") else name)
 
 
+def dtype_mismatch(index: int, expected: int, received: int) -> str | None:
+    """TF Serving's refusal of an input whose dtype is not its signature's (the Session's
+    feed check), `index` its place among the signature's inputs sorted by alias; `None`
+    when the dtypes agree."""
+    if received == expected:
+        return None
+    return (
+        f"Expects arg[{index}] to be {dtype_string(expected)} but "
+        f"{dtype_string(received)} is provided"
+    )
+
+
 def ndarray_to_tensor_proto(
     values: Any,
     dtype: int | None = None,
