@@ -49,7 +49,7 @@ def resolve_weights(weights: str, compute_dtype: str) -> str:
 
     `auto` is `bfloat16` for a model computing in bfloat16: it reads the
     stored values with no cast and gives the translations of float32
-    weights, from half the bytes (measured: docs/export.md). Otherwise
+    weights, from half the bytes (measured: docs/benchmarks.md). Otherwise
     `float32`: bfloat16 or int8 storage would then be converted to float32
     at every request.
 

@@ -15,8 +15,8 @@ what its training split shows (`CorpusStatistics`). The rule
    a capped word vocabulary would leave too many words `[UNK]`, or too many
    source words would have an embedding learned from one sentence.
 
-The measurements behind the rule and its thresholds: docs/training.md
-("Choosing the tokenizer") and benchmarks/results/tokenizer_choice.json.
+The measurements behind the rule and its thresholds: docs/results.md
+("Words or subwords") and benchmarks/results/tokenizer_choice.json.
 
 A run computing in float32 (`precision`, resolved before the tokenizer) has
 an `auto` target word vocabulary of at most `FLOAT32_TARGET_WORDS` entries.
@@ -50,7 +50,7 @@ repeats) that `auto` word vocabularies must hold for words to be chosen."""
 
 SUBWORDS_MIN_SOURCE_ONCE_PER_PAIR = 0.15
 """Source words seen once per training pair from which `auto` picks subwords
-(fitted on the bundled corpus: docs/training.md, "Choosing the tokenizer")."""
+(fitted on the bundled corpus: docs/results.md, "Words or subwords")."""
 
 SUBWORD_PIECES = 8000
 """Pieces per side of an `auto` subword vocabulary."""

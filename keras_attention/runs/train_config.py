@@ -136,7 +136,7 @@ class TrainConfig:
         "vocabularies; auto = words when vocabularies of every word of the training split"
         " (at most 12000 / 16000) hold at least 98% of each side's tokens and the source "
         "has under 0.15 words seen once per training pair, else subwords (measured: "
-        "docs/training.md); resolved once for a new run and saved in config.json "
+        "docs/results.md); resolved once for a new run and saved in config.json "
         "(default: auto)",
     )
     source_vocabulary_size: int | str | None = _field(

@@ -245,7 +245,7 @@ class VocabularyShortlist:
                 `DEFAULT_FREQUENT`.
             special_ids: the reserved target ids, padding first.
             measure: one of `MEASURES`, `"lmi"` (the default; the comparison
-                with Dice: docs/export.md) or `"dice"`.
+                with Dice: docs/benchmarks.md) or `"dice"`.
 
         Raises:
             ValueError: a bad `k`, `frequent` or `measure`, no pairs, or an

@@ -296,7 +296,7 @@ def test_stored_exports_are_smaller(exports):
         for weights, exported in exports.items()
     }
     # The tiny model's biases and scales weigh more than a real model's (the
-    # default model's ratios: docs/export.md).
+    # default model's ratios: docs/benchmarks.md).
     assert sizes["bfloat16"] < 0.6 * sizes["float32"]
     assert sizes["int8"] < 0.5 * sizes["float32"]
 
