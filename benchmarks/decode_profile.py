@@ -25,6 +25,10 @@ type (from the node's timeline label) and its time. It reports:
   accounts for, e.g. the executor's scheduling between ops, or ops of both cores overlapping
   it when above).
 
+With `--bleu`, each signature also translates the run's whole test split (batches of 64)
+and its sacreBLEU is recorded (`rows.<signature>.bleu`): a faster export is compared
+with the same BLEU.
+
 Tracing adds a little time to each op, so the traced wall time is above the untraced
 one; shares are read from the traced run, speeds from the untraced runs.
 """
@@ -45,6 +49,7 @@ harness.quiet_tensorflow()
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from keras_attention.evaluation.bleu import score_translations  # noqa: E402
 from keras_attention.saved_model_session import SavedModelSession  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "decode_profile.json"
@@ -172,6 +177,20 @@ def profile(session, signature: str, sources: list[str], batch_size: int, repeat
     }
 
 
+def test_bleu(session, signature: str, run_dir: Path, batch_size: int = 64) -> dict:
+    """sacreBLEU of the signature's `translation` output on the run's whole test split."""
+    sources, references = harness.test_sources(run_dir)
+    defs = session.signature_defs[signature]
+    text = defs.inputs[next(iter(defs.inputs))].name
+    output = defs.outputs["translation"].name
+    translations = []
+    for i in range(0, len(sources), batch_size):
+        batch = np.array([t.encode() for t in sources[i : i + batch_size]], dtype=object)
+        translations += [t.decode() for t in session.session.run(output, {text: batch})]
+    scores = score_translations(translations, references)
+    return {"sentences": len(sources), "bleu": scores.bleu, "signature": scores.bleu_signature}
+
+
 def print_row(name: str, batch: int, row: dict) -> None:
     groups = ", ".join(f"{k} {v:.0%}" for k, v in list(row["groups"].items())[:5])
     print(
@@ -197,6 +216,12 @@ def main(argv: list[str] | None = None) -> int:
         "--sentences", type=int, default=64, help="test sources decoded at each batch size"
     )
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--bleu",
+        action="store_true",
+        help="also translate the whole test split with each signature (batches of 64) and "
+        "record its sacreBLEU",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     machine = harness.print_machine_header()
