@@ -241,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
                     session, signature, sources, batch, args.repeats
                 )
                 print_row(name, batch, row)
+            if args.bleu:
+                rows[name]["bleu"] = test_bleu(session, signature, args.run_dir)
+                print(f"{name:>6} BLEU {rows[name]['bleu']['bleu']:.2f}", flush=True)
     harness.write_json(args.out, {"export": str(args.export), "rows": rows}, machine)
     print(f"wrote {args.out}")
     return 0
