@@ -1,20 +1,31 @@
-"""Records a trained and evaluated default run in benchmarks/results/default_run.json.
+"""Records runs of the default recipe in benchmarks/results/default_run.json.
 
-    keras-attention train && keras-attention evaluate runs/fra-eng
-    python benchmarks/default_run.py --run-dir runs/fra-eng
+    python benchmarks/default_run.py --quickstart [--workdir DIR]
 
-reads the run directory's `config.json` and `metrics.json` (the `training` and
-`evaluation` sections that `train` and `evaluate` wrote) and writes them, with
-the machine's provenance (`harness.machine_info()`: date, commit, CPU model and
-flags) and the run's precision, as the record `runs.<kind>` of the results file:
-`native_bf16` or `no_native_bf16`, from the CPU's flags and `ONEDNN_MAX_CPU_ISA`
-(a cap below AVX512_CORE_BF16 means no native bfloat16), unless `--kind` names
-the record (e.g. `native_bf16_earlier_split`, the default recipe trained on another
-split with `--data`, `--validation-data` and `--test-data`; give `--command` then).
-`--replaced-metrics` adds a second evaluation of the same run, with unknown-word
-replacement, as `evaluation_replaced`.
-Run it from the checkout that trained the run, right after `evaluate`. The
-README's and the docs' default-run figures are rendered from this file
+makes the record that the README's and the Quickstart's tables show,
+`quickstart.<kind>` (`native_bf16` or `no_native_bf16`, from the CPU's flags and
+`ONEDNN_MAX_CPU_ISA`: a cap below AVX512_CORE_BF16 means no native bfloat16). It
+clones this checkout's HEAD into DIR (default: a new temporary directory; a DIR that
+holds a clone is used as it is), runs README's Quickstart command there exactly as
+printed (`quickstart_command()`: a virtual environment, the install, `keras-attention
+train`, `keras-attention evaluate runs/fra-eng`), then `keras-attention evaluate
+runs/fra-eng --no-replace-unknown` and `keras-attention export runs/fra-eng
+--export-dir exports/fra-eng`, and records the run with both evaluations and the
+export's weights, shortlist and size. The record's `machine.command` is the
+Quickstart command; tests/docs/test_result_labels.py fails when a table labelled as
+that command's result reads another record.
+
+    keras-attention train --data ... --out RUN && keras-attention evaluate RUN
+    python benchmarks/default_run.py --run-dir RUN --kind NAME --command "..."
+
+records a run made another way (other options, another split, an earlier code
+version) as `runs.NAME`: the run directory's `config.json` and `metrics.json` (the
+`training` and `evaluation` sections that `train` and `evaluate` wrote), with the
+machine's provenance (`harness.machine_info()`: date, commit, CPU model and flags),
+the run's precision and the command that made it. `--replaced-metrics` adds a second
+evaluation of the same run, with unknown-word replacement, as `evaluation_replaced`.
+Run it from the checkout that trained the run, right after `evaluate`.
+The README's and the docs' figures are rendered from this file
 (`python docs/gen_readme_figures.py`, and the docs build).
 """
 
@@ -24,7 +35,10 @@ import argparse
 import csv
 import json
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import harness
@@ -32,6 +46,9 @@ import harness
 from keras_attention.precision import onednn_cap_without_bf16
 
 RESULTS = Path(__file__).resolve().parent / "results" / "default_run.json"
+README = harness.REPO / "README.md"
+QUICKSTART_RUN = "runs/fra-eng"
+QUICKSTART_EXPORT = "exports/fra-eng"
 RUN_COMMAND = "keras-attention train && keras-attention evaluate runs/fra-eng"
 CONFIG_FIELDS = (
     "precision",
@@ -122,6 +139,61 @@ def record(run_dir: Path, machine: dict, replaced: Path | None = None) -> dict:
     return result
 
 
+def quickstart_command(readme: Path = README) -> str:
+    """The one-line command of README's Quickstart: its section's first bash block."""
+    text = readme.read_text(encoding="utf-8")
+    section = text.partition("\n## Quickstart\n")[2].partition("\n## ")[0]
+    block = re.search(r"^```bash\n(.*?)^```", section, flags=re.DOTALL | re.MULTILINE)
+    if not section or not block or len(block.group(1).strip().splitlines()) != 1:
+        raise ValueError(f"{readme}: no one-line bash block under '## Quickstart'")
+    return block.group(1).strip()
+
+
+def export_facts(export_base: Path) -> dict:
+    """The newest version under `export_base`: its weights, shortlist and size."""
+    from export.export_manifest import ExportManifest
+
+    versions = sorted(
+        (p for p in export_base.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)
+    )
+    if not versions:
+        raise FileNotFoundError(f"no version directory under {export_base}")
+    manifest = ExportManifest.load(versions[-1])
+    return {
+        "weights": manifest.weights.get("weights"),
+        "shortlist": manifest.shortlist.get("k") if manifest.shortlist else None,
+        "target_vocabulary_size": manifest.vocabulary.get("target_size"),
+        "variables_bytes": harness.variables_bytes(versions[-1]),
+    }
+
+
+def run_quickstart(workdir: Path, command: str) -> Path:
+    """Runs the Quickstart `command` in a clone at `workdir` (made from this checkout's
+    HEAD unless it holds one), then evaluates without unknown-word replacement and
+    exports. Returns the copy of the metrics of the Quickstart's own `evaluate`."""
+    if not (workdir / ".git").exists():
+        subprocess.run(["git", "clone", "--quiet", str(harness.REPO), str(workdir)], check=True)
+    subprocess.run(["bash", "-c", command], cwd=workdir, check=True)
+    replaced = workdir / "quickstart-metrics.json"
+    shutil.copyfile(workdir / QUICKSTART_RUN / "metrics.json", replaced)
+    tool = str(workdir / ".venv" / "bin" / "keras-attention")
+    steps = (
+        [tool, "evaluate", QUICKSTART_RUN, "--no-replace-unknown"],
+        [tool, "export", QUICKSTART_RUN, "--export-dir", QUICKSTART_EXPORT],
+    )
+    for step in steps:
+        subprocess.run(step, cwd=workdir, check=True)
+    return replaced
+
+
+def quickstart_record(workdir: Path, machine: dict, replaced: Path) -> dict:
+    """The `quickstart.<kind>` record of the clone at `workdir`."""
+    machine = {**machine, "commit": harness.git_commit(workdir), "command": quickstart_command()}
+    result = record(workdir / QUICKSTART_RUN, machine, replaced)
+    result["export"] = export_facts(workdir / QUICKSTART_EXPORT)
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
@@ -131,11 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kind",
         type=record_name,
-        help="the record to write: native_bf16, no_native_bf16, or another name of lowercase "
-        "letters, digits and underscores for a run beside the default's, e.g. "
-        "native_bf16_earlier_split (default: native_bf16 or no_native_bf16 from the CPU's flags)",
+        help="without --quickstart, the record runs.NAME to write: lowercase letters, digits "
+        "and underscores, e.g. native_bf16_earlier_split (required then)",
     )
-    parser.add_argument("--command", default=RUN_COMMAND, help="the command that made the run")
+    parser.add_argument(
+        "--command", default=RUN_COMMAND, help="without --quickstart, the command that made the run"
+    )
     parser.add_argument(
         "--commit",
         help="the code version that trained the run, where it is not the checkout's "
@@ -148,6 +221,18 @@ def main(argv: list[str] | None = None) -> int:
         "(the default), recorded as evaluation_replaced beside the run directory's own "
         "(e.g. from evaluate --no-replace-unknown) (default: none)",
     )
+    parser.add_argument(
+        "--quickstart",
+        action="store_true",
+        help="run README's Quickstart command in a clone at --workdir and record it as "
+        "quickstart.<kind> (see the module's docstring)",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="with --quickstart: the clone to run in, made if it holds none "
+        "(default: a new temporary directory)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     machine = harness.print_machine_header()
@@ -157,11 +242,21 @@ def main(argv: list[str] | None = None) -> int:
     native = NATIVE_BF16_FLAGS & set(machine["cpu_flags"]) and not onednn_cap_without_bf16(
         machine["onednn_max_cpu_isa"]
     )
-    kind = args.kind or ("native_bf16" if native else "no_native_bf16")
+    if not args.quickstart and not args.kind:
+        parser.error("--kind names the runs.<name> record (or give --quickstart)")
+    kind = "native_bf16" if native else "no_native_bf16"
     results = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
-    results.setdefault("runs", {})[kind] = record(args.run_dir, machine, args.replaced_metrics)
+    if args.quickstart:
+        workdir = args.workdir or Path(tempfile.mkdtemp(prefix="quickstart-"))
+        replaced = run_quickstart(workdir, quickstart_command())
+        results.setdefault("quickstart", {})[kind] = quickstart_record(workdir, machine, replaced)
+        where = f"quickstart.{kind} from {workdir}"
+    else:
+        kind = args.kind
+        results.setdefault("runs", {})[kind] = record(args.run_dir, machine, args.replaced_metrics)
+        where = f"runs.{kind} from {args.run_dir}"
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(f"{args.out}: runs.{kind} from {args.run_dir}")
+    print(f"{args.out}: {where}")
     return 0
 
 

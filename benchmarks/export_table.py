@@ -257,6 +257,7 @@ def export_settings(parser: argparse.ArgumentParser, run_dir: Path, flags: list[
         settings["shortlist"] = auto_shortlist_size(
             run_translator(run_dir).target_vectorizer.vocabulary_size,
             settings.get("jit_compile", False),
+            compute_dtype=COMPUTE_DTYPES.get(settings.get("precision"), "float32"),
         )
     return settings
 

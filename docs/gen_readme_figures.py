@@ -7,7 +7,7 @@ GitHub shows the README as it is committed, so its figures cannot be filled in
 at build time as the site's are (docs/hooks/figures.py). Each one sits between
 two HTML comments instead, the first holding the same call a docs page would use:
 
-    <!-- figure("default_run", "runs.native_bf16.evaluation.beam.bleu", ".2f") -->47.41<!-- /figure -->
+    <!-- figure("default_run", "runs.native_bf16_8_epochs.evaluation.beam.bleu", ".2f") -->47.41<!-- /figure -->
     <!-- provenance() -->
     | figures | command | code | date | CPU | precision |
     ...

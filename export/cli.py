@@ -150,7 +150,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "that go with it most (local mutual information) in the run's training split, plus the "
         "--shortlist-frequent most frequent target tokens; scores are then log-probabilities "
         "over the shortlist; none: the whole vocabulary; auto: K=100 for a target vocabulary "
-        "of 10000 tokens or more (not with --jit-compile), else none; with --format litert "
+        "of 10000 tokens or more (8000 when the signatures compute in float32; not with "
+        "--jit-compile), else none; with --format litert "
         "auto is none (a shortlist there is for speed: docs/on-device.md) "
         f"(default: {COMMAND_SETTINGS.shortlist})",
     )

@@ -195,10 +195,14 @@ class TranslatorExporter:
             max_output_length=settings.max_output_length,
             replace_unknown=settings.replace_unknown,
         )
+        if settings.precision is not None:
+            translator = with_precision(translator, settings.precision)
         shortlist, frequent = settings.shortlist, settings.shortlist_frequent
         if isinstance(shortlist, str) and shortlist == AUTO:
             shortlist = auto_shortlist_size(
-                translator.target_vectorizer.vocabulary_size, jit_compile
+                translator.target_vectorizer.vocabulary_size,
+                jit_compile,
+                compute_dtype=translator.model.compute_dtype,
             )
         if shortlist is None:
             shortlist = getattr(translator, "shortlist", None)  # a shortlisted Translator's
@@ -211,8 +215,6 @@ class TranslatorExporter:
                     f"Received: shortlist={shortlist!r}, jit_compile=True"
                 )
             shortlist = VocabularyShortlist.from_run(run_dir, shortlist, frequent)
-        if settings.precision is not None:
-            translator = with_precision(translator, settings.precision)
         run = RunDirectory(run_dir)
         config = TrainConfig.load(run.path)
         if warmup_pairs is None:

@@ -3,7 +3,7 @@
 A page never types a measured number. It names the figure instead, and the build
 writes the value read from the results file that a benchmark or evaluation wrote:
 
-    {{ figure("default_run", "runs.native_bf16.bleu.beam", ".2f") }}      ->  47.41
+    {{ figure("default_run", "runs.native_bf16_8_epochs.bleu.beam", ".2f") }}      ->  47.41
     {{ figure("export_table", "rows[name=float32 / float32].variables_bytes", ".1f", scale=1e-6) }}
     {{ provenance() }}   ->  the page's "How these figures were made" table
     \\{{ figure(...) }}    ->  {{ figure(...) }}, as written (to show the syntax)

@@ -3,6 +3,7 @@ docs page's figure calls resolve, and a stale or unreadable figure fails."""
 
 import json
 import re
+import shutil
 
 import pytest
 from helpers.docs_site import REPOSITORY, load_docs_module
@@ -27,16 +28,15 @@ def test_committed_readme_figures_are_what_the_generator_writes():
 
 def test_readme_figures_equal_the_results_files_read_directly():
     # An independent reading of a few figures: plain indexing into the JSON.
-    default = results("default_run")["runs"]["native_bf16"]
-    planned = results("default_run")["runs"]["native_bf16_earlier_split_streamed"]
-    export_row = next(row for row in results("export_table")["rows"] if row["default_export"])
+    quickstart = results("default_run")["quickstart"]["no_native_bf16"]
+    key = "quickstart.no_native_bf16"
     expected = {
-        '"runs.native_bf16.evaluation.beam.bleu", ".2f"': f"{default['evaluation']['beam']['bleu']:.2f}",
-        '"runs.native_bf16.evaluation.greedy.bleu", ".2f"': f"{default['evaluation']['greedy']['bleu']:.2f}",
-        '"runs.native_bf16_earlier_split_streamed.training.seconds", ",.0f"': f"{planned['training']['seconds']:,.0f}",
-        '"runs.native_bf16_earlier_split_streamed.evaluation.beam.bleu", ".2f"': f"{planned['evaluation']['beam']['bleu']:.2f}",
-        '"runs.native_bf16.evaluation.sentences", ",d"': f"{default['evaluation']['sentences']:,d}",
-        f'"rows[name={export_row["name"]}].variables_bytes", ".1f", scale=1e-06': f"{export_row['variables_bytes'] / 1e6:.1f}",
+        f'"{key}.evaluation.beam.bleu", ".2f"': f"{quickstart['evaluation']['beam']['bleu']:.2f}",
+        f'"{key}.evaluation.greedy.bleu", ".2f"': f"{quickstart['evaluation']['greedy']['bleu']:.2f}",
+        f'"{key}.evaluation_replaced.beam.bleu", ".2f"': f"{quickstart['evaluation_replaced']['beam']['bleu']:.2f}",
+        f'"{key}.training.seconds", ",.0f"': f"{quickstart['training']['seconds']:,.0f}",
+        f'"{key}.evaluation.sentences", ",d"': f"{quickstart['evaluation']['sentences']:,d}",
+        f'"{key}.export.variables_bytes", ".1f", scale=1e-06': f"{quickstart['export']['variables_bytes'] / 1e6:.1f}",
     }
     text = README.read_text(encoding="utf-8")
     for arguments, value in expected.items():
@@ -202,16 +202,41 @@ def test_default_run_records_what_the_docs_read(tmp_path, monkeypatch):
     metrics["evaluation"] = {**metrics["evaluation"], "replace_unknown": True}
     replaced.write_text(json.dumps(metrics))
     out = tmp_path / "default_run.json"
-    argv = ["--run-dir", str(run), "--kind", "native_bf16", "--out", str(out)]
+    argv = ["--run-dir", str(run), "--kind", "native_bf16_8_epochs", "--out", str(out)]
     assert default_run.main([*argv, "--replaced-metrics", str(replaced)]) == 0
-    written = json.loads(out.read_text())["runs"]["native_bf16"]
+    written = json.loads(out.read_text())["runs"]["native_bf16_8_epochs"]
     assert written["evaluation_replaced"]["replace_unknown"] is True
     with pytest.raises(ValueError, match="did not replace unknown words"):
         default_run.main([*argv, "--replaced-metrics", str(run / "metrics.json")])
     assert written["training"]["steps"] == 80 and written["training"]["seconds_per_step"] == 1.5
     assert written["training"]["val_loss_by_epoch"] == losses
     assert written["machine"]["precision"] == "float32" and written["machine"]["commit"]
-    # Every runs.<kind>.* figure the README and the pages cite resolves in a written record.
+    # The Quickstart's record: the same run in a clone, with its export.
+    from export.export_manifest import ExportManifest
+
+    clone = tmp_path / "clone"
+    shutil.copytree(run, clone / "runs" / "fra-eng")
+    version = clone / "exports" / "fra-eng" / "3"
+    (version / "variables").mkdir(parents=True)
+    (version / "variables" / "variables.data-00000-of-00001").write_bytes(b"0" * 1234)
+    ExportManifest(
+        version=3, created="2026-01-01", library_versions={}, run_dir=None, train_config={},
+        model_config={}, vocabulary={"target_size": 200}, max_source_length=None,
+        max_output_length=10, decoding={}, signatures={}, jit_compile=False,
+        warmup_records=0, saved_model_sha256="x", weights={"weights": "float32"},
+    ).save(version)  # fmt: skip
+    machine = {"cpu_flags": [], "date": "2026-01-01"}
+    quickstart = default_run.quickstart_record(clone, machine, replaced)
+    assert quickstart["machine"]["command"] == default_run.quickstart_command()
+    assert default_run.quickstart_command().endswith(
+        "&& keras-attention train && keras-attention evaluate runs/fra-eng"
+    )
+    assert quickstart["export"] == {
+        "weights": "float32", "shortlist": None, "target_vocabulary_size": 200,
+        "variables_bytes": 1234,
+    }  # fmt: skip
+    # Every runs.<name>.* and quickstart.<kind>.* figure the README and the pages cite
+    # resolves in a written record.
     texts = [README.read_text(encoding="utf-8")] + [p.read_text(encoding="utf-8") for p in PAGES]
     calls = [m[1] for t in texts for m in figures.MARKER.finditer(t)]
     calls += [m[1] for t in texts for m in figures.CALL.finditer(t)]
@@ -219,9 +244,10 @@ def test_default_run_records_what_the_docs_read(tmp_path, monkeypatch):
     for call in calls:
         name, args, _ = figures._arguments(call)
         if name == "figure" and args[0] == "default_run":
-            keys.add(args[1].split(".", 2)[2])
-    assert keys
-    for key in keys:
-        node = written
+            section, _, key = args[1].split(".", 2)
+            keys.add((section, key))
+    assert {section for section, _ in keys} == {"runs", "quickstart"}
+    for section, key in keys:
+        node = written if section == "runs" else quickstart
         for part in figures.split_key(key):
             node = figures._step(node, part, key)

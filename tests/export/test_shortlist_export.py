@@ -282,13 +282,18 @@ def test_stored_weights_are_gathered_with_or_without_a_shortlist(translator, wei
 
 
 @pytest.mark.parametrize(
-    "size, jit_compile, expected",
-    [(9_999, False, None), (10_000, False, 100), (16_000, False, 100), (16_000, True, None)],
-)
-def test_auto_gives_a_shortlist_to_large_target_vocabularies_only(size, jit_compile, expected):
+    "size, jit_compile, compute_dtype, expected",
+    [(9_999, False, "bfloat16", None), (10_000, False, "bfloat16", 100),
+     (16_000, False, "bfloat16", 100), (16_000, True, "bfloat16", None),
+     (7_999, False, "float32", None), (8_000, False, "float32", 100),
+     (8_000, False, "float16", None), (8_000, True, "float32", None)],
+)  # fmt: skip
+def test_auto_gives_a_shortlist_to_large_target_vocabularies_only(
+    size, jit_compile, compute_dtype, expected
+):
     from keras_attention.shortlist.defaults import auto_shortlist_size
 
-    assert auto_shortlist_size(size, jit_compile) == expected
+    assert auto_shortlist_size(size, jit_compile, compute_dtype=compute_dtype) == expected
 
 
 @pytest.mark.parametrize(
@@ -322,9 +327,9 @@ def test_auto_follows_the_target_vocabulary_size(run_dir, translator, monkeypatc
     from keras_attention.shortlist import defaults
 
     size = translator.target_vectorizer.vocabulary_size
-    assert size < defaults.AUTO_MIN_TARGET_VOCABULARY
+    assert size < defaults.AUTO_MIN_TARGET_VOCABULARY_FLOAT32
     assert TranslatorExporter.from_run(run_dir, shortlist="auto").shortlist is None
-    monkeypatch.setattr(defaults, "AUTO_MIN_TARGET_VOCABULARY", size)
+    monkeypatch.setattr(defaults, "AUTO_MIN_TARGET_VOCABULARY_FLOAT32", size)
     monkeypatch.setattr(defaults, "AUTO_K", 2)
     exporter = TranslatorExporter.from_run(run_dir, shortlist="auto")
     assert exporter.shortlist.describe()["k"] == 2
