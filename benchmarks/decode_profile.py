@@ -1,7 +1,8 @@
 """Where a decoding step's time goes: an export's greedy and beam signatures, op by op.
 
     python benchmarks/decode_profile.py --export exports/fra-eng/1 --run-dir runs/fra-eng \\
-        [--batch-sizes 1,8,64] [--repeats 3] [--out benchmarks/results/decode_profile.json]
+        --name default [--bleu] [--batch-sizes 1,8,64] [--sentences 64] [--repeats 3] \\
+        [--out benchmarks/results/decode_profile.json]
 
 For `serving_default` (greedy) and `beam_search` (the export's beam width) at each batch
 size, the script feeds the first `--sentences` sources of the run's test split, in
@@ -25,6 +26,9 @@ type (from the node's timeline label) and its time. It reports:
   accounts for, e.g. the executor's scheduling between ops, or ops of both cores overlapping
   it when above).
 
+The record is written as `exports.<--name>` of the results file, beside the records of
+other exports (e.g. the same run exported with other options), each with its machine.
+
 With `--bleu`, each signature also translates the run's whole test split (batches of 64)
 and its sacreBLEU is recorded (`rows.<signature>.bleu`): a faster export is compared
 with the same BLEU.
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import re
 import sys
 import time
@@ -222,6 +227,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also translate the whole test split with each signature (batches of 64) and "
         "record its sacreBLEU",
     )
+    parser.add_argument(
+        "--name",
+        required=True,
+        help="the record's name under `exports` in --out, e.g. default or shortlist_100",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     machine = harness.print_machine_header()
@@ -244,7 +254,10 @@ def main(argv: list[str] | None = None) -> int:
             if args.bleu:
                 rows[name]["bleu"] = test_bleu(session, signature, args.run_dir)
                 print(f"{name:>6} BLEU {rows[name]['bleu']['bleu']:.2f}", flush=True)
-    harness.write_json(args.out, {"export": str(args.export), "rows": rows}, machine)
+    results = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
+    record = {"export": str(args.export), "rows": rows, "machine": machine}
+    results.setdefault("exports", {})[args.name] = record
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
 
