@@ -151,7 +151,7 @@ def quickstart_command(readme: Path = README) -> str:
 
 def export_facts(export_base: Path) -> dict:
     """The newest version under `export_base`: its weights, shortlist and size."""
-    from export.export_manifest import ExportManifest
+    from keras_attention.export.export_manifest import ExportManifest
 
     versions = sorted(
         (p for p in export_base.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)

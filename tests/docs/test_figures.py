@@ -212,7 +212,7 @@ def test_default_run_records_what_the_docs_read(tmp_path, monkeypatch):
     assert written["training"]["val_loss_by_epoch"] == losses
     assert written["machine"]["precision"] == "float32" and written["machine"]["commit"]
     # The Quickstart's record: the same run in a clone, with its export.
-    from export.export_manifest import ExportManifest
+    from keras_attention.export.export_manifest import ExportManifest
 
     clone = tmp_path / "clone"
     shutil.copytree(run, clone / "runs" / "fra-eng")
