@@ -176,6 +176,25 @@ class TrainConfig:
         "cosine", "cosine: decay to 2% of --learning-rate over epochs x steps per epoch; constant"
     )
     global_clipnorm: float = _field(5.0, "clip the global gradient norm")
+    label_smoothing: float = _field(
+        0.0,
+        "label smoothing eps in [0, 1): train against (1 - eps) x the one-hot target + eps / "
+        "V on every class (padding still ignored) (docs/improve-and-adapt.md)",
+    )
+    ema: bool = _field(
+        False,
+        "keep an exponential moving average of the weights (the optimizer's use_ema); "
+        "validation, the saved model and the kept epoch weights use the average, the "
+        "backup keeps both (docs/improve-and-adapt.md)",
+    )
+    ema_momentum: float = _field(
+        0.999, "with --ema: average = momentum x average + (1 - momentum) x weights, each step"
+    )
+    keep_epoch_weights: int = _field(
+        0,
+        "keep the model weights of the last N epochs in RUN_DIR/epochs/ (with --ema, the "
+        "averaged ones), for keras-attention average RUN_DIR --last N (0 = none)",
+    )
     precision: str = _field(
         "auto",
         "dtype policy; auto = mixed_bfloat16 on a GPU or a CPU with native bfloat16 "
@@ -271,16 +290,17 @@ class TrainConfig:
             raise ValueError(
                 f"`epochs` must be 'auto' or a positive int. Received: epochs={self.epochs!r}"
             )
-        for name in (
-            "batch_size",
-            "max_length",
-            "max_output_length",
-            "sample_pairs",
-            "shuffle_buffer",
-        ):
+        for name in ("batch_size", "max_length", "max_output_length", "sample_pairs", "shuffle_buffer"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
+        for name in ("label_smoothing", "ema_momentum"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise ValueError(f"`{name}` must be in [0, 1). Received: {name}={value!r}")
+        keep = self.keep_epoch_weights
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise ValueError(f"`keep_epoch_weights` must be an int >= 0. Received: {keep!r}")
         if (
             self.attention == "luong"
             and self.score in ("dot", "scaled_dot", "cosine")
