@@ -177,23 +177,16 @@ class TrainConfig:
     )
     global_clipnorm: float = _field(5.0, "clip the global gradient norm")
     label_smoothing: float = _field(
-        0.0,
-        "label smoothing eps in [0, 1): train against (1 - eps) x the one-hot target + eps / "
-        "V on every class (padding still ignored) (docs/improve-and-adapt.md)",
+        0.0, "label smoothing eps in [0, 1): target (1 - eps) x one-hot + eps / V, padding ignored"
     )
     ema: bool = _field(
         False,
-        "keep an exponential moving average of the weights (the optimizer's use_ema); "
-        "validation, the saved model and the kept epoch weights use the average, the "
-        "backup keeps both (docs/improve-and-adapt.md)",
+        "keep a moving average of the weights (use_ema), which validation, the saved model "
+        "and the kept epoch weights use; the backup keeps both (docs/improve-and-adapt.md)",
     )
-    ema_momentum: float = _field(
-        0.999, "with --ema: average = momentum x average + (1 - momentum) x weights, each step"
-    )
+    ema_momentum: float = _field(0.999, "--ema's m: average = m x average + (1 - m) x weights")
     keep_epoch_weights: int = _field(
-        0,
-        "keep the model weights of the last N epochs in RUN_DIR/epochs/ (with --ema, the "
-        "averaged ones), for keras-attention average RUN_DIR --last N (0 = none)",
+        0, "keep the weights of the last N epochs in RUN_DIR/epochs/ for keras-attention average"
     )
     precision: str = _field(
         "auto",
@@ -290,7 +283,13 @@ class TrainConfig:
             raise ValueError(
                 f"`epochs` must be 'auto' or a positive int. Received: epochs={self.epochs!r}"
             )
-        for name in ("batch_size", "max_length", "max_output_length", "sample_pairs", "shuffle_buffer"):
+        for name in (
+            "batch_size",
+            "max_length",
+            "max_output_length",
+            "sample_pairs",
+            "shuffle_buffer",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
