@@ -32,9 +32,7 @@ def _cross_entropy_rows(logits, labels, label_smoothing=0.0):
         picked = tf.gather(logits, labels, batch_dims=1)
         if smoothing:
             # (1 - eps) CE(y) + eps mean_c CE(c) = lse - (1 - eps) z_y - eps mean(z)
-            losses = (
-                log_total - (1.0 - smoothing) * picked - smoothing * tf.reduce_mean(logits, -1)
-            )
+            losses = log_total - (1.0 - smoothing) * picked - smoothing * tf.reduce_mean(logits, -1)
         else:
             losses = log_total - picked
 

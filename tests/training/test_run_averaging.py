@@ -72,9 +72,7 @@ def test_the_averaged_model_is_the_numpy_mean_of_the_last_epochs(kept_run, tmp_p
     for index, weight in enumerate(model.weights):
         expected = np.mean([at_epoch_end[3][index], at_epoch_end[4][index]], axis=0)
         np.testing.assert_allclose(weight.numpy(), expected, rtol=1e-6, atol=1e-7)
-    differs = [
-        np.abs(w.numpy() - at_epoch_end[4][i]).max() for i, w in enumerate(model.weights)
-    ]
+    differs = [np.abs(w.numpy() - at_epoch_end[4][i]).max() for i, w in enumerate(model.weights)]
     assert max(differs) > 1e-5, "the average is not the last epoch's weights"
     # An ordinary, completed run: its config points at it, it translates.
     assert run_state.run_status(averaged.path)["state"] == "completed"
