@@ -186,7 +186,8 @@ class TrainConfig:
     )
     ema_momentum: float = _field(0.999, "--ema's m: average = m x average + (1 - m) x weights")
     keep_epoch_weights: int = _field(
-        0, "keep the weights of the last N epochs in RUN_DIR/epochs/ for keras-attention average"
+        0,
+        "keep the weights of this many last epochs in RUN_DIR/epochs/ for keras-attention average",
     )
     precision: str = _field(
         "auto",
