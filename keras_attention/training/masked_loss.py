@@ -110,6 +110,7 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
 
     Args:
         pad_id: int, the label id that marks padding.
+        name: the loss's name.
         label_smoothing: float in `[0, 1)`, the share of the target spread
             over all classes (default 0: none).
 
@@ -121,8 +122,8 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
     def __init__(
         self,
         pad_id=0,
-        label_smoothing=0.0,
         name="masked_sparse_categorical_crossentropy",
+        label_smoothing=0.0,
         **kwargs,
     ):
         super().__init__(name=name, **kwargs)
