@@ -5,7 +5,7 @@ functions that tests can call directly. TensorFlow is imported only inside the
 subcommands, so `keras-attention --help` is instant.
 
 - `parser`: `build_parser`, the one parser of every subcommand;
-- `run_commands`: the handlers of `train`, `status`, `evaluate`, `plot`;
+- `run_commands`: the handlers of `train`, `status`, `evaluate`, `average`, `plot`;
 - `translate_command`: the handler of `translate`.
 """
 

@@ -14,7 +14,13 @@ import typing
 
 from keras_attention import distribution
 from keras_attention.auto import AUTO
-from keras_attention.cli.run_commands import run_evaluate, run_plot, run_status, run_train
+from keras_attention.cli.run_commands import (
+    run_average,
+    run_evaluate,
+    run_plot,
+    run_status,
+    run_train,
+)
 from keras_attention.cli.translate_command import run_translate
 from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH
 from keras_attention.runs.train_config import CHOICES, TrainConfig
@@ -197,6 +203,29 @@ def build_parser() -> argparse.ArgumentParser:
         "have no [UNK])",
     )
     evaluate.set_defaults(handler=run_evaluate)
+
+    average = commands.add_parser(
+        "average",
+        help="a run whose model is the mean of a run's last N epoch weights",
+        description="Average the weights of the last N epochs a run kept (train it with "
+        "--keep-epoch-weights N or more) into a new run directory, which evaluates, translates, "
+        "plots and exports like any run.",
+    )
+    average.add_argument("run_dir", metavar="RUN_DIR", help="a trained run directory")
+    average.add_argument(
+        "--last",
+        type=int,
+        required=True,
+        metavar="N",
+        help="how many of the last kept epochs to average (at least 1)",
+    )
+    average.add_argument(
+        "--out",
+        metavar="RUN_OUT",
+        default=None,
+        help="the new run directory, which must not exist (default: RUN_DIR-lastN beside it)",
+    )
+    average.set_defaults(handler=run_average)
 
     translate = commands.add_parser(
         "translate",

@@ -1,4 +1,4 @@
-"""The handlers of `keras-attention train`, `status`, `evaluate` and `plot`.
+"""The handlers of `keras-attention train`, `status`, `evaluate`, `average` and `plot`.
 
 Each reads its parsed arguments and calls the library; TensorFlow is imported
 inside them.
@@ -116,6 +116,19 @@ def run_evaluate(args: argparse.Namespace) -> int:
     signatures = evaluation["greedy"]
     print(f"sacreBLEU signature: {signatures['bleu_signature']}")
     print(f"chrF signature:      {signatures['chrf_signature']}")
+    return 0
+
+
+def run_average(args: argparse.Namespace) -> int:
+    from keras_attention.training.run_averaging import average_run
+
+    warn_if_partial(args.run_dir, "average")
+    averaged = average_run(args.run_dir, args.last, out=args.out)
+    epochs = averaged.read_metrics()["averaged"]["epochs"]
+    print(
+        f"Averaged the weights of epochs {', '.join(map(str, epochs))} of {args.run_dir}; "
+        f"run directory: {averaged.path}"
+    )
     return 0
 
 

@@ -27,6 +27,7 @@ class RunDirectory:
           splits/test.tsv           source<TAB>target pairs held out for evaluation
           model.keras               the best model (lowest validation loss)
           backup/                   resume state while training (removed at the end)
+          epochs/epoch-N.npz        model weights after epoch N (the last --keep-epoch-weights)
           logs/                     TensorBoard logs
           history.csv               per-epoch training and validation metrics
           plan.json                 the steps planned to fit the time budget (budget_plan)
@@ -106,6 +107,24 @@ class RunDirectory:
         return self.path / "backup"
 
     @property
+    def epoch_weights(self) -> Path:
+        """The folder of the kept epoch weights (`TrainConfig.keep_epoch_weights`)."""
+        return self.path / "epochs"
+
+    def epoch_weights_file(self, epoch: int) -> Path:
+        """The model weights after epoch `epoch` (counted from 1), one array per weight."""
+        return self.epoch_weights / f"epoch-{epoch}.npz"
+
+    def kept_epoch_weights(self) -> list[tuple[int, Path]]:
+        """`(epoch, file)` of every kept epoch weights file, oldest first."""
+        kept = []
+        for path in self.epoch_weights.glob("epoch-*.npz"):
+            number = path.name[len("epoch-") : -len(".npz")]
+            if number.isdigit():
+                kept.append((int(number), path))
+        return sorted(kept)
+
+    @property
     def logs(self) -> Path:
         return self.path / "logs"
 
@@ -145,6 +164,7 @@ class RunDirectory:
             self.target_subword_model,
             self.validation_split.parent,
             self.backup,
+            self.epoch_weights,
             self.logs,
             self.history,
             self.metrics,

@@ -176,6 +176,19 @@ class TrainConfig:
         "cosine", "cosine: decay to 2% of --learning-rate over epochs x steps per epoch; constant"
     )
     global_clipnorm: float = _field(5.0, "clip the global gradient norm")
+    label_smoothing: float = _field(
+        0.0, "label smoothing eps in [0, 1): target (1 - eps) x one-hot + eps / V, padding ignored"
+    )
+    ema: bool = _field(
+        False,
+        "keep a moving average of the weights (use_ema), which validation, the saved model "
+        "and the kept epoch weights use; the backup keeps both (docs/improve-and-adapt.md)",
+    )
+    ema_momentum: float = _field(0.999, "--ema's m: average = m x average + (1 - m) x weights")
+    keep_epoch_weights: int = _field(
+        0,
+        "keep the weights of this many last epochs in RUN_DIR/epochs/ for keras-attention average",
+    )
     precision: str = _field(
         "auto",
         "dtype policy; auto = mixed_bfloat16 on a GPU or a CPU with native bfloat16 "
@@ -281,6 +294,13 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
+        for name in ("label_smoothing", "ema_momentum"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise ValueError(f"`{name}` must be in [0, 1). Received: {name}={value!r}")
+        keep = self.keep_epoch_weights
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise ValueError(f"`keep_epoch_weights` must be an int >= 0. Received: {keep!r}")
         if (
             self.attention == "luong"
             and self.score in ("dot", "scaled_dot", "cosine")

@@ -17,8 +17,10 @@ from keras_attention.runs.train_config import TrainConfig
 from keras_attention.runs.training_run import TrainingRun
 from keras_attention.training.budget_plan import BudgetPlan, BudgetPlanner
 from keras_attention.training.check_trainable import check_trainable
+from keras_attention.training.ema_weights import EmaWeights
 from keras_attention.training.fused_adam import FusedAdam
 from keras_attention.training.interrupt_on_signal import InterruptOnSignal, TrainingInterrupted
+from keras_attention.training.keep_epoch_weights import KeepEpochWeights
 from keras_attention.training.learning_rate import learning_rate
 from keras_attention.training.masked_accuracy import MaskedAccuracy
 from keras_attention.training.masked_loss import MaskedSparseCategoricalCrossentropy
@@ -57,8 +59,10 @@ def compile_model(
         optimizer=FusedAdam(
             learning_rate=learning_rate(config, total_steps) if schedule is None else schedule,
             global_clipnorm=config.global_clipnorm,
+            use_ema=config.ema,
+            ema_momentum=config.ema_momentum,
         ),
-        loss=MaskedSparseCategoricalCrossentropy(),
+        loss=MaskedSparseCategoricalCrossentropy(label_smoothing=config.label_smoothing),
         metrics=[MaskedAccuracy()],
         jit_compile=config.jit_compile,
     )
@@ -290,6 +294,9 @@ def _fit(
     )
     if distribution.num_workers == 1:  # a signal saves the run where it is, mid-epoch
         interrupt.on_interrupt = backup.save_position
+    # With --ema, validation and the callbacks between put_in and take_out see the moving
+    # average; the backup sees the training weights (and the average in the optimizer).
+    ema = EmaWeights(model.optimizer) if config.ema else None
     callbacks = [
         # First: a run resumed mid-epoch ends that epoch after its remaining steps.
         *(
@@ -297,8 +304,15 @@ def _fit(
             if resumed_steps
             else []
         ),
+        *([ema.put_in] if ema else []),
         checkpoint,
         early_stopping,
+        *(
+            [KeepEpochWeights(writes, config.keep_epoch_weights)]
+            if config.keep_epoch_weights
+            else []
+        ),
+        *([ema.take_out] if ema else []),
         keras.callbacks.TensorBoard(str(writes.logs)),
         keras.callbacks.CSVLogger(str(writes.history), append=True),
         budget,

@@ -155,3 +155,16 @@ def test_configs_saved_before_score_scale_keep_the_scale_they_trained_with():
     assert TrainConfig(score="scaled_dot").to_json().count('"score_scale": true') == 1
     with pytest.raises(ValueError, match="score_scale"):
         TrainConfig(score_scale="yes")
+
+
+def test_the_recipe_options_reach_the_compiled_loss_and_optimizer(make_train_config, tmp_path):
+    from keras_attention.training.trainer import build_model
+
+    config = make_train_config(
+        "unused.tsv", tmp_path, label_smoothing=0.2, ema=True, ema_momentum=0.95
+    )
+    model = build_model(config, 20, 30, total_steps=10)
+    assert model.loss.label_smoothing == 0.2
+    assert (model.optimizer.use_ema, model.optimizer.ema_momentum) == (True, 0.95)
+    plain = build_model(make_train_config("unused.tsv", tmp_path), 20, 30, total_steps=10)
+    assert (plain.loss.label_smoothing, plain.optimizer.use_ema) == (0.0, False)
