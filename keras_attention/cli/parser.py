@@ -14,7 +14,13 @@ import typing
 
 from keras_attention import distribution
 from keras_attention.auto import AUTO
-from keras_attention.cli.run_commands import run_evaluate, run_plot, run_status, run_train
+from keras_attention.cli.run_commands import (
+    run_adapt,
+    run_evaluate,
+    run_plot,
+    run_status,
+    run_train,
+)
 from keras_attention.cli.translate_command import run_translate
 from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH
 from keras_attention.runs.train_config import CHOICES, TrainConfig
@@ -102,6 +108,77 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
+    """`adapt`'s RUN, `--data`, `--out`, `--mix-original`, `--new-words` and the training
+    options it may change (`ADAPT_CHANGES`; left out, they are `RunAdaptation.adapted_config`'s
+    choices, so they are only set when given)."""
+    from keras_attention.runs.run_adaptation import (
+        DEFAULT_NEW_WORDS,
+        LEARNING_RATE_SHARE,
+        TIME_BUDGET_MINUTES,
+    )
+
+    parser.add_argument("run_dir", metavar="RUN", help="the trained run directory to continue")
+    parser.add_argument(
+        "--data",
+        nargs="+",
+        action="extend",
+        metavar="SPEC",
+        required=True,
+        help="the new corpus: one or more SPECs, as train --data takes them",
+    )
+    parser.add_argument(
+        "--out", required=True, help="the adapted run's directory: a new one, or the one to resume"
+    )
+    parser.add_argument(
+        "--mix-original",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="the share of training pairs drawn from RUN's training corpora, streamed beside "
+        "the new corpus to limit forgetting: 0 = none, below 1 (default: 0)",
+    )
+    parser.add_argument(
+        "--new-words",
+        type=int,
+        default=DEFAULT_NEW_WORDS,
+        metavar="N",
+        help="the most words each word vocabulary gains, the new corpus's most frequent ones "
+        f"(seen at least twice) that RUN lacks (default: {DEFAULT_NEW_WORDS}; subword runs "
+        "keep their models)",
+    )
+    suppressed = argparse.SUPPRESS
+    parser.add_argument(
+        "--time-budget-minutes",
+        type=_optional(float),
+        default=suppressed,
+        help=f"stop after this many minutes, the schedule planned to end there ('none' = no "
+        f"limit) (default: {TIME_BUDGET_MINUTES:g})",
+    )
+    parser.add_argument(
+        "--epochs",
+        type=_int_or_auto,
+        default=suppressed,
+        help="epochs to train; auto: as many as fit the time budget (default: auto)",
+    )
+    parser.add_argument(
+        "--learning-rate",
+        type=float,
+        default=suppressed,
+        help=f"the peak learning rate (default: {LEARNING_RATE_SHARE:g} x RUN's)",
+    )
+    for name, parse in (("steps-per-epoch", _optional(int)), ("batch-size", int)):
+        parser.add_argument(
+            f"--{name}", type=parse, default=suppressed, help="as train's (default: RUN's)"
+        )
+    parser.add_argument(
+        "--precision",
+        choices=CHOICES["precision"],
+        default=suppressed,
+        help="dtype policy, as train's (default: RUN's)",
+    )
+
+
 class _BooleanFlag(argparse.BooleanOptionalAction):
     """`--flag` / `--no-flag`, without argparse adding a second "(default: ...)"."""
 
@@ -159,6 +236,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_arguments(train)
     distribution.add_distribute_arguments(train)
     train.set_defaults(handler=run_train)
+
+    adapt = commands.add_parser(
+        "adapt",
+        help="continue a trained run on a new corpus, its vocabularies extended (resumes when "
+        "re-run on the same --out)",
+        description="Continue the trained run RUN on the corpus --data, into the new run "
+        "directory --out: word vocabularies keep RUN's ids and gain the new corpus's frequent "
+        "words (their rows start as the mean of the old words'), subword runs keep RUN's "
+        "SentencePiece models; every other row starts as RUN's. A short budgeted schedule "
+        "at a lower learning rate by default; the adapted run is an ordinary run "
+        "(evaluate, translate, export). Re-running the same command resumes it.",
+    )
+    add_adapt_arguments(adapt)
+    adapt.set_defaults(handler=run_adapt)
 
     status = commands.add_parser(
         "status",
