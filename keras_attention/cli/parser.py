@@ -109,9 +109,10 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
-    """`adapt`'s RUN, `--data`, `--out`, `--mix-original`, `--new-words` and the training
-    options it may change (`ADAPT_CHANGES`; left out, they are `RunAdaptation.adapted_config`'s
-    choices, so they are only set when given)."""
+    """`adapt`'s RUN, `--data`, `--out`, `--mix-original`, `--new-words`, its schedule
+    (`--time-budget-minutes`, `--epochs`) and the training options it may change, each
+    RUN's unless given (`run_commands.ADAPT_OVERRIDES`); the defaults are
+    `keras_attention.runs.run_adaptation`'s."""
     from keras_attention.runs.run_adaptation import (
         DEFAULT_NEW_WORDS,
         LEARNING_RATE_SHARE,
@@ -136,46 +137,39 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         metavar="W",
         help="the share of training pairs drawn from RUN's training corpora, streamed beside "
-        "the new corpus to limit forgetting: 0 = none, below 1 (default: 0)",
+        "the new corpus to limit forgetting: 0 = none, below 1 (default: %(default)s)",
     )
     parser.add_argument(
         "--new-words",
         type=int,
         default=DEFAULT_NEW_WORDS,
         metavar="N",
-        help="the most words each word vocabulary gains, the new corpus's most frequent ones "
-        f"(seen at least twice) that RUN lacks (default: {DEFAULT_NEW_WORDS}; subword runs "
-        "keep their models)",
+        help="the most words each word vocabulary gains: the new corpus's most frequent ones "
+        "(seen at least twice) that RUN lacks; subword runs keep their models "
+        "(default: %(default)s)",
     )
-    suppressed = argparse.SUPPRESS
     parser.add_argument(
         "--time-budget-minutes",
         type=_optional(float),
-        default=suppressed,
-        help=f"stop after this many minutes, the schedule planned to end there ('none' = no "
-        f"limit) (default: {TIME_BUDGET_MINUTES:g})",
+        default=TIME_BUDGET_MINUTES,
+        help="stop after this many minutes, the schedule planned to end there ('none' = no "
+        "limit) (default: %(default)s)",
     )
     parser.add_argument(
         "--epochs",
         type=_int_or_auto,
-        default=suppressed,
-        help="epochs to train; auto: as many as fit the time budget (default: auto)",
+        default=AUTO,
+        help="epochs to train; auto: as many as fit the time budget (default: %(default)s)",
     )
     parser.add_argument(
         "--learning-rate",
         type=float,
-        default=suppressed,
         help=f"the peak learning rate (default: {LEARNING_RATE_SHARE:g} x RUN's)",
     )
-    for name, parse in (("steps-per-epoch", _optional(int)), ("batch-size", int)):
-        parser.add_argument(
-            f"--{name}", type=parse, default=suppressed, help="as train's (default: RUN's)"
-        )
+    for flag in ("--steps-per-epoch", "--batch-size"):
+        parser.add_argument(flag, type=int, help="as train's (default: RUN's)")
     parser.add_argument(
-        "--precision",
-        choices=CHOICES["precision"],
-        default=suppressed,
-        help="dtype policy, as train's (default: RUN's)",
+        "--precision", choices=CHOICES["precision"], help="as train's (default: RUN's)"
     )
 
 

@@ -19,15 +19,9 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})
 
 
-ADAPT_CHANGES = (
-    "time_budget_minutes",
-    "epochs",
-    "learning_rate",
-    "steps_per_epoch",
-    "batch_size",
-    "precision",
-)
-"""The `TrainConfig` fields `keras-attention adapt` sets when their flags are given."""
+ADAPT_OVERRIDES = ("learning_rate", "steps_per_epoch", "batch_size", "precision")
+"""The `TrainConfig` fields `keras-attention adapt` changes when their flags are given
+(else they are the original run's, or for the learning rate its share of it)."""
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -42,9 +36,15 @@ def run_adapt(args: argparse.Namespace) -> int:
 
     adaptation = RunAdaptation(args.run_dir)
     warn_if_partial(args.run_dir, "adapt")
-    changes = {name: getattr(args, name) for name in ADAPT_CHANGES if hasattr(args, name)}
+    changes = {name: getattr(args, name) for name in ADAPT_OVERRIDES}
     config = adaptation.adapted_config(
-        args.data, args.out, args.mix_original, args.new_words, **changes
+        args.data,
+        args.out,
+        args.mix_original,
+        args.new_words,
+        time_budget_minutes=args.time_budget_minutes,
+        epochs=args.epochs,
+        **{name: value for name, value in changes.items() if value is not None},
     )
     mixed = f", with {config.mix_original:g} of its pairs from {args.run_dir}'s corpora"
     print(

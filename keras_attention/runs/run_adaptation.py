@@ -195,7 +195,7 @@ class RunAdaptation:
         """
         where = repr(str(self.directory.path))
         if Path(config.out).resolve() == self.directory.path.resolve():
-            raise ValueError(f"--out must be a new run directory, not the adapted run {where}")
+            raise ValueError(f"--out must be a new run directory, not the original run {where}")
         if config.tokenizer != self.config.tokenizer:
             raise ValueError(
                 f"{where} was trained with --tokenizer {self.config.tokenizer}, so its adapted "

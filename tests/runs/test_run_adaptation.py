@@ -181,6 +181,16 @@ def test_evaluate_and_translate_take_the_adapted_run(adapted, capsys):
     assert evaluation["sentences"] == 4
 
 
+def test_an_exports_shortlist_counts_the_original_runs_pairs_too(original, adapted):
+    from keras_attention.runs.run_data import sample_splits
+    from keras_attention.shortlist.run_pairs import run_pairs
+
+    config, _ = adapted
+    originals = sum(1 for _ in run_pairs(original).pairs)
+    new_pairs = len(sample_splits(config).train)  # all short: none is filtered out
+    assert sum(1 for _ in run_pairs(config.out).pairs) == new_pairs + originals
+
+
 def test_the_command_refuses_what_it_cannot_adapt(original, new_corpus, adapted, tmp_path, capsys):
     config, _ = adapted
     untrained = tmp_path / "untrained"
