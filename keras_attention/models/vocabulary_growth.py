@@ -33,9 +33,7 @@ def _grown_axis(old_shape: tuple, new_shape: tuple, growths: set, path: str) -> 
     """The axis along which a vocabulary grows from `old_shape` to `new_shape` (`None` when
     the shapes are equal); `growths`: the `(old, new)` vocabulary sizes that differ."""
     grown = [
-        axis
-        for axis, (old, new) in enumerate(zip(old_shape, new_shape, strict=True))
-        if old != new
+        axis for axis, (old, new) in enumerate(zip(old_shape, new_shape, strict=True)) if old != new
     ]
     if not grown:
         return None
@@ -65,7 +63,7 @@ def grow_vocabulary_weights(trained, model) -> list[str]:
     """Sets `model`'s weights from `trained`'s, whose vocabularies are prefixes of `model`'s.
 
     Both are built models of the same architecture (the same weights, in the
-    same order, at the same paths below the model), `model`'s source and
+    same order, of the same names), `model`'s source and
     target vocabularies being `trained`'s with tokens appended (old ids kept:
     `keras_attention.text.extend_vocabulary`). For each pair of weights:
 
@@ -119,7 +117,7 @@ def grow_vocabulary_weights(trained, model) -> list[str]:
     grown = []
     for old, new in zip(trained_weights, weights, strict=True):
         path = _path_below_model(new)
-        if _path_below_model(old) != path:
+        if old.name != new.name:  # the layers' own names may carry a counter (`gru_cell_2`)
             raise ValueError(
                 f"The trained model's weight {_path_below_model(old)!r} is where the model to "
                 f"start has {path!r}: they are not the same architecture"

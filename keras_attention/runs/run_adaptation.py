@@ -254,7 +254,9 @@ class RunAdaptation:
         new_weight = sum(corpus.weight for corpus in corpus_list(config.data))
         scale = new_weight * share / (1 - share) / sum(corpus.weight for corpus in original)
         return [
-            dataclasses.replace(corpus, name=f"original: {corpus.name}", weight=corpus.weight * scale)
+            dataclasses.replace(
+                corpus, name=f"original: {corpus.name}", weight=corpus.weight * scale
+            )
             for corpus in original
         ]
 

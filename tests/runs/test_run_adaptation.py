@@ -33,7 +33,7 @@ MIX = 0.3
 
 
 def arithmetic_pairs(count, seed=1):
-    """"3 plus 7" -> "trois plus sept"; "modulo" appears once (below the new-word count)."""
+    """`3 plus 7` -> `trois plus sept`; "modulo" appears once (below the new-word count)."""
     rng = random.Random(seed)
     pairs = [("1 modulo 2", "un modulo deux")]
     for _ in range(count - 1):
@@ -92,7 +92,10 @@ def vocabularies(run):
 def test_the_vocabularies_keep_every_old_id_and_gain_the_frequent_new_words(original, adapted):
     config, _ = adapted
     for old, new, added in zip(
-        vocabularies(original), vocabularies(config.out), (NEW_SOURCE_WORDS, NEW_TARGET_WORDS)
+        vocabularies(original),
+        vocabularies(config.out),
+        (NEW_SOURCE_WORDS, NEW_TARGET_WORDS),
+        strict=True,
     ):
         assert new[: len(old)] == old
         assert set(new[len(old) :]) == added  # "modulo", seen once, is not added
@@ -103,7 +106,10 @@ def test_the_vocabularies_keep_every_old_id_and_gain_the_frequent_new_words(orig
 def test_every_shared_row_is_copied_exactly_and_new_rows_are_the_mean(original, adapted):
     config, initial = adapted
     trained = weights_by_path(original)
-    (old_source, old_target), (new_source, new_target) = vocabularies(original), vocabularies(config.out)
+    (old_source, old_target), (new_source, new_target) = (
+        vocabularies(original),
+        vocabularies(config.out),
+    )
     # The vocabulary-sized weights (side, axis), by hand; the output layer is untied.
     axes = {
         "encoder/embedding/embeddings": ((old_source, new_source), 0),
@@ -132,7 +138,9 @@ def test_the_config_records_the_original_run_the_data_and_the_mix(original, new_
     saved = TrainConfig.load(config.out)
     original_config = TrainConfig.load(original)
     assert (saved.adapt_from, saved.data, saved.mix_original) == (
-        str(original), [str(new_corpus)], MIX
+        str(original),
+        [str(new_corpus)],
+        MIX,
     )
     assert saved.learning_rate == original_config.learning_rate * LEARNING_RATE_SHARE
     corpora = json.loads(RunDirectory(config.out).data_summary.read_text())["corpora"]
@@ -243,8 +251,14 @@ def test_the_mix_is_a_share_below_one_of_an_adapted_run(mix):
         TrainConfig(mix_original=0.3)
 
 
-def test_a_subword_run_keeps_its_sentencepiece_models(digits_corpus, new_corpus, make_train_config, tmp_path):
-    from keras_attention.text import minimum_vocabulary_size, save_subword_model, train_subword_model
+def test_a_subword_run_keeps_its_sentencepiece_models(
+    digits_corpus, new_corpus, make_train_config, tmp_path
+):
+    from keras_attention.text import (
+        minimum_vocabulary_size,
+        save_subword_model,
+        train_subword_model,
+    )
 
     texts = [source for source, _ in arithmetic_pairs(200)] + [t for _, t in arithmetic_pairs(200)]
     size = minimum_vocabulary_size(texts) + 8
@@ -266,4 +280,6 @@ def test_a_subword_run_keeps_its_sentencepiece_models(digits_corpus, new_corpus,
     assert adaptation.vocabularies(adapted, sample=None) == (model, model)
     assert "SentencePiece models" in adaptation.describe_vocabularies(adapted)
     with pytest.raises(ValueError, match="keeps the SentencePiece models"):
-        adaptation.adapted_config([str(new_corpus)], tmp_path / "a", source_vocabulary_size=size + 1)
+        adaptation.adapted_config(
+            [str(new_corpus)], tmp_path / "a", source_vocabulary_size=size + 1
+        )
