@@ -20,12 +20,16 @@ meaning (the vocabulary sizes grow; dropout and the dtype policy change no weigh
 
 
 def _architecture(model) -> dict:
-    """`model.get_config()` without `IGNORED_CONFIG` (nor its attention layer's dtype)."""
+    """`model.get_config()` without `IGNORED_CONFIG`, nor its attention layer's dtype and
+    build shapes (a loaded model's are lists, a built one's tuples)."""
     config = {k: v for k, v in model.get_config().items() if k not in IGNORED_CONFIG}
     attention = config.get("attention")
     if isinstance(attention, dict) and isinstance(attention.get("config"), dict):
         layer = {k: v for k, v in attention["config"].items() if k != "dtype"}
-        config["attention"] = {**attention, "config": layer}
+        config["attention"] = {
+            **{k: v for k, v in attention.items() if k != "build_config"},
+            "config": layer,
+        }
     return config
 
 
