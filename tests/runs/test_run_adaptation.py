@@ -158,6 +158,7 @@ def test_the_config_records_the_original_run_the_data_and_the_mix(original, new_
         assert pairs and set(pairs) <= new_pairs
 
 
+@pytest.mark.slow
 def test_a_killed_adaptation_resumes_exactly(original, new_corpus, adapted, tmp_path, capsys):
     """Stopped after epoch 1, resumed by the same command: the uninterrupted run's model
     and history, bit for bit."""
