@@ -5,7 +5,7 @@ functions that tests can call directly. TensorFlow is imported only inside the
 subcommands, so `keras-attention --help` is instant.
 
 - `parser`: `build_parser`, the one parser of every subcommand;
-- `run_commands`: the handlers of `train`, `status`, `evaluate`, `average`, `plot`;
+- `run_commands`: the handlers of `train`, `adapt`, `status`, `evaluate`, `average`, `plot`;
 - `translate_command`: the handler of `translate`.
 """
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if _needs_tensorflow(args):
             tensorflow_logging.import_tensorflow(verbose)
-        with _progress_on_stdout(args.command == "train" and not verbose):
+        with _progress_on_stdout(args.command in ("train", "adapt") and not verbose):
             return args.handler(args)
     except (ValueError, FileNotFoundError, distribution.DistributedTrainingError) as error:
         print(f"keras-attention {args.command}: error: {error}", file=sys.stderr)

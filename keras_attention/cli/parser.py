@@ -15,6 +15,7 @@ import typing
 from keras_attention import distribution
 from keras_attention.auto import AUTO
 from keras_attention.cli.run_commands import (
+    run_adapt,
     run_average,
     run_evaluate,
     run_plot,
@@ -108,6 +109,71 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
+    """`adapt`'s RUN, `--data`, `--out`, `--mix-original`, `--new-words`, its schedule
+    (`--time-budget-minutes`, `--epochs`) and the training options it may change, each
+    RUN's unless given (`run_commands.ADAPT_OVERRIDES`); the defaults are
+    `keras_attention.runs.run_adaptation`'s."""
+    from keras_attention.runs.run_adaptation import (
+        DEFAULT_NEW_WORDS,
+        LEARNING_RATE_SHARE,
+        TIME_BUDGET_MINUTES,
+    )
+
+    parser.add_argument("run_dir", metavar="RUN", help="the trained run directory to continue")
+    parser.add_argument(
+        "--data",
+        nargs="+",
+        action="extend",
+        metavar="SPEC",
+        required=True,
+        help="the new corpus: one or more SPECs, as train --data takes them",
+    )
+    parser.add_argument(
+        "--out", required=True, help="the adapted run's directory: a new one, or the one to resume"
+    )
+    parser.add_argument(
+        "--mix-original",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="the share of training pairs drawn from RUN's training corpora, streamed beside "
+        "the new corpus to limit forgetting: 0 = none, below 1 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--new-words",
+        type=int,
+        default=DEFAULT_NEW_WORDS,
+        metavar="N",
+        help="the most words each word vocabulary gains: the new corpus's most frequent ones "
+        "(seen at least twice) that RUN lacks; subword runs keep their models "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--time-budget-minutes",
+        type=_optional(float),
+        default=TIME_BUDGET_MINUTES,
+        help="stop after this many minutes, the schedule planned to end there ('none' = no "
+        "limit) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--epochs",
+        type=_int_or_auto,
+        default=AUTO,
+        help="epochs to train; auto: as many as fit the time budget (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--learning-rate",
+        type=float,
+        help=f"the peak learning rate (default: {LEARNING_RATE_SHARE:g} x RUN's)",
+    )
+    for flag in ("--steps-per-epoch", "--batch-size"):
+        parser.add_argument(flag, type=int, help="as train's (default: RUN's)")
+    parser.add_argument(
+        "--precision", choices=CHOICES["precision"], help="as train's (default: RUN's)"
+    )
+
+
 class _BooleanFlag(argparse.BooleanOptionalAction):
     """`--flag` / `--no-flag`, without argparse adding a second "(default: ...)"."""
 
@@ -165,6 +231,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_arguments(train)
     distribution.add_distribute_arguments(train)
     train.set_defaults(handler=run_train)
+
+    adapt = commands.add_parser(
+        "adapt",
+        help="continue a trained run on a new corpus, its vocabularies extended (resumes when "
+        "re-run on the same --out)",
+        description="Continue the trained run RUN on the corpus --data, into the new run "
+        "directory --out: word vocabularies keep RUN's ids and gain the new corpus's frequent "
+        "words (their rows start as the mean of the old words'), subword runs keep RUN's "
+        "SentencePiece models; every other row starts as RUN's. A short budgeted schedule "
+        "at a lower learning rate by default; the adapted run is an ordinary run "
+        "(evaluate, translate, export). Re-running the same command resumes it.",
+    )
+    add_adapt_arguments(adapt)
+    adapt.set_defaults(handler=run_adapt)
 
     status = commands.add_parser(
         "status",

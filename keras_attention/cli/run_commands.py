@@ -1,4 +1,4 @@
-"""The handlers of `keras-attention train`, `status`, `evaluate`, `average` and `plot`.
+"""The handlers of `keras-attention train`, `adapt`, `status`, `evaluate`, `average` and `plot`.
 
 Each reads its parsed arguments and calls the library; TensorFlow is imported
 inside them.
@@ -19,10 +19,47 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})
 
 
+ADAPT_OVERRIDES = ("learning_rate", "steps_per_epoch", "batch_size", "precision")
+"""The `TrainConfig` fields `keras-attention adapt` changes when their flags are given
+(else they are the original run's, or for the learning rate its share of it)."""
+
+
 def run_train(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     # The strategy first: it must exist before any other TensorFlow op.
     strategy = distribution.distribution_from_args(args)
+    return _train(config, strategy, "train")
+
+
+def run_adapt(args: argparse.Namespace) -> int:
+    from keras_attention.runs.run_adaptation import RunAdaptation
+
+    adaptation = RunAdaptation(args.run_dir)
+    warn_if_partial(args.run_dir, "adapt")
+    changes = {name: getattr(args, name) for name in ADAPT_OVERRIDES}
+    config = adaptation.adapted_config(
+        args.data,
+        args.out,
+        args.mix_original,
+        args.new_words,
+        time_budget_minutes=args.time_budget_minutes,
+        epochs=args.epochs,
+        **{name: value for name, value in changes.items() if value is not None},
+    )
+    mixed = f", with {config.mix_original:g} of its pairs from {args.run_dir}'s corpora"
+    print(
+        f"Adapting {args.run_dir} to {', '.join(config.data)}{mixed if config.mix_original else ''}",
+        flush=True,
+    )
+    print(f"Vocabularies: {adaptation.describe_vocabularies(config)}", flush=True)
+    status = _train(config, None, "adapt")
+    if status == 0 and config.tokenizer == "words":
+        print(f"Vocabularies: {adaptation.describe_vocabularies(config)}")
+    return status
+
+
+def _train(config: TrainConfig, strategy, command: str) -> int:
+    """Trains `config` (`train`), printing the choices, an interruption or the outcome."""
     from keras_attention.training.interrupt_on_signal import TrainingInterrupted
     from keras_attention.training.trainer import train
 
@@ -43,21 +80,21 @@ def run_train(args: argparse.Namespace) -> int:
         else:
             when = "before the first epoch ended"
         print(
-            f"keras-attention train: interrupted {when}; run the same command to resume",
+            f"keras-attention {command}: interrupted {when}; run the same command to resume",
             file=sys.stderr,
         )
         return interrupted.exit_code
     if summary.get("already_completed"):
         epochs = summary["epochs_run"]
         print(
-            f"keras-attention train: {args.out} already completed ({epochs} "
+            f"keras-attention {command}: {config.out} already completed ({epochs} "
             f"epoch{'s' if epochs != 1 else ''}); nothing to do"
         )
         return 0
     best = summary["best_val_loss"]
     print(
         f"Trained {summary['epochs_run']} epochs in {summary['seconds']:.0f} s; "
-        f"best val_loss {'n/a' if best is None else f'{best:.3f}'}; run directory: {args.out}"
+        f"best val_loss {'n/a' if best is None else f'{best:.3f}'}; run directory: {config.out}"
     )
     return 0
 

@@ -46,7 +46,8 @@ class CorpusSample(CorpusSplits):
         scans: the checked corpora.
         strides: the training stride of each corpus (1, or more with
             `max_pairs`).
-        sample_strides: the sampling stride of each corpus.
+        sample_strides: the sampling stride of each corpus; 0 for a corpus only the
+            training stream reads (`add_streamed_corpora`).
         sampled: pairs read for the sample (all splits).
         train_counts: how many of `train` each corpus gave.
         recorded: read back from a run directory (`runs.run_data.recorded_sample`)
@@ -69,6 +70,15 @@ class CorpusSample(CorpusSplits):
             start += count
         return parts
 
+    def add_streamed_corpora(self, scans: Sequence[CorpusScan]) -> None:
+        """Adds corpora that only the training stream reads, none of their pairs sampled
+        (an adapted run mixes in its original run's corpora so:
+        `keras_attention.runs.run_adaptation`)."""
+        self.scans += scans
+        self.strides += [1] * len(scans)
+        self.sample_strides += [0] * len(scans)
+        self.train_counts += [0] * len(scans)
+
     def training_lines(self) -> int:
         """About how many training pairs one pass over the corpora reads (for an epoch's size)."""
         if not self.sampled:
@@ -84,7 +94,7 @@ class CorpusSample(CorpusSplits):
 
     def describe(self) -> str:
         """One line: the sample's size and what it spans."""
-        whole = all(stride == 1 for stride in self.sample_strides)
+        whole = all(stride <= 1 for stride in self.sample_strides)
         return (
             f"{self.sampled:,} sampled pairs "
             f"({'the whole corpus' if whole else f'of {self.lines:,} lines'}): "

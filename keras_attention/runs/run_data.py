@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from keras_attention.data import progress
 from keras_attention.data.corpus import CorpusError, load_corpus
-from keras_attention.data.corpus_files import corpus_list
+from keras_attention.data.corpus_files import CorpusFiles, corpus_list
 from keras_attention.data.corpus_sample import CorpusSample, sample_corpora
 from keras_attention.data.corpus_scan import CorpusScan, FileScan, scan_corpora
 from keras_attention.data.corpus_stream import HeldOut, corpus_pairs
@@ -20,6 +20,7 @@ from keras_attention.runs.backup_files import (
     write_json_atomically,
     write_text_atomically,
 )
+from keras_attention.runs.run_adaptation import RunAdaptation
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.run_vectorizers import write_vocabularies
 from keras_attention.runs.train_config import AUTO, TrainConfig
@@ -67,6 +68,9 @@ def sample_splits(config: TrainConfig) -> CorpusSample:
     `config.validation_data` / `config.test_data` name files, whose pairs are
     then the split (and whose sources the training stream and the sample
     leave out). Pairs are reversed (target -> source) with `config.reverse`.
+    A run adapted from another (`config.adapt_from`) with `mix_original` adds
+    that run's corpora, which only the training stream reads
+    (`RunAdaptation.corpora`, `CorpusSample.add_streamed_corpora`).
 
     Raises:
         CorpusError: a corpus cannot be used (named in the message).
@@ -100,7 +104,18 @@ def sample_splits(config: TrainConfig) -> CorpusSample:
                 f"none in the --{split}-fraction share ({fraction}). Use a larger corpus, a "
                 f"larger --{split}-fraction, or --{split}-data FILE."
             )
+    mixed_in = mixed_in_corpora(config)
+    if mixed_in:
+        sample.add_streamed_corpora(scan_corpora(mixed_in))
     return sample
+
+
+def mixed_in_corpora(config: TrainConfig) -> list[CorpusFiles]:
+    """The corpora an adapted run mixes in from its original run (`RunAdaptation.corpora`;
+    none for other runs)."""
+    if not (config.adapt_from and config.mix_original):
+        return []
+    return RunAdaptation(config.adapt_from).corpora(config)
 
 
 def run_splits(config: TrainConfig, read_sample=None) -> CorpusSample:
@@ -136,8 +151,8 @@ def recorded_sample(config: TrainConfig) -> CorpusSample | None:
     if not all(path.is_file() for path in run.tokenizer_files(config.tokenizer)):
         return None
     try:
-        corpora = corpus_list(config.data)
-    except CorpusError:
+        corpora = corpus_list(config.data) + mixed_in_corpora(config)
+    except (CorpusError, FileNotFoundError):
         return None
     if len(corpora) != len(record["corpora"]):
         return None

@@ -12,13 +12,18 @@ The vocabulary sizes are `source_vocabulary_size` / `target_vocabulary_size`
 either way. Word runs also measure the spacing of their training targets
 (`SpacingRules.measure`, saved as `target_spacing.json`), which their target
 `TextVectorizer` writes on decoding unless `french_spacing` overrides it.
+
+A run adapted from another (`TrainConfig.adapt_from`) takes that run's
+vocabularies, extended (`RunAdaptation.vocabularies`), and its spacing.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 
 from keras_attention.data import progress
+from keras_attention.runs.run_adaptation import RunAdaptation
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.train_config import TrainConfig
 from keras_attention.text import (
@@ -35,7 +40,10 @@ from keras_attention.text.spacing_rules import SpacingRules
 
 
 def _learn(config: TrainConfig, sample) -> tuple[object, object]:
-    """The source and target vocabularies (word lists or subword models) of `sample.train`."""
+    """The source and target vocabularies (word lists or subword models) of `sample.train`
+    (for an adapted run: its original run's, extended)."""
+    if config.adapt_from:
+        return RunAdaptation(config.adapt_from).vocabularies(config, sample)
     sources = [source for source, _ in sample.train]
     targets = [target for _, target in sample.train]
     if config.tokenizer == "subwords":
@@ -65,18 +73,33 @@ def write_vocabularies(run: RunDirectory, config: TrainConfig, sample) -> None:
     saved as `target_spacing.json`.
     """
     files = run.tokenizer_files(config.tokenizer)
+    original = RunDirectory(config.adapt_from) if config.adapt_from else None
     if config.tokenizer == "words" and not run.target_spacing.is_file():
-        spacing = measure_spacing(sample)
-        run.target_spacing.write_text(
-            json.dumps(spacing.get_config(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
-        )
+        if original is not None:  # the adapted model writes as its original did
+            if original.target_spacing.is_file():
+                shutil.copyfile(original.target_spacing, run.target_spacing)
+        else:
+            spacing = measure_spacing(sample)
+            run.target_spacing.write_text(
+                json.dumps(spacing.get_config(), indent=2, sort_keys=True) + "\n",
+                encoding="utf-8",
+            )
     if all(path.is_file() for path in files):
         return
-    progress.logger.info(
-        "Learning the %s from %d sampled training pairs",
-        "subword models" if config.tokenizer == "subwords" else "vocabularies",
-        len(sample.train),
-    )
+    if original is not None and config.tokenizer == "subwords":
+        progress.logger.info("Keeping the subword models of %s", original.path)
+    elif original is not None:
+        progress.logger.info(
+            "Extending the vocabularies of %s with the words of %d sampled training pairs",
+            original.path,
+            len(sample.train),
+        )
+    else:
+        progress.logger.info(
+            "Learning the %s from %d sampled training pairs",
+            "subword models" if config.tokenizer == "subwords" else "vocabularies",
+            len(sample.train),
+        )
     source, target = _learn(config, sample)
     save = save_subword_model if config.tokenizer == "subwords" else save_vocabulary
     save(source, files[0])

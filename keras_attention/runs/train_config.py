@@ -86,6 +86,12 @@ class TrainConfig:
         "a test corpus SPEC instead of the hashed share of the training corpora (its "
         "sources are never trained on) (default: none)",
     )
+    adapt_from: str | None = _field(
+        None, "a trained run this run continues (see keras-attention adapt) (default: none)"
+    )
+    mix_original: float = _field(
+        0.0, "with --adapt-from: the share of training pairs drawn from that run's corpora"
+    )
     reverse: bool = _field(
         False,
         "swap the corpus columns: translate its second column into its first (the bundled"
@@ -317,6 +323,11 @@ class TrainConfig:
                 "`french_spacing` applies to tokenizer='words' (give it explicitly); subword "
                 "pieces keep the spacing of the training text. Received: "
                 f"french_spacing={self.french_spacing!r}, tokenizer={self.tokenizer!r}"
+            )
+        if not 0 <= self.mix_original < 1 or (self.mix_original and not self.adapt_from):
+            raise ValueError(
+                "`mix_original` (the share of the `adapt_from` run's corpora) must be in "
+                f"[0, 1), 0 without `adapt_from`. Received: mix_original={self.mix_original!r}"
             )
         if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
             raise ValueError(

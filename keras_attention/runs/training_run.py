@@ -24,6 +24,7 @@ from keras_attention.data.corpus_stream import training_pairs
 from keras_attention.precision import AUTO, POLICIES, PrecisionChoice, resolve_precision
 from keras_attention.runs import run_state
 from keras_attention.runs.backup_files import backed_up_position
+from keras_attention.runs.run_adaptation import RunAdaptation
 from keras_attention.runs.run_data import (
     claim_run,
     held_out,
@@ -104,9 +105,14 @@ class TrainingRun:
                 `on_choice("tokenizer", TokenizerChoice)`, as each is resolved;
                 not called for a run that already completed.
 
+        A run adapted from another (`config.adapt_from`) takes that run's tokenizer, and
+        vocabulary sizes for `auto` (`RunAdaptation.resolved`).
+
         Raises:
             ValueError: the run completed with other options
-                (`run_state.completed_with`), or the corpus cannot be used.
+                (`run_state.completed_with`), the corpus cannot be used, or the run
+                cannot continue the run of `adapt_from` (`RunAdaptation.check`).
+            FileNotFoundError: `adapt_from` is not a trained run.
         """
         directory = RunDirectory(config.out)
         saved = _read_saved(directory)
@@ -116,6 +122,8 @@ class TrainingRun:
         if report:
             report("precision", precision)
         config = dataclasses.replace(config, precision=precision.policy)
+        if config.adapt_from:  # the tokenizer and vocabularies continue the original run's
+            config = RunAdaptation(config.adapt_from).resolved(config)
         # The corpus is read once: here if the tokenizer choice needs it, else for the split.
         read_sample = functools.cache(functools.partial(sample_splits, config))
         tokenizer = resolve_run_tokenizer(config, saved, read_sample)  # saved so too

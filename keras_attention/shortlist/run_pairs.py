@@ -30,6 +30,9 @@ def run_pairs(run_dir: str | os.PathLike) -> RunPairs:
     run's vectorizers and filtered as training filters it (`make_dataset`
     with the run's `max_length`: pairs with an empty side or over the length
     limit are left out). The corpus is read when `pairs` is first iterated.
+    A run adapted from another (`TrainConfig.adapt_from`) adds that run's pairs,
+    read as it tokenized them (its ids are the adapted run's: old ids are kept),
+    since the adapted model keeps translating its original's domain.
 
     Raises:
         FileNotFoundError: the run is missing or not trained (its corpus,
@@ -55,6 +58,8 @@ def run_pairs(run_dir: str | os.PathLike) -> RunPairs:
         )
         for (source_ids, _), target_out in dataset.as_numpy_iterator():
             yield from zip(source_ids, target_out, strict=True)
+        if config.adapt_from:
+            yield from run_pairs(config.adapt_from).pairs
 
     return RunPairs(
         pairs(),

@@ -133,6 +133,57 @@ def build_vocabulary(
     return vocabulary
 
 
+def extend_vocabulary(
+    vocabulary: list[str],
+    texts: Iterable[str] | tf.data.Dataset,
+    max_size: int,
+    min_count: int = 2,
+) -> list[str]:
+    """A vocabulary with the frequent tokens of `texts` that it lacks appended.
+
+    The computation:
+
+    1. `vocabulary` is kept as it is: every token keeps its id.
+    2. The tokens of `texts` (`count_tokens`) that `vocabulary` lacks and
+       that are seen at least `min_count` times are sorted by decreasing
+       count, ties broken by the token string (as `build_vocabulary` does).
+    3. They are appended until the vocabulary has `max_size` entries.
+
+    Args:
+        vocabulary: the vocabulary to extend (reserved tokens first).
+        texts: an iterable of `str`, or a `tf.data.Dataset` of strings.
+        max_size: int, the most entries of the result, at least
+            `len(vocabulary)`.
+        min_count: int, the fewest occurrences a new token needs. Defaults
+            to `2`: a token seen once would get a row learned from one
+            sentence.
+
+    Returns:
+        A `list[str]` that starts with `vocabulary`.
+
+    Example:
+
+    >>> extend_vocabulary(["", "[UNK]", "[START]", "[END]", "Le"],
+    ...                   ["Le chat.", "Le chat !", "Un chien."], max_size=6)
+    ['', '[UNK]', '[START]', '[END]', 'Le', '.']
+    """
+    vocabulary = validate_vocabulary(vocabulary)
+    if not isinstance(max_size, int) or max_size < len(vocabulary):
+        raise ValueError(
+            f"`max_size` must be an int >= the vocabulary's {len(vocabulary)} entries. "
+            f"Received: max_size={max_size!r}"
+        )
+    if not isinstance(min_count, int) or min_count < 1:
+        raise ValueError(f"`min_count` must be an int >= 1. Received: min_count={min_count!r}")
+    counts = count_tokens(texts)
+    known = set(vocabulary)
+    new = sorted(
+        (token for token, n in counts.items() if n >= min_count and token not in known),
+        key=lambda token: (-counts[token], token),
+    )
+    return vocabulary + new[: max_size - len(vocabulary)]
+
+
 def validate_vocabulary(vocabulary) -> list[str]:
     """Checks a vocabulary and returns it as a `list[str]`.
 

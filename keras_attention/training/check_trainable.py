@@ -17,7 +17,11 @@ def check_trainable(sample, source_vectorizer, target_vectorizer, options) -> No
     Raises:
         ValueError: naming the corpus and the limits.
     """
-    for scan, pairs in zip(sample.scans, sample.train_by_corpus(), strict=True):
+    for scan, pairs, stride in zip(
+        sample.scans, sample.train_by_corpus(), sample.sample_strides, strict=True
+    ):
+        if not stride:  # only the stream reads it (`CorpusSample.add_streamed_corpora`)
+            continue
         kept = None
         if pairs:
             sample = tf.data.Dataset.from_tensor_slices(

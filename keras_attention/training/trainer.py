@@ -13,6 +13,7 @@ import tensorflow as tf
 from keras_attention import distribution as dist
 from keras_attention.data import DatasetOptions, make_dataset
 from keras_attention.models.seq2seq import Seq2Seq
+from keras_attention.runs.run_adaptation import RunAdaptation
 from keras_attention.runs.train_config import TrainConfig
 from keras_attention.runs.training_run import TrainingRun
 from keras_attention.training.budget_plan import BudgetPlan, BudgetPlanner
@@ -236,6 +237,10 @@ def _fit(
         )
         model.build()
         build_metrics(model)  # their states are part of a mid-epoch backup
+    if config.adapt_from and not (initial_epoch or resumed_steps):
+        # A new adapted run starts from its original's weights; a resumed one from its backup.
+        grown = RunAdaptation(config.adapt_from).initialize(model)
+        logger.info("started from %s's weights; grown: %s", config.adapt_from, grown)
     dist.apply_keras_fixes(distribution, model)
     logger.info("Seq2Seq with %d parameters", model.count_params())
     if distribution.is_chief:

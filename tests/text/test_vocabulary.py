@@ -9,6 +9,7 @@ from keras_attention.text import (
     UNK_ID,
     build_vocabulary,
     count_tokens,
+    extend_vocabulary,
     load_vocabulary,
     save_vocabulary,
 )
@@ -38,6 +39,31 @@ def test_build_vocabulary_orders_by_count_then_token():
 
 def test_build_vocabulary_max_size_counts_reserved_tokens():
     assert build_vocabulary(TEXTS, max_size=6) == EXPECTED[:6]
+
+
+def test_extend_vocabulary_keeps_every_id_and_appends_frequent_new_tokens():
+    old = RESERVED + ["chat", "Un", "zèbre"]
+    # TEXTS' tokens seen at least twice, by hand: dort 3, . 3, Le 2, chat 2 (known).
+    assert extend_vocabulary(old, TEXTS, max_size=100) == old + [".", "dort", "Le"]
+    assert extend_vocabulary(old, TEXTS, max_size=8) == old + ["."]
+    assert extend_vocabulary(old, TEXTS, max_size=7) == old
+    # Seen once is enough with min_count=1: ? L' chien homme, by code point.
+    assert extend_vocabulary(old, TEXTS, max_size=100, min_count=1) == old + [
+        ".", "dort", "Le", "?", "L'", "chien", "homme"
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("vocabulary", "max_size", "min_count", "message"),
+    [
+        (RESERVED + ["a"], 4, 2, "max_size"),
+        (RESERVED + ["a"], 10, 0, "min_count"),
+        (["a"] + RESERVED, 10, 2, "reserved tokens"),
+    ],
+)
+def test_extend_vocabulary_refuses_bad_arguments(vocabulary, max_size, min_count, message):
+    with pytest.raises(ValueError, match=message):
+        extend_vocabulary(vocabulary, TEXTS, max_size=max_size, min_count=min_count)
     assert build_vocabulary(TEXTS, max_size=4) == RESERVED
 
 
