@@ -12,6 +12,7 @@ from keras_attention.auto import AUTO
 from keras_attention.decoding_defaults import DEFAULT_MAX_OUTPUT_LENGTH
 from keras_attention.precision import resolve_precision
 from keras_attention.runs.run_directory import RunDirectory
+from keras_attention.runs.train_config_checks import check_values
 
 CHOICES = {
     "attention": ("luong", "bahdanau", "none"),
@@ -269,70 +270,7 @@ class TrainConfig:
             )
         if self.conditional is None:  # saved resolved, in config.json
             object.__setattr__(self, "conditional", conditional_query(self.attention, self.cell))
-        if self.conditional and (self.attention != "bahdanau" or self.cell != "gru"):
-            raise ValueError(
-                "`conditional` (the conditional GRU's query) is an option of the Bahdanau "
-                "decoder with GRU cells. Received: conditional=True, "
-                f"attention={self.attention!r}, cell={self.cell!r}"
-            )
-        if (
-            self.attention == "luong"
-            and self.scale_by_dimension
-            and self.score not in ("dot", "general")
-        ):
-            raise ValueError(
-                "`scale_by_dimension` divides the 'dot' and 'general' scores by sqrt(d). "
-                f"Received: scale_by_dimension=True, score={self.score!r}"
-            )
-        if self.epochs != AUTO and (
-            isinstance(self.epochs, bool) or not isinstance(self.epochs, int) or self.epochs < 1
-        ):
-            raise ValueError(
-                f"`epochs` must be 'auto' or a positive int. Received: epochs={self.epochs!r}"
-            )
-        for name in (
-            "batch_size",
-            "max_length",
-            "max_output_length",
-            "sample_pairs",
-            "shuffle_buffer",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
-        for name in ("label_smoothing", "ema_momentum"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-                raise ValueError(f"`{name}` must be in [0, 1). Received: {name}={value!r}")
-        keep = self.keep_epoch_weights
-        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
-            raise ValueError(f"`keep_epoch_weights` must be an int >= 0. Received: {keep!r}")
-        if (
-            self.attention == "luong"
-            and self.score in ("dot", "scaled_dot", "cosine")
-            and self.decoder_units != 2 * self.encoder_units
-        ):
-            raise ValueError(
-                f"score={self.score!r} compares decoder states with the bidirectional "
-                "encoder's annotations directly, so `decoder_units` must be twice "
-                f"`encoder_units`. Received: encoder_units={self.encoder_units}, "
-                f"decoder_units={self.decoder_units} (or use --score general)"
-            )
-        if self.tokenizer != "words" and self.french_spacing is not None:
-            raise ValueError(
-                "`french_spacing` applies to tokenizer='words' (give it explicitly); subword "
-                "pieces keep the spacing of the training text. Received: "
-                f"french_spacing={self.french_spacing!r}, tokenizer={self.tokenizer!r}"
-            )
-        if not 0 <= self.mix_original < 1 or (self.mix_original and not self.adapt_from):
-            raise ValueError(
-                "`mix_original` (the share of the `adapt_from` run's corpora) must be in "
-                f"[0, 1), 0 without `adapt_from`. Received: mix_original={self.mix_original!r}"
-            )
-        if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
-            raise ValueError(
-                f"`steps_per_epoch` must be >= 1 or None. Received: steps_per_epoch={self.steps_per_epoch}"
-            )
+        check_values(self)
 
     @property
     def maximum_epochs(self) -> int:
