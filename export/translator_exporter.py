@@ -70,7 +70,8 @@ class TranslatorExporter:
        are never overwritten.
 
     Args:
-        translator: a `Translator`.
+        translator: a `Translator` (its model may be an `Ensemble`: one
+            SavedModel decoding with the mean of the members' log-probabilities).
         signatures: a `SignatureOptions`: the `beam_search` beam width
             (default 4) and length penalty (also the default `length_penalty`
             input of `search`), `max_beam_width` (recorded in the manifest),
@@ -204,12 +205,21 @@ class TranslatorExporter:
         settings = ExportSettings.of(settings, **changes)
         jit_compile = settings.signatures.jit_compile
         run_dirs = run_paths(run_dir)
+        shortlist, frequent = settings.shortlist, settings.shortlist_frequent
+        if len(run_dirs) > 1 and not (
+            isinstance(shortlist, VocabularyShortlist) or shortlist is None or shortlist == AUTO
+        ):
+            raise ValueError(
+                "An ensemble export scores the whole target vocabulary: a vocabulary "
+                "shortlist is learnt from one run's training split, and the members may "
+                f"come from different ones. Received: shortlist={shortlist!r} for "
+                f"{len(run_dirs)} runs"
+            )
         translator = load_ensemble(
             run_dirs,
             max_output_length=settings.max_output_length,
             replace_unknown=settings.replace_unknown,
         )
-        shortlist, frequent = settings.shortlist, settings.shortlist_frequent
         if isinstance(shortlist, str) and shortlist == AUTO:
             shortlist = None
             if len(run_dirs) == 1:  # an ensemble scores the whole vocabulary
@@ -219,13 +229,6 @@ class TranslatorExporter:
         if shortlist is None:
             shortlist = getattr(translator, "shortlist", None)  # a shortlisted Translator's
         if shortlist is not None and not isinstance(shortlist, VocabularyShortlist):
-            if len(run_dirs) > 1:
-                raise ValueError(
-                    "An ensemble export scores the whole target vocabulary: a vocabulary "
-                    "shortlist is learnt from one run's training split, and the members may "
-                    f"come from different ones. Received: shortlist={shortlist!r} for "
-                    f"{len(run_dirs)} runs"
-                )
             check_shortlist_size(shortlist, frequent, translator.target_vectorizer.vocabulary_size)
             if jit_compile:
                 raise ValueError(
