@@ -44,9 +44,9 @@ class Ensemble(keras.Model):
     Example:
 
     >>> from keras_attention.models.seq2seq import Seq2Seq
-    >>> first = Seq2Seq(20, 30, embedding_dim=8, encoder_units=8, decoder_units=8)
-    >>> second = Seq2Seq(20, 30, embedding_dim=8, encoder_units=8, decoder_units=16,
-    ...                  attention="bahdanau")
+    >>> sizes = dict(embedding_dim=8, encoder_units=8, attention="bahdanau")
+    >>> first = Seq2Seq(20, 30, decoder_units=8, **sizes)
+    >>> second = Seq2Seq(20, 30, decoder_units=16, cell="lstm", **sizes)
     >>> ensemble = Ensemble([first, second])
     >>> source = tf.constant([[4, 5, 6]])
     >>> state = ensemble.initial_decode_state(source)

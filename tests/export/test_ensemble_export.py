@@ -61,12 +61,19 @@ STEERINGS = [
 ]
 
 
-@pytest.mark.parametrize(("decoding", "steering"), STEERINGS)
-def test_an_ensemble_of_a_run_with_itself_translates_as_the_run(
-    translator, run_dir, decoding, steering
-):
+@pytest.fixture(scope="module")
+def self_ensemble(run_dir):
+    """The `Translator` of an ensemble of the run with itself."""
     ensemble = load_ensemble([run_dir, run_dir])
     assert isinstance(ensemble.model, Ensemble) and len(ensemble.model.members) == 2
+    return ensemble
+
+
+@pytest.mark.parametrize(("decoding", "steering"), STEERINGS)
+def test_an_ensemble_of_a_run_with_itself_translates_as_the_run(
+    translator, self_ensemble, decoding, steering
+):
+    ensemble = self_ensemble
     texts = tf.constant(SENTENCES)
     steering = {key: tf.constant(value) for key, value in steering.items()}
     expected = translator.translate(texts, translator.strategy(**decoding), **steering)
