@@ -8,5 +8,8 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submod_attrs={"trained_run": ["load_ensemble", "load_translator"], "translator": ["Translator"]},
+    submod_attrs={
+        "trained_run": ["load_ensemble", "load_translator"],
+        "translator": ["Translator"],
+    },
 )

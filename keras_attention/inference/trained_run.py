@@ -75,7 +75,9 @@ def load_ensemble(
     """
     run_dirs = list(run_dirs)
     check_same_vocabularies(run_dirs)
-    translators = [load_translator(run_dir, max_output_length, replace_unknown) for run_dir in run_dirs]
+    translators = [
+        load_translator(run_dir, max_output_length, replace_unknown) for run_dir in run_dirs
+    ]
     if len(translators) == 1:
         return translators[0]
     first = translators[0]

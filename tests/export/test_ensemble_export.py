@@ -85,9 +85,7 @@ def test_an_ensemble_of_a_run_with_itself_translates_as_the_run(
 
 
 @pytest.mark.slow
-def test_the_export_command_writes_one_checked_savedmodel(
-    ensemble_export, run_dir, second_run_dir
-):
+def test_the_export_command_writes_one_checked_savedmodel(ensemble_export, run_dir, second_run_dir):
     code, output, path = ensemble_export
     assert code == 0, output
     assert "Ensemble of 2 models" in output

@@ -57,8 +57,7 @@ def test_a_step_is_the_mean_of_the_members_log_probabilities(members, source_ids
     state = ensemble.initial_decode_state(source_ids)
     logits, new_state, attention = ensemble.next_logits(0, tokens, state)
     outputs = [
-        member.next_logits(0, tokens, member.initial_decode_state(source_ids))
-        for member in members
+        member.next_logits(0, tokens, member.initial_decode_state(source_ids)) for member in members
     ]
     expected = np.mean([log_softmax(member_logits) for member_logits, _, _ in outputs], axis=0)
     np.testing.assert_allclose(logits.numpy(), expected, atol=1e-5)
