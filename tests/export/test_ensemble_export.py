@@ -97,18 +97,23 @@ def test_the_export_command_writes_one_checked_savedmodel(ensemble_export, run_d
     assert len(manifest.model_config["members"]) == 2
 
 
+@pytest.fixture(scope="module")
+def members(run_dir, second_run_dir):
+    """The two runs' `Translator`s, loaded once."""
+    return [load_translator(run) for run in (run_dir, second_run_dir)]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signature", ["serving_default", "beam_search"])
 def test_scores_are_the_mean_of_the_members_teacher_forced_log_probabilities(
-    ensemble_export, run_dir, second_run_dir, signature
+    ensemble_export, members, signature
 ):
     """Greedy and beam search (length penalty 0): each translation's score is the
     ensemble's log-probability of its tokens, from the two models teacher-forced in
     Keras; greedy search emits the most probable token of the mean at every step."""
     code, output, path = ensemble_export
     assert code == 0, output
-    members = [load_translator(run).model for run in (run_dir, second_run_dir)]
-    first = load_translator(run_dir)
+    first = members[0]
     target = first.target_vectorizer
     ids = {token: i for i, token in enumerate(target.get_vocabulary())}
     limit = ExportManifest.load(path).max_output_length
@@ -121,7 +126,7 @@ def test_scores_are_the_mean_of_the_members_teacher_forced_log_probabilities(
         emitted += [target.end_id] if length < limit else []
         target_in = tf.constant([[target.start_id, *emitted[:-1]]], tf.int32)
         member_log_probs = [
-            log_softmax(member((source_ids[row : row + 1], target_in)).numpy()[0])
+            log_softmax(member.model((source_ids[row : row + 1], target_in)).numpy()[0])
             for member in members
         ]
         log_probs = log_softmax(np.mean(member_log_probs, axis=0))
