@@ -67,7 +67,8 @@ def load_ensemble(
 
     Args:
         run_dirs: one or more run directories.
-        max_output_length, replace_unknown: as in `load_translator`.
+        max_output_length: as in `load_translator` (default: the first run's).
+        replace_unknown: as in `load_translator`.
 
     Raises:
         FileNotFoundError: a run directory is not a trained run directory.
