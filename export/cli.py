@@ -35,8 +35,15 @@ CHECK_FAILED = 1
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of `keras-attention export RUN_DIR --export-dir BASE ...`."""
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="a trained run directory")
+    """Arguments of `keras-attention export RUN_DIR [RUN_DIR ...] --export-dir BASE ...`."""
+    parser.add_argument(
+        "run_dir",
+        metavar="RUN_DIR",
+        nargs="+",
+        help="a trained run directory; several with the same vocabularies export their "
+        "ensemble: one SavedModel whose decoding averages the models' log-probabilities at "
+        "every step (docs/improve-and-adapt.md#ensembles; --shortlist auto is then none)",
+    )
     parser.add_argument(
         "--export-dir",
         required=True,
@@ -195,6 +202,13 @@ def run_export(args: argparse.Namespace) -> int:
     from keras_attention.export.translator_exporter import export_translator
 
     if args.export_format == "litert":
+        if len(args.run_dir) > 1:
+            print(
+                "keras-attention export: error: --format litert exports one run; an ensemble "
+                f"of {len(args.run_dir)} runs exports as a SavedModel (--format savedmodel)",
+                file=sys.stderr,
+            )
+            return EXPORT_ERROR
         return run_litert_export(args)
     if args.weights not in (AUTO, *WEIGHTS):
         print(
@@ -213,6 +227,11 @@ def run_export(args: argparse.Namespace) -> int:
     print(f"Exported version {exported.version} to {exported.path}")
     signatures = ", ".join(exported.manifest.signatures)
     print(f"Signatures: {signatures}")
+    if exported.manifest.ensemble:
+        print(
+            f"Ensemble of {len(exported.manifest.ensemble)} models: the mean of their "
+            "log-probabilities at every decoding step"
+        )
     weights = exported.manifest.weights
     auto = "auto, " if weights["requested"] == "auto" else ""
     print(
@@ -272,7 +291,7 @@ def run_litert_export(args: argparse.Namespace) -> int:
     shortlist = None if args.shortlist in (None, AUTO) else args.shortlist
     try:
         exporter = LiteRTExporter.from_run(
-            args.run_dir,
+            args.run_dir[0],
             max_output_length=args.max_output_length,
             replace_unknown=args.replace_unknown,
             beam_width=args.beam_width,

@@ -31,9 +31,11 @@ class ExportManifest:
         created: UTC time of the export, ISO 8601.
         library_versions: `keras_attention`, `tensorflow`, `tensorflow_text`
             and `keras` versions of the exporting process.
-        run_dir: the training run the model came from (`None` if unknown).
+        run_dir: the training run the model came from (`None` if unknown);
+            for an ensemble, its first member's.
         train_config: that run's `TrainConfig` as a dict (`{}` if unknown).
-        model_config: the `Seq2Seq`'s `get_config()`.
+        model_config: the `Seq2Seq`'s `get_config()` (an `Ensemble`'s: its
+            members' serialized under `members`).
         vocabulary: `{"tokenizer": "words" | "subwords", "source_size": int,
             "target_size": int, "replace_unknown": bool}` (`tokenizer` is
             absent from manifests written before it existed: words;
@@ -63,6 +65,9 @@ class ExportManifest:
             (`VocabularyShortlist.describe()`: `k`, `frequent`, `measure`,
             `pairs`, `special_ids`, `table_shape`, `table_bytes`), or `None`
             when they score the whole target vocabulary.
+        ensemble: the members' training runs, in order, when the model is
+            an `Ensemble` of several (`None` for one model, and in manifests
+            written before ensembles existed).
         warmup_records: the number of records in the warmup file.
         saved_model_sha256: the SHA-256 of `saved_model.pb`, to tell a
             modified export.
@@ -86,6 +91,7 @@ class ExportManifest:
     precision: str | None = None
     weights: dict[str, Any] = dataclasses.field(default_factory=lambda: {"weights": "float32"})
     shortlist: dict[str, Any] | None = None
+    ensemble: list[str] | None = None
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
 

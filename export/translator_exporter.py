@@ -70,7 +70,8 @@ class TranslatorExporter:
        are never overwritten.
 
     Args:
-        translator: a `Translator`.
+        translator: a `Translator` (its model may be an `Ensemble`: one
+            SavedModel decoding with the mean of the members' log-probabilities).
         signatures: a `SignatureOptions`: the `beam_search` beam width
             (default 4) and length penalty (also the default `length_penalty`
             input of `search`), `max_beam_width` (recorded in the manifest),
@@ -80,8 +81,10 @@ class TranslatorExporter:
             Defaults to `SignatureOptions()`.
         warmup_pairs: `(source, reference translation)` pairs for the warmup
             requests. Defaults to `DEFAULT_WARMUP_PAIRS`.
-        run_dir: the training run (recorded in the manifest).
-        train_config: that run's `TrainConfig` as a dict (recorded).
+        run_dir: the training run (recorded in the manifest), or, for an
+            `Ensemble`, the members' runs (the manifest's `run_dir` is the
+            first, its `ensemble` lists them all).
+        train_config: that (first) run's `TrainConfig` as a dict (recorded).
         weights: how the variables are stored, one of
             `weight_storage.WEIGHTS` (`float32`, `bfloat16`, `int8`; see
             `WeightStorage`), or `"auto"`: `bfloat16` when the translator's
@@ -116,16 +119,16 @@ class TranslatorExporter:
         weights: str = "auto",
         shortlist: VocabularyShortlist | None = None,
         warmup_pairs: Sequence[tuple[str, str]] | None = None,
-        run_dir: str | os.PathLike | None = None,
+        run_dir: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
         train_config: dict | None = None,
         **settings,
     ):
         signatures = SignatureOptions.of(signatures, **settings)
         jit_compile = signatures.jit_compile
-        decoder = getattr(translator.model, "decoder", None)
-        attention = getattr(decoder, "attention_layer", None)
-        if attention is not None:
-            require_registered(attention)
+        for model in getattr(translator.model, "members", [translator.model]):
+            attention = getattr(getattr(model, "decoder", None), "attention_layer", None)
+            if attention is not None:
+                require_registered(attention)
         if shortlist is None:
             shortlist = getattr(translator, "shortlist", None)  # a shortlisted Translator's
         if shortlist is not None and not isinstance(shortlist, VocabularyShortlist):
@@ -151,22 +154,29 @@ class TranslatorExporter:
         if not pairs:
             raise ValueError(f"`warmup_pairs` must not be empty. Received: {warmup_pairs!r}")
         self.warmup_pairs = [(str(source), str(target)) for source, target in pairs]
-        self.run_dir = str(Path(run_dir).resolve()) if run_dir is not None else None
+        run_dirs = [] if run_dir is None else run_paths(run_dir)
+        self.run_dir = run_dirs[0] if run_dirs else None
+        self.ensemble = run_dirs if len(run_dirs) > 1 else None
         self.train_config = dict(train_config or {})
 
     @classmethod
     def from_run(
         cls,
-        run_dir: str | os.PathLike,
+        run_dir: str | os.PathLike | Sequence[str | os.PathLike],
         settings: ExportSettings | None = None,
         *,
         warmup_pairs: Sequence[tuple[str, str]] | None = None,
         **changes,
     ) -> TranslatorExporter:
-        """An exporter for the best model of a trained run directory.
+        """An exporter for the best model of a trained run directory, or an ensemble's.
 
         Args:
-            run_dir: a run directory written by `keras_attention.training.train`.
+            run_dir: a run directory written by `keras_attention.training.train`,
+                or several with the same vocabularies: their best models then
+                decode as one `Ensemble` (`keras_attention.inference.load_ensemble`:
+                the mean of their log-probabilities at every step), the first
+                run giving the vectorizers, `max_output_length` and the warmup
+                pairs.
             settings: an `ExportSettings` (its defaults: the run's
                 `max_output_length`, the policy the model was trained in, the
                 whole vocabulary, weights `"auto"`): `max_output_length`,
@@ -177,33 +187,49 @@ class TranslatorExporter:
                 from the run's training split, `VocabularyShortlist.from_run`;
                 `"auto"` for the `K` of `auto_shortlist_size`, 100 for a
                 target vocabulary of 10,000 ids or more without `jit_compile`,
-                else none; a `VocabularyShortlist`; or `None`),
+                else none; a `VocabularyShortlist`; or `None`). An ensemble
+                scores the whole vocabulary: `"auto"` is none there and a size
+                raises `ValueError` (a shortlist is learnt from one run's
+                training split, and the members may come from different ones;
+                a `VocabularyShortlist` given here applies to every member),
                 `shortlist_frequent` and the `SignatureOptions`.
             warmup_pairs: the warmup pairs; default: the first sentences of
                 the run's test split.
             **changes: fields of `ExportSettings` or `SignatureOptions` by
                 name (e.g. `beam_width=5, precision="auto"`).
         """
-        from keras_attention.inference.trained_run import load_translator
+        from keras_attention.inference.trained_run import load_ensemble
         from keras_attention.runs.run_directory import RunDirectory
         from keras_attention.runs.train_config import TrainConfig
 
         settings = ExportSettings.of(settings, **changes)
         jit_compile = settings.signatures.jit_compile
-        translator = load_translator(
-            run_dir,
+        run_dirs = run_paths(run_dir)
+        shortlist, frequent = settings.shortlist, settings.shortlist_frequent
+        if len(run_dirs) > 1 and not (
+            isinstance(shortlist, VocabularyShortlist) or shortlist is None or shortlist == AUTO
+        ):
+            raise ValueError(
+                "An ensemble export scores the whole target vocabulary: a vocabulary "
+                "shortlist is learnt from one run's training split, and the members may "
+                f"come from different ones. Received: shortlist={shortlist!r} for "
+                f"{len(run_dirs)} runs"
+            )
+        translator = load_ensemble(
+            run_dirs,
             max_output_length=settings.max_output_length,
             replace_unknown=settings.replace_unknown,
         )
         if settings.precision is not None:
             translator = with_precision(translator, settings.precision)
-        shortlist, frequent = settings.shortlist, settings.shortlist_frequent
         if isinstance(shortlist, str) and shortlist == AUTO:
-            shortlist = auto_shortlist_size(
-                translator.target_vectorizer.vocabulary_size,
-                jit_compile,
-                compute_dtype=translator.model.compute_dtype,
-            )
+            shortlist = None
+            if len(run_dirs) == 1:  # an ensemble scores the whole vocabulary
+                shortlist = auto_shortlist_size(
+                    translator.target_vectorizer.vocabulary_size,
+                    jit_compile,
+                    compute_dtype=translator.model.compute_dtype,
+                )
         if shortlist is None:
             shortlist = getattr(translator, "shortlist", None)  # a shortlisted Translator's
         if shortlist is not None and not isinstance(shortlist, VocabularyShortlist):
@@ -214,8 +240,8 @@ class TranslatorExporter:
                     "compile the decoding again for each number of candidates). "
                     f"Received: shortlist={shortlist!r}, jit_compile=True"
                 )
-            shortlist = VocabularyShortlist.from_run(run_dir, shortlist, frequent)
-        run = RunDirectory(run_dir)
+            shortlist = VocabularyShortlist.from_run(run_dirs[0], shortlist, frequent)
+        run = RunDirectory(run_dirs[0])
         config = TrainConfig.load(run.path)
         if warmup_pairs is None:
             warmup_pairs = run_warmup_pairs(run)
@@ -225,7 +251,7 @@ class TranslatorExporter:
             weights=settings.weights,
             shortlist=shortlist,
             warmup_pairs=warmup_pairs,
-            run_dir=run_dir,
+            run_dir=run_dirs,
             train_config=dataclasses.asdict(config),
         )
 
@@ -315,6 +341,7 @@ class TranslatorExporter:
                 "keras": keras.__version__,
             },
             run_dir=self.run_dir,
+            ensemble=self.ensemble,
             train_config=self.train_config,
             model_config=jsonable(translator.model.get_config()),
             vocabulary={
@@ -339,14 +366,25 @@ class TranslatorExporter:
         )
 
 
+def run_paths(run_dir: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
+    """The absolute paths of one run directory or of a sequence of them."""
+    run_dirs = [run_dir] if isinstance(run_dir, (str, os.PathLike)) else list(run_dir)
+    if not run_dirs:
+        raise ValueError(f"Expected at least one run directory. Received: run_dir={run_dir!r}")
+    return [str(Path(path).resolve()) for path in run_dirs]
+
+
 def export_translator(
-    run_dir: str | os.PathLike,
+    run_dir: str | os.PathLike | Sequence[str | os.PathLike],
     export_dir: str | os.PathLike,
     version: int | None = None,
     settings: ExportSettings | None = None,
     **changes,
 ) -> ExportedVersion:
     """Exports the model of `run_dir` as `export_dir/<version>/` (see `TranslatorExporter`).
+
+    Several run directories with the same vocabularies export their ensemble
+    (`TranslatorExporter.from_run`).
 
     `settings` (an `ExportSettings`, see `TranslatorExporter.from_run`)
     default to `COMMAND_SETTINGS`, those of `keras-attention export` (a

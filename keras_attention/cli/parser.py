@@ -346,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser(
         "export",
         help="write a versioned SavedModel for TensorFlow Serving",
-        description="Export a trained run as BASE/<version>/ (next integer by default, written "
+        description="Export a trained run (or the ensemble of several) as BASE/<version>/ (next integer by default, written "
         "atomically, never overwritten) with serving_default (greedy), beam_search, search, "
         "sample and score_translation signatures, warmup requests and a manifest; then check it.",
     )

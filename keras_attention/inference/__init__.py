@@ -1,4 +1,4 @@
-"""Inference: `Translator` (text in, translations out, in the graph) and loading a trained run as one.
+"""Inference: `Translator` (strings in, translations out, in the graph) and loading runs as one.
 
 Names are imported lazily (through `lazy_loader`), so importing the package
 does not load TensorFlow.
@@ -8,5 +8,8 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submod_attrs={"trained_run": ["load_translator"], "translator": ["Translator"]},
+    submod_attrs={
+        "trained_run": ["load_ensemble", "load_translator"],
+        "translator": ["Translator"],
+    },
 )

@@ -41,7 +41,7 @@ class Translator:
     inside the exported SavedModel.
 
     Args:
-        model: a `Seq2Seq`.
+        model: a `Seq2Seq`, or an `Ensemble` of them (decoded as one model).
         source_vectorizer: `TextVectorizer` or `SubwordVectorizer` for the
             source language. Its `max_length` truncates long inputs.
         target_vectorizer: the vectorizer of the target language. The ids

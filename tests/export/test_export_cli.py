@@ -81,7 +81,7 @@ def test_export_arguments_defaults():
     parser = argparse.ArgumentParser()
     add_export_arguments(parser)
     args = parser.parse_args(["run", "--export-dir", "models"])
-    assert (args.run_dir, args.export_dir, args.model_version) == ("run", "models", None)
+    assert (args.run_dir, args.export_dir, args.model_version) == (["run"], "models", None)
     assert (args.beam_width, args.length_penalty, args.max_output_length) == (4, 0.6, None)
     assert (args.jit_compile, args.score_signature, args.check) == (False, True, True)
     assert (args.precision, args.weights, args.shortlist) == ("auto", "auto", "auto")
