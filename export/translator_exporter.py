@@ -219,6 +219,7 @@ class TranslatorExporter:
             run_dirs,
             max_output_length=settings.max_output_length,
             replace_unknown=settings.replace_unknown,
+            precision=settings.precision,
         )
         if settings.precision is not None:
             translator = with_precision(translator, settings.precision)

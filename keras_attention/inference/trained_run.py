@@ -57,6 +57,7 @@ def load_ensemble(
     run_dirs: Sequence[str | os.PathLike],
     max_output_length: int | None = None,
     replace_unknown: bool | None = None,
+    precision: str | None = None,
 ) -> Translator:
     """The `Translator` of an `Ensemble` of the best models of trained runs.
 
@@ -69,6 +70,8 @@ def load_ensemble(
         run_dirs: one or more run directories.
         max_output_length: as in `load_translator` (default: the first run's).
         replace_unknown: as in `load_translator`.
+        precision: a dtype policy (or `"auto"`) every member computes in, applied before
+            they are combined (default: their own, which must then be the same).
 
     Raises:
         FileNotFoundError: a run directory is not a trained run directory.
@@ -82,8 +85,15 @@ def load_ensemble(
     if len(translators) == 1:
         return translators[0]
     first = translators[0]
+    models = [translator.model for translator in translators]
+    if precision is not None:
+        from keras_attention.models.model_policy import model_with_policy
+        from keras_attention.precision import resolve_precision
+
+        policy = resolve_precision(precision).policy
+        models = [model_with_policy(model, policy) for model in models]
     return Translator(
-        Ensemble([translator.model for translator in translators]),
+        Ensemble(models),
         first.source_vectorizer,
         first.target_vectorizer,
         max_output_length=first.max_output_length,

@@ -64,6 +64,10 @@ def _model_description(config: TrainConfig) -> dict:
     arguments = config.model_arguments()
     for name in ("dropout", "dtype"):
         arguments.pop(name)
+    attention = arguments.get("attention")
+    if isinstance(attention, dict):  # its layer config holds the dtype policy too
+        config_part = {k: v for k, v in attention.get("config", {}).items() if k != "dtype"}
+        arguments["attention"] = {**attention, "config": config_part}
     return {**arguments, "reverse": config.reverse}
 
 
@@ -138,7 +142,7 @@ class RunAdaptation:
             self.config,
             data=data,
             out=str(out),
-            adapt_from=str(self.directory.path),
+            adapt_from=str(self.directory.path.resolve()),  # a run found from any directory
             mix_original=mix_original,
             source_vocabulary_size=sizes[0],
             target_vocabulary_size=sizes[1],

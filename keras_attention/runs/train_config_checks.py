@@ -64,7 +64,13 @@ def check_values(config) -> None:
             "pieces keep the spacing of the training text. Received: "
             f"french_spacing={config.french_spacing!r}, tokenizer={config.tokenizer!r}"
         )
-    if not 0 <= config.mix_original < 1 or (config.mix_original and not config.adapt_from):
+    mix = config.mix_original
+    if (
+        isinstance(mix, bool)
+        or not isinstance(mix, (int, float))
+        or not 0 <= mix < 1
+        or (mix and not config.adapt_from)
+    ):
         raise ValueError(
             "`mix_original` (the share of the `adapt_from` run's corpora) must be in "
             f"[0, 1), 0 without `adapt_from`. Received: mix_original={config.mix_original!r}"

@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 def default_average_directory(run_dir: str | os.PathLike, last: int) -> Path:
     """Where `average_run` writes without `out`: `RUN_DIR-lastN` beside the run."""
-    path = Path(run_dir)
+    path = Path(run_dir).resolve()  # `.` has no name to add to
     return path.with_name(f"{path.name}-last{last}")
 
 

@@ -6,8 +6,9 @@ figure of the table that reads `default_run.json` must come from a record whose
 `machine.command` (the nearest one on the figure's key path, as the provenance table
 shows it) ran the label's `keras-attention` steps, option for option (it may have run
 more, e.g. `evaluate` after the labelled `train`). A record made with
-`--time-budget-minutes 120`, `--data ...` or at an earlier default fails under a label
-without them. oneDNN's instruction-set cap (`ONEDNN_MAX_CPU_ISA=...`), the stand-in for a
+`--time-budget-minutes 120` or `--data ...` fails under a label without them; the code
+version is not compared here (the provenance table shows it), except for the Quickstart's
+records, which must have the defaults of `TrainConfig`. oneDNN's instruction-set cap (`ONEDNN_MAX_CPU_ISA=...`), the stand-in for a
 CPU without native bfloat16, is not an option of the command.
 
 The README's Quickstart command, and the records `quickstart.<kind>` that

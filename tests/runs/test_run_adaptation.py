@@ -141,7 +141,7 @@ def test_the_config_records_the_original_run_the_data_and_the_mix(original, new_
     saved = TrainConfig.load(config.out)
     original_config = TrainConfig.load(original)
     assert (saved.adapt_from, saved.data, saved.mix_original) == (
-        str(original),
+        str(original.resolve()),
         [str(new_corpus)],
         MIX,
     )
@@ -287,3 +287,14 @@ def test_a_subword_run_keeps_its_sentencepiece_models(
         adaptation.adapted_config(
             [str(new_corpus)], tmp_path / "a", source_vocabulary_size=size + 1
         )
+
+
+def test_another_precision_is_not_another_model(original, new_corpus, tmp_path):
+    """The precision is the attention layer's dtype too: changing it adapts the same model."""
+    adaptation = RunAdaptation(original)
+    assert adaptation.config.precision == "float32"
+    config = adaptation.adapted_config(
+        [str(new_corpus)], tmp_path / "run", precision="mixed_bfloat16", **ADAPT
+    )
+    adaptation.check(config)  # raises for another model
+    assert config.precision == "mixed_bfloat16"
