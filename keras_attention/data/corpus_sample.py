@@ -80,10 +80,19 @@ class CorpusSample(CorpusSplits):
         self.train_counts += [0] * len(scans)
 
     def training_lines(self) -> int:
-        """About how many training pairs one pass over the corpora reads (for an epoch's size)."""
+        """About how many training pairs one pass over the sampled corpora reads (for an
+        epoch's size; corpora only the training stream reads, `add_streamed_corpora`, are
+        left out: the sample says nothing of their share)."""
         if not self.sampled:
             return 0
-        return round(self.lines * sum(self.train_counts) / self.sampled)
+        sampled_lines = sum(
+            scan.lines // stride
+            for scan, stride, sample_stride in zip(
+                self.scans, self.strides, self.sample_strides, strict=True
+            )
+            if sample_stride
+        )
+        return round(sampled_lines * sum(self.train_counts) / self.sampled)
 
     @property
     def lines(self) -> int:
