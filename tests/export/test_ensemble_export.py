@@ -153,6 +153,24 @@ def test_runs_with_other_vocabularies_are_refused_naming_both(run_dir, tmp_path,
     assert not (tmp_path / "models").exists()
 
 
+def test_members_of_other_precisions_take_the_one_asked(run_dir, tmp_path):
+    """A member saved under mixed_bfloat16 beside a float32 one: refused as they are,
+    combined once `precision` puts both under one policy."""
+    import keras
+
+    from keras_attention.models.model_policy import model_with_policy
+
+    other = shutil.copytree(run_dir, tmp_path / "bfloat16_run")
+    model = keras.saving.load_model(RunDirectory(other).model, compile=False)
+    assert model.dtype_policy.name == "float32"
+    model_with_policy(model, "mixed_bfloat16").save(RunDirectory(other).model)
+    with pytest.raises(ValueError):
+        load_ensemble([run_dir, other])
+    translator = load_ensemble([run_dir, other], precision="float32")
+    assert translator.model.compute_dtype == "float32"
+    assert all(member.compute_dtype == "float32" for member in translator.model.members)
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
