@@ -23,10 +23,11 @@ from helpers.page_commands import (
     DOCS,
     SERVE,
     WAIT,
+    CommandSession,
     PageShell,
     as_run,
-    block_as_run,
     blocks,
+    command_key,
     commands,
     left_out,
     page_environment,
@@ -63,40 +64,49 @@ def copy_in(source: Path, directory: Path, *paths: tuple[str, str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    """A directory holding the own-corpus page's corpus and `runs/my-corpus`, trained by
-    the page's `train` command."""
-    directory = tmp_path_factory.mktemp("trained")
-    write_user_files(read(OWN_CORPUS), directory)
-    shell = PageShell(directory)
-    shell.bash(as_run(own_train_command(), shell.ports), timeout=600)
+def session() -> CommandSession:
+    return CommandSession()
+
+
+@pytest.fixture(scope="module")
+def own_corpus_page(session, tmp_path_factory) -> tuple[Path, str]:
+    """The own-corpus page run as written (its directory, its output): its `train` makes
+    the session's one tiny run, its `export` the session's one SavedModel export."""
+    directory = tmp_path_factory.mktemp("own-corpus")
+    markdown = read(OWN_CORPUS)
+    write_user_files(markdown, directory)
+    return directory, PageShell(directory, session=session).run_page(markdown, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def fra_eng(own_corpus_page, tmp_path_factory) -> Path:
+    """The own-corpus page's corpus, run and export, the run and export as the other
+    pages name them (`runs/fra-eng`, `exports/fra-eng`)."""
+    directory = tmp_path_factory.mktemp("fra-eng")
+    copy_in(
+        own_corpus_page[0],
+        directory,
+        (own_corpus_file(),) * 2,
+        ("runs/my-corpus", "runs/fra-eng"),
+        ("exports/my-corpus", "exports/fra-eng"),
+    )
     return directory
 
 
 @pytest.fixture(scope="module")
-def exported(trained, tmp_path_factory) -> Path:
-    """The trained run as `runs/fra-eng`, exported and checked by the export page's first
-    block (`exports/fra-eng/1`)."""
-    directory = tmp_path_factory.mktemp("exported")
-    copy_in(trained, directory, (own_corpus_file(),) * 2, ("runs/my-corpus", "runs/fra-eng"))
-    shell = PageShell(directory)
-    shell.bash(block_as_run(blocks(read(EXPORT), "bash")[0], shell.ports), timeout=600)
-    return directory
-
-
-@pytest.fixture(scope="module")
-def served(exported):
+def served(fra_eng, session):
     """`SERVE` serving the export; the ports it took (page port -> free port)."""
-    shell = PageShell(exported)
-    log = exported / "server.log"
+    shell = PageShell(fra_eng, session=session)
+    log = fra_eng / "server.log"
     with log.open("w") as output:
         server = subprocess.Popen(
             ["bash", "-c", f"exec {as_run(SERVE, shell.ports)}"],
-            cwd=exported,
+            cwd=fra_eng,
             env=page_environment(),
             stdout=output,
             stderr=subprocess.STDOUT,
         )
+    session.ran.add(command_key(SERVE))
     try:
         deadline = time.monotonic() + WAIT
         while ": serving fra-eng" not in log.read_text():
@@ -155,8 +165,7 @@ def test_a_page_runs_each_command_once_and_its_server_until_its_last_call(tmp_pa
         "```python\nprint('localhost:8500')\n```\n```bash\nls\n```\n"
     )
     shell = PageShell(tmp_path, ports={"8500": "1", "8501": "2"})
-    script = shell.page_script(page).splitlines()
-    assert script == [
+    assert shell.page_script(page).splitlines() == [
         "keras-attention serve --port 1 &",
         f"keras-attention-client translate --timeout {WAIT} a",
         "curl localhost:2",
@@ -167,52 +176,54 @@ def test_a_page_runs_each_command_once_and_its_server_until_its_last_call(tmp_pa
     assert (tmp_path / "page-block-3.py").read_text() == "print('localhost:1')\n"
 
 
+def test_a_costly_command_runs_once_then_is_parsed():
+    session = CommandSession()
+    assert session.to_run("keras-attention export runs/a --export-dir e   ")
+    assert not session.to_run("keras-attention export runs/a \\\n    --export-dir e &")
+    assert not session.to_run("keras-attention check-export e/1 --native")
+    with pytest.raises(AssertionError, match="--no-such-flag"):
+        session.to_run("keras-attention export runs/a --no-such-flag")
+    with pytest.raises(AssertionError, match="invalid positive_int value"):
+        session.to_run("keras-attention export runs/a --model-version one")
+    assert session.to_run("keras-attention export runs/a --format litert --export-dir l")
+    program = "import numpy as np\nfrom x import TranslatorExporter\nTranslatorExporter.go()\n"
+    assert session.program(program) == "import numpy as np\nfrom x import TranslatorExporter\n"
+    assert CommandSession().program(program) == program
+
+
 @pytest.mark.slow
-def test_the_own_corpus_page_runs_as_written(tmp_path, trained):
-    markdown = read(OWN_CORPUS)
-    write_user_files(markdown, tmp_path)
-    copy_in(trained, tmp_path, ("runs/my-corpus", "runs/my-corpus"))
-    out = PageShell(tmp_path).run_page(markdown, timeout=900, already_run=(own_train_command(),))
-    assert json.loads((tmp_path / "runs/my-corpus/metrics.json").read_text())
-    assert (tmp_path / "exports/my-corpus/1/saved_model.pb").is_file()
+def test_the_own_corpus_page_runs_as_written(own_corpus_page):
+    directory, out = own_corpus_page
+    assert json.loads((directory / "runs/my-corpus/metrics.json").read_text())
+    assert (directory / "exports/my-corpus/1/saved_model.pb").is_file()
     assert "serving my-corpus (version 1)" in out
 
 
 @pytest.mark.slow
-def test_the_export_page_runs_as_written(tmp_path, exported, served):
-    markdown = read(EXPORT)
-    copy_in(exported, tmp_path, *[(name, name) for name in (own_corpus_file(), "runs", "exports")])
-    first = tuple(commands(blocks(markdown, "bash")[0]))
-    out = PageShell(tmp_path, served).run_page(markdown, timeout=900, already_run=first)
-    assert '"error"' not in out and '"outputs"' in out and '"predictions"' in out
-    versions = sorted(
-        int(p.name) for p in (tmp_path / "exports/fra-eng").iterdir() if p.name.isdigit()
-    )
-    assert versions == [1, 2, 3, 4]
-    manifest = tmp_path / "exports/fra-eng/2/assets.extra/export_manifest.json"
-    assert json.loads(manifest.read_text())["shortlist"]["k"] == 50
+def test_the_export_page_runs_as_written(tmp_path, fra_eng, served, session):
+    copy_in(fra_eng, tmp_path, *[(name, name) for name in (own_corpus_file(), "runs", "exports")])
+    out = PageShell(tmp_path, served, session).run_page(read(EXPORT), timeout=600)
+    assert '"error"' not in out and '"outputs"' in out and '"predictions"' in out, out
 
 
 @pytest.mark.slow
-def test_the_serving_page_runs_as_written(tmp_path, exported):
-    copy_in(exported, tmp_path, ("exports", "exports"))
-    out = PageShell(tmp_path).run_page(read(SERVING), timeout=600)
-    assert "serving fra-eng (version 1)" in out
-    assert '"model_version_status"' in out and '"outputs"' in out and '"error"' not in out
+def test_the_serving_page_runs_as_written(tmp_path, served, session):
+    out = PageShell(tmp_path, served, session).run_page(read(SERVING), timeout=600)
+    assert '"model_version_status"' in out and '"outputs"' in out and '"error"' not in out, out
 
 
 @pytest.mark.slow
-def test_the_client_page_runs_as_written(tmp_path, served):
-    out = PageShell(tmp_path, served).run_page(read(CLIENT), timeout=600)
+def test_the_client_page_runs_as_written(tmp_path, served, session):
+    out = PageShell(tmp_path, served, session).run_page(read(CLIENT), timeout=600)
     assert re.search(r"^\S+ \d+ False$", out, flags=re.M), out  # no TensorFlow imported
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert [record["source"] for record in records] == ["I am cold."], out
 
 
 @pytest.mark.slow
-def test_the_on_device_page_runs_as_written(tmp_path, exported):
-    copy_in(exported, tmp_path, (own_corpus_file(),) * 2, ("runs", "runs"), ("exports", "exports"))
-    PageShell(tmp_path).run_page(read(ON_DEVICE), timeout=900)
+def test_the_on_device_page_runs_as_written(tmp_path, fra_eng, session):
+    copy_in(fra_eng, tmp_path, *[(name, name) for name in (own_corpus_file(), "runs", "exports")])
+    PageShell(tmp_path, session=session).run_page(read(ON_DEVICE), timeout=600)
     for name in ("fra-eng-litert", "fra-eng-int8"):
         assert (tmp_path / "exports" / name / "greedy.tflite").is_file()
         assert (tmp_path / "exports" / name / "beam.tflite").is_file()

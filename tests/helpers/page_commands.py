@@ -20,18 +20,33 @@ What a test changes in a page's commands, and only this (`as_run`):
   corpus from the bundled one, `write_corpus`; a file of sentences).
 
 How a page runs as one script (`PageShell.run_page`): its blocks in page order, bash's
-`-euo pipefail`; a command the page repeats (a summary block, then one section per step)
-runs once; `kill $!` runs after the page's last block that calls a server, so a server
-the page starts serves all of them; a page that calls a server it does not start is
-given one by the test (the Quickstart's `SERVE`). A server still running when the script
-ends is stopped.
+`-euo pipefail`; `kill $!` runs after the page's last block that calls a server, so a
+server the page starts serves all of them; a page that calls a server it does not start
+is given one by the test (the Quickstart's `SERVE`). A server still running when the
+script ends is stopped.
+
+What a `CommandSession` (the pages of one test module) runs once:
+
+- A command run before in the session runs once (a page repeats its summary block
+  section by section, and pages share commands), flags compared in any order.
+- `COSTLY`: a SavedModel export and its check cost about a minute and a half of CPU
+  each (tracing, then each signature's first run on two loaders); the session's first
+  runs, and each later one is parsed by `keras-attention`'s own parser, so that a flag
+  that does not exist or a value of the wrong type still fails. A Python block that
+  exports (`TranslatorExporter`, `export_translator`) then runs its imports only.
+  Exporting and checking themselves are tested in tests/export; `keras-attention export`
+  checks what it writes as `check-export --native` does.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import gzip
+import io
 import os
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -65,6 +80,10 @@ LEFT_OUT = {
 _LEFT_OUT = re.compile(rf"^(?:\w+=\S*\s+)*(?:{'|'.join(map(re.escape, LEFT_OUT))})\b")
 _CALLS_A_SERVER = re.compile(r"localhost:85\d\d|--server\b|Client\(|keras-attention-client ")
 _STARTS_A_SERVER = re.compile(r"^keras-attention serve\b.*&$", re.DOTALL)
+COSTLY = re.compile(
+    r"^keras-attention (?:export|check-export)\b(?!.*--(?:format litert|saved-model))", re.DOTALL
+)
+_COSTLY_PYTHON = re.compile(r"\b(?:TranslatorExporter|export_translator)\b")
 _STOP_SERVERS = "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"
 
 
@@ -141,6 +160,42 @@ def as_run(text: str, ports: dict[str, str]) -> str:
     return text
 
 
+def command_key(command: str) -> tuple:
+    """`command` for comparison: its words, each option with its value in any order."""
+    words = shlex.split(command.replace("\\\n", " ").strip().removesuffix("&"))
+    head, options = [], []
+    for word in words:
+        if word.startswith("--"):
+            options.append((word,))
+        elif options and len(options[-1]) == 1:
+            options[-1] += (word,)
+        elif options:
+            options.append((word,))
+        else:
+            head.append(word)
+    return tuple(head), tuple(sorted(options))
+
+
+def parse_only(command: str) -> None:
+    """Parses a `keras-attention` command as the command does, without running it."""
+    from keras_attention.cli.parser import build_parser
+
+    errors = io.StringIO()
+    with contextlib.redirect_stderr(errors):
+        try:
+            build_parser().parse_args(shlex.split(command.replace("\\\n", " "))[1:])
+        except SystemExit as error:
+            raise AssertionError(f"{command}\n{errors.getvalue()}") from error
+
+
+def imports_only(program: str) -> str:
+    """The import statements of a Python block."""
+    found = [
+        node for node in ast.parse(program).body if isinstance(node, (ast.Import, ast.ImportFrom))
+    ]
+    return "\n".join(ast.unparse(node) for node in found) + "\n"
+
+
 def block_as_run(block: str, ports: dict[str, str]) -> str:
     """A bash block's commands as run, those in `LEFT_OUT` left out."""
     return "\n".join(as_run(command, ports) for command in commands(block) if not left_out(command))
@@ -188,11 +243,39 @@ def page_environment() -> dict[str, str]:
 
 
 @dataclass
+class CommandSession:
+    """What the pages of one session ran: the commands (`command_key`), and whether a
+    `COSTLY` command ran."""
+
+    ran: set = field(default_factory=set)
+    costly_ran: bool = False
+
+    def to_run(self, command: str) -> bool:
+        """Whether `command` runs: new in the session, not `LEFT_OUT`, and not a `COSTLY`
+        one after the first (which is parsed instead). Records it."""
+        key = command_key(command)
+        if key in self.ran or left_out(command):
+            return False
+        self.ran.add(key)
+        if COSTLY.match(command):
+            if self.costly_ran:
+                parse_only(command)
+                return False
+            self.costly_ran = True
+        return True
+
+    def program(self, block: str) -> str:
+        """A Python block as it runs: its imports only if it exports after a `COSTLY` run."""
+        return imports_only(block) if self.costly_ran and _COSTLY_PYTHON.search(block) else block
+
+
+@dataclass
 class PageShell:
     """Runs a page's commands with bash in `directory`, with the test's ports."""
 
     directory: Path
     ports: dict[str, str] = field(default_factory=free_ports)
+    session: CommandSession = field(default_factory=CommandSession)
 
     def bash(self, script: str, timeout: float) -> str:
         """Runs `script` (already as run); its stdout. Fails with its output on an error."""
@@ -210,23 +293,20 @@ class PageShell:
         )
         return result.stdout
 
-    def page_script(self, markdown: str, already_run: tuple[str, ...] = ()) -> str:
+    def page_script(self, markdown: str) -> str:
         """The page's blocks as one script (module doc); Python blocks are written to
-        files in `directory`. Commands in `already_run` (as on the page) are not run."""
-        done = {" ".join(command.split()) for command in already_run}
+        files in `directory`."""
         parts, serving, last_call = [], False, -1
         for number, (language, text) in enumerate(fenced_blocks(markdown)):
             if language == "python":
                 program = self.directory / f"page-block-{number}.py"
-                program.write_text(as_run(text, self.ports), encoding="utf-8")
+                program.write_text(as_run(self.session.program(text), self.ports), encoding="utf-8")
                 part = [f'"{sys.executable}" {program.name}']
             elif language == "bash":
                 part = []
                 for command in commands(text):
-                    key = " ".join(command.split())
-                    if key in done or left_out(command) or key == "kill $!":
+                    if " ".join(command.split()) == "kill $!" or not self.session.to_run(command):
                         continue
-                    done.add(key)
                     serving = serving or bool(_STARTS_A_SERVER.match(command))
                     part.append(as_run(command, self.ports))
             else:
@@ -238,6 +318,6 @@ class PageShell:
             parts.insert(last_call + 1, "kill $!")
         return "\n".join(part for part in parts if part)
 
-    def run_page(self, markdown: str, timeout: float, already_run: tuple[str, ...] = ()) -> str:
-        """Runs `page_script(markdown, already_run)`; its stdout."""
-        return self.bash(self.page_script(markdown, already_run), timeout)
+    def run_page(self, markdown: str, timeout: float) -> str:
+        """Runs `page_script(markdown)`; its stdout."""
+        return self.bash(self.page_script(markdown), timeout)
