@@ -5,7 +5,8 @@ from the shell; and the README's step-by-step block, which must be the page's.
 The page's code blocks are read from docs/quickstart.md and run by bash, with the changes
 `helpers.page_commands` lists (tiny training flags, free ports, longer client waits,
 `tensorboard` left out). The README's Python block runs beside the page's against the
-same server. About 5-8 minutes on 2 CPU cores.
+same server. The section "Other corpora and directions" is parsed, not run. About 5-8
+minutes on 2 CPU cores.
 """
 
 import re
@@ -13,7 +14,16 @@ import sys
 
 import pytest
 from helpers.docs_site import REPOSITORY
-from helpers.page_commands import DOCS, PageShell, as_run, block_as_run, blocks, commands, sections
+from helpers.page_commands import (
+    DOCS,
+    PageShell,
+    as_run,
+    block_as_run,
+    blocks,
+    commands,
+    parse_only,
+    sections,
+)
 
 PAGE = DOCS / "quickstart.md"
 README = REPOSITORY / "README.md"
@@ -39,6 +49,21 @@ def test_the_readme_steps_are_the_quickstarts():
     page = sections(PAGE.read_text(encoding="utf-8"))
     assert commands(readme_blocks("bash")[1]) == commands(blocks(page[""], "bash")[0])
     assert "TranslationClient(" in readme_blocks("python")[0]
+
+
+def test_the_other_corpora_commands_parse():
+    """Run, they would be three more trainings; `keras-attention`'s parser checks their
+    flags and values, and tests/data and tests/training what they do."""
+    section = sections(PAGE.read_text(encoding="utf-8"))["Other corpora and directions"]
+    parsed = [
+        part
+        for block in blocks(section, "bash")
+        for command in commands(block)
+        for part in command.split(" && ")
+    ]
+    for command in parsed:
+        parse_only(command)
+    assert len(parsed) == 5, parsed
 
 
 @pytest.mark.slow
