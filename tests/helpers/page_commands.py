@@ -29,10 +29,11 @@ What a `CommandSession` (the pages of one test module) runs once:
 
 - A command run before in the session runs once (a page repeats its summary block
   section by section, and pages share commands), flags compared in any order.
-- `COSTLY`: a SavedModel export and its check cost about a minute and a half of CPU
-  each (tracing, then each signature's first run on two loaders); the session's first
-  runs, and each later one is parsed by `keras-attention`'s own parser, so that a flag
-  that does not exist or a value of the wrong type still fails. A Python block that
+- `COSTLY`: a SavedModel export with its check took about 80 CPU-seconds of a tiny
+  run, a `check-export` 30 to 45 (tracing, then each signature's first run on two
+  loaders). The session's first such command runs; each later one is parsed by
+  `keras-attention`'s own parser, so that a flag that does not exist or a value of the
+  wrong type still fails. A Python block that
   exports (`TranslatorExporter`, `export_translator`) then runs its imports only.
   Exporting and checking themselves are tested in tests/export; `keras-attention export`
   checks what it writes as `check-export --native` does.
