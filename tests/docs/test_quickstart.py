@@ -1,72 +1,36 @@
 """The Quickstart page's commands, run as written in a fresh directory, with a tiny
 training budget: train, evaluate, translate, export, serve, the client from Python and
-from the shell.
+from the shell; and the README's step-by-step block, which must be the page's.
 
-The page's code blocks are read from docs/quickstart.md and run by bash. Three things
-are changed, and only these: each `keras-attention train` gets flags that make it tiny
-(`TINY`); the ports 8500 and 8501 become free ones (other servers may hold them); and a
-client waits up to `WAIT` seconds for the server to be ready instead of its default 30
-(on a loaded 2-core machine, loading TensorFlow and the export took longer than that).
-`tensorboard` (a server that runs until stopped) is left out, and a server still running
-when a script fails is stopped. About 5-8 minutes on 2 CPU cores.
+The page's code blocks are read from docs/quickstart.md and run by bash, with the changes
+`helpers.page_commands` lists (tiny training flags, free ports, longer client waits,
+`tensorboard` left out). The README's Python block runs beside the page's against the
+same server. The section "Other corpora and directions" is parsed, not run. About 5-8
+minutes on 2 CPU cores.
 """
 
-import os
 import re
-import socket
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from helpers.docs_site import REPOSITORY
-
-pytestmark = pytest.mark.slow
-
-PAGE = REPOSITORY / "docs" / "quickstart.md"
-TINY = (
-    "--max-pairs 3000 --sample-pairs 3000 --epochs 1 --steps-per-epoch 20 --batch-size 16 "
-    "--embedding-dim 32 --encoder-units 32 --decoder-units 64 "
-    "--source-vocabulary-size 2000 --target-vocabulary-size 2000"
+from helpers.page_commands import (
+    DOCS,
+    PageShell,
+    as_run,
+    block_as_run,
+    blocks,
+    commands,
+    parse_only,
+    sections,
 )
-LEFT_OUT = ("tensorboard ",)
-WAIT = 300
-STOP_SERVERS = "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"
+
+PAGE = DOCS / "quickstart.md"
+README = REPOSITORY / "README.md"
 
 
-def sections(markdown: str) -> dict[str, str]:
-    """`## heading` (the first one: "") -> its text."""
-    found, heading, lines = {}, "", []
-    for line in markdown.splitlines():
-        if line.startswith("## "):
-            found[heading] = "\n".join(lines)
-            heading, lines = line[3:].strip(), []
-        else:
-            lines.append(line)
-    found[heading] = "\n".join(lines)
-    return found
-
-
-def blocks(text: str, language: str) -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def as_run(script: str, ports: dict[str, str]) -> str:
-    lines = [line for line in script.splitlines() if not line.startswith(LEFT_OUT)]
-    script = "\n".join(lines)
-    script = re.sub(
-        r"^keras-attention train\b", f"keras-attention train {TINY}", script, flags=re.M
-    )
-    script = re.sub(r"\btranslate --server\b", f"translate --timeout {WAIT} --server", script)
-    for port, free in ports.items():
-        script = script.replace(port, free)
-    return script
+def readme_blocks(language: str) -> list[str]:
+    return blocks(sections(README.read_text(encoding="utf-8"))["Quickstart"], language)
 
 
 def test_sections_hold_the_commands_this_test_runs():
@@ -81,54 +45,57 @@ def test_sections_hold_the_commands_this_test_runs():
     )
 
 
+def test_the_readme_steps_are_the_quickstarts():
+    page = sections(PAGE.read_text(encoding="utf-8"))
+    assert commands(readme_blocks("bash")[1]) == commands(blocks(page[""], "bash")[0])
+    assert "TranslationClient(" in readme_blocks("python")[0]
+
+
+def test_the_other_corpora_commands_parse():
+    """Run, they would be three more trainings; `keras-attention`'s parser checks their
+    flags and values, and tests/data and tests/training what they do."""
+    section = sections(PAGE.read_text(encoding="utf-8"))["Other corpora and directions"]
+    parsed = [
+        part
+        for block in blocks(section, "bash")
+        for command in commands(block)
+        for part in command.split(" && ")
+    ]
+    for command in parsed:
+        parse_only(command)
+    assert len(parsed) == 5, parsed
+
+
+@pytest.mark.slow
 def test_the_quickstart_runs_as_written(tmp_path):
     page = sections(PAGE.read_text(encoding="utf-8"))
-    ports = {"8500": str(free_port()), "8501": str(free_port())}
-    environment = dict(os.environ)
-    environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environment['PATH']}"
-    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    shell = PageShell(tmp_path)
 
-    def bash(script: str, timeout: float) -> str:
-        result = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", f"{STOP_SERVERS}\n{script}"],
-            cwd=tmp_path,
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        assert result.returncode == 0, (
-            f"quickstart commands failed ({result.returncode}):\n{script}\n"
-            f"--- stdout\n{result.stdout[-4000:]}\n--- stderr\n{result.stderr[-6000:]}"
-        )
-        return result.stdout
-
-    first = as_run(blocks(page[""], "bash")[0], ports)
-    out = bash(first, timeout=900)
+    out = shell.bash(block_as_run(blocks(page[""], "bash")[0], shell.ports), timeout=900)
     assert (tmp_path / "runs/fra-eng/model.keras").is_file()
     assert (tmp_path / "exports/fra-eng/1/saved_model.pb").is_file()
     assert "serving fra-eng (version 1)" in out
 
-    more = as_run(blocks(page["More from the trained run"], "bash")[0], ports)
-    bash(more, timeout=600)
+    shell.bash(block_as_run(blocks(page["More from the trained run"], "bash")[0], shell.ports), 600)
     assert list((tmp_path / "runs/fra-eng/plots").glob("*.png"))
 
     served = page["Calling the served model"]
     start = " ".join(re.search(r"Start the server again \(`(.*?)`\)", served, re.DOTALL)[1].split())
-    client = tmp_path / "client.py"
-    client.write_text(as_run(blocks(served, "python")[0], ports))
-    shell = as_run(blocks(served, "bash")[0], ports)
+    (tmp_path / "client.py").write_text(as_run(blocks(served, "python")[0], shell.ports))
+    (tmp_path / "readme.py").write_text(as_run(readme_blocks("python")[0], shell.ports))
     script = "\n".join(
         [
-            as_run(start, ports),
-            shell,  # its first command waits for the server to be ready
+            as_run(start, shell.ports),
+            block_as_run(blocks(served, "bash")[0], shell.ports),  # waits for the server
             f"{sys.executable} client.py",
+            f"{sys.executable} readme.py",
             "kill $!",
         ]
     )
-    out = bash(script, timeout=600)
-    # The ready line, a line per sentence from the two shell clients and the three
-    # sentences of the Python block (a tiny model may translate to an empty line).
+    out = shell.bash(script, timeout=600)
+    # The ready line, a line per sentence from the two shell clients, the three sentences
+    # of the page's Python block and the two of the README's (a tiny model may translate
+    # to an empty line).
     lines = out.splitlines()
     assert lines[0].startswith("keras-attention serve: serving fra-eng (version 1)")
-    assert len(lines) == 1 + 2 + 3, out
+    assert len(lines) == 1 + 2 + 3 + 2, out
