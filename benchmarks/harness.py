@@ -215,8 +215,9 @@ def fit_step_seconds(model, data, steps: int) -> list[float]:
 
 
 def git_commit(repo: Path = REPO) -> str:
-    """The short hash of `repo`'s HEAD, with `+dirty` if tracked files have uncommitted
-    changes; `"unknown"` without git or outside a repository."""
+    """The short hash of `repo`'s HEAD, with `+dirty` if tracked files other than
+    `benchmarks/results/` have uncommitted changes; `"unknown"` without git or outside a
+    repository."""
     # No optional locks: `git status` must not take the index lock of a checkout
     # others commit in.
     env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")
@@ -237,7 +238,11 @@ def git_commit(repo: Path = REPO) -> str:
     commit = git("rev-parse", "--short", "HEAD")
     if not commit:
         return "unknown"
-    changes = git("status", "--porcelain", "--untracked-files=no")
+    # The results files the benchmarks write are not code: a second script run after a
+    # first one wrote its results still runs the committed code.
+    changes = git(
+        "status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results"
+    )
     return commit + ("+dirty" if changes else "")
 
 

@@ -119,6 +119,14 @@ def test_commit_is_the_short_hash_and_dirty_with_uncommitted_changes(harness, tm
 
     (tmp_path / "untracked.txt").write_text("not part of the commit\n")
     assert harness.git_commit(tmp_path) == commit
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "r.json").write_text("{}\n")
+    _git(tmp_path, "add", "benchmarks")
+    _git(tmp_path, "commit", "-q", "-m", "results")
+    commit = harness.git_commit(tmp_path)
+    (results / "r.json").write_text('{"written": "by a benchmark"}\n')
+    assert harness.git_commit(tmp_path) == commit  # results files are not code
     (tmp_path / "a.txt").write_text("two\n")
     assert harness.git_commit(tmp_path) == commit + "+dirty"
 
