@@ -339,7 +339,7 @@ def test_the_client_and_the_export_module_take_options_anywhere():
     )
     assert (client.texts, client.beam_width) == (["a", "b"], 3)
     exported = export_parser().parse_args(["export", "--export-dir", "B", "RUN"])
-    assert (exported.run_dir, exported.export_dir) == ("RUN", "B")
+    assert (exported.run_dir, exported.export_dir) == (["RUN"], "B")
 
 
 @pytest.mark.parametrize(

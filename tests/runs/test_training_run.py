@@ -82,6 +82,7 @@ def test_the_run_directory_names_the_files_a_restart_removes(tmp_path):
         "splits",
         "backup",
         "logs",
+        "epochs",
         "history.csv",
         "metrics.json",
         "state.json",
