@@ -152,18 +152,18 @@ def quickstart_command(readme: Path = README) -> str:
 def export_facts(export_base: Path) -> dict:
     """The newest version under `export_base`: its weights, shortlist and size."""
     from keras_attention.export.export_manifest import ExportManifest
+    from keras_attention.export.version_directory import VersionDirectory
 
-    versions = sorted(
-        (p for p in export_base.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)
-    )
-    if not versions:
+    versions = VersionDirectory(export_base)
+    if versions.latest() is None:
         raise FileNotFoundError(f"no version directory under {export_base}")
-    manifest = ExportManifest.load(versions[-1])
+    newest = versions.path(versions.latest())
+    manifest = ExportManifest.load(newest)
     return {
         "weights": manifest.weights.get("weights"),
         "shortlist": manifest.shortlist.get("k") if manifest.shortlist else None,
         "target_vocabulary_size": manifest.vocabulary.get("target_size"),
-        "variables_bytes": harness.variables_bytes(versions[-1]),
+        "variables_bytes": harness.variables_bytes(newest),
     }
 
 

@@ -40,9 +40,7 @@ def load_translator(
     run.require_trained()
     config = TrainConfig.load(run.path)
     source_vectorizer, target_vectorizer = load_vectorizers(run, config)
-    model = keras.saving.load_model(run.model, compile=False)
-    if not isinstance(model, Seq2Seq):
-        raise ValueError(f"{str(run.model)!r} holds a {type(model).__name__}, not a Seq2Seq")
+    model = load_run_model(run)
     check_model_matches(model, source_vectorizer, target_vectorizer, repr(str(run.path)))
     return Translator(
         model,
@@ -51,6 +49,18 @@ def load_translator(
         max_output_length=max_output_length or config.max_output_length,
         replace_unknown=replace_unknown,
     )
+
+
+def load_run_model(run: RunDirectory) -> Seq2Seq:
+    """The `Seq2Seq` of a run's model.keras, uncompiled.
+
+    Raises:
+        ValueError: model.keras holds another kind of model.
+    """
+    model = keras.saving.load_model(run.model, compile=False)
+    if not isinstance(model, Seq2Seq):
+        raise ValueError(f"{str(run.model)!r} holds a {type(model).__name__}, not a Seq2Seq")
+    return model
 
 
 def load_ensemble(

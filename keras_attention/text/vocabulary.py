@@ -116,10 +116,7 @@ def build_vocabulary(
     if not isinstance(min_count, int) or min_count < 1:
         raise ValueError(f"`min_count` must be an int >= 1. Received: min_count={min_count!r}")
     counts = count_tokens(texts)
-    kept = sorted(
-        (token for token, n in counts.items() if n >= min_count),
-        key=lambda token: (-counts[token], token),
-    )
+    kept = _ranked_tokens(counts, min_count)
     vocabulary = list(RESERVED_TOKENS) + kept[: max_size - len(RESERVED_TOKENS)]
     total = sum(counts.values())
     covered = sum(counts[token] for token in vocabulary[len(RESERVED_TOKENS) :])
@@ -175,13 +172,19 @@ def extend_vocabulary(
         )
     if not isinstance(min_count, int) or min_count < 1:
         raise ValueError(f"`min_count` must be an int >= 1. Received: min_count={min_count!r}")
-    counts = count_tokens(texts)
-    known = set(vocabulary)
-    new = sorted(
+    new = _ranked_tokens(count_tokens(texts), min_count, known=set(vocabulary))
+    return vocabulary + new[: max_size - len(vocabulary)]
+
+
+def _ranked_tokens(
+    counts: collections.Counter, min_count: int, known: set[str] = frozenset()
+) -> list[str]:
+    """The tokens of `counts` seen at least `min_count` times and not in `known`, by
+    decreasing count, ties broken by the token string (deterministic)."""
+    return sorted(
         (token for token, n in counts.items() if n >= min_count and token not in known),
         key=lambda token: (-counts[token], token),
     )
-    return vocabulary + new[: max_size - len(vocabulary)]
 
 
 def validate_vocabulary(vocabulary) -> list[str]:

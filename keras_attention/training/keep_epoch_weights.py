@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import os
 
 import keras
 import numpy as np
 
-from keras_attention.runs.backup_files import temporary_path
+from keras_attention.runs.backup_files import write_bytes_atomically
 from keras_attention.runs.run_directory import RunDirectory
 
 
 def write_epoch_weights(path: str | os.PathLike, weights: list[np.ndarray]) -> None:
     """Writes `weights` (`model.weights` in order) as one `.npz` file, atomically:
     arrays `arr_0`, `arr_1`, ... (`numpy.savez`), no pickled objects."""
-    tmp = temporary_path(path)
-    try:
-        with open(tmp, "wb") as f:
-            np.savez(f, *weights)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    archive = io.BytesIO()
+    np.savez(archive, *weights)
+    write_bytes_atomically(path, archive.getvalue())
 
 
 def read_epoch_weights(path: str | os.PathLike) -> list[np.ndarray]:

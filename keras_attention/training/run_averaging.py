@@ -8,10 +8,9 @@ import os
 import shutil
 from pathlib import Path
 
-import keras
 import numpy as np
 
-from keras_attention.models.seq2seq import Seq2Seq  # registers the class `load_model` reads
+from keras_attention.inference.trained_run import load_run_model
 from keras_attention.runs import run_state
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.train_config import TrainConfig
@@ -95,9 +94,7 @@ def average_run(
         raise ValueError(f"{str(target.path)!r} already exists: give a new --out directory")
     chosen = kept[-last:]
     averaged = mean_weights([path for _, path in chosen])
-    model = keras.saving.load_model(run.model, compile=False)
-    if not isinstance(model, Seq2Seq):
-        raise ValueError(f"{str(run.model)!r} holds a {type(model).__name__}, not a Seq2Seq")
+    model = load_run_model(run)
     if [tuple(w.shape) for w in model.weights] != [w.shape for w in averaged]:
         raise ValueError(
             f"The epoch weights of {str(run.path)!r} do not fit its model.keras "
