@@ -282,6 +282,14 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluations before this default did (default: on for word vocabularies; subwords "
         "have no [UNK])",
     )
+    evaluate.add_argument(
+        "--test-data",
+        metavar="SPEC",
+        default=None,
+        help="score this test corpus (a SPEC as train's --test-data) instead of the run's test "
+        "split, e.g. an adapted run on ORIGINAL/splits/test.tsv; written to metrics.json's "
+        "test_data_evaluations, not its evaluation (default: the run's test split)",
+    )
     evaluate.set_defaults(handler=run_evaluate)
 
     average = commands.add_parser(

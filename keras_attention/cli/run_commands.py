@@ -139,8 +139,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
         max_sentences=args.max_sentences,
         progress=True,
         replace_unknown=args.replace_unknown,
+        test_data=args.test_data,
     )
-    print(f"{evaluation['sentences']} test sentences (all references of each source)")
+    of = f" of {args.test_data}" if args.test_data else ""
+    print(f"{evaluation['sentences']} test sentences{of} (all references of each source)")
     for name in ("greedy", "beam"):
         if name in evaluation:
             result = evaluation[name]

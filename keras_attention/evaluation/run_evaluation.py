@@ -1,4 +1,5 @@
-"""Evaluate a trained run on its held-out test split: sacreBLEU and chrF."""
+"""Evaluate a trained run on its held-out test split, or on another test corpus: sacreBLEU
+and chrF."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from keras_attention_client.wire.decoding_options import DecodingOptions
 
 logger = logging.getLogger(__name__)
 
+TEST_DATA_SECTION = "test_data_evaluations"
+"""The metrics.json section of evaluations on other test corpora, by their spec."""
+
 
 def evaluate_run(
     run_dir: str | os.PathLike,
@@ -28,9 +32,10 @@ def evaluate_run(
     progress: bool = False,
     buckets: Sequence[tuple[int, int | None]] = DEFAULT_BUCKETS,
     replace_unknown: bool | None = None,
+    test_data: str | None = None,
     **decoding,
 ) -> dict:
-    """Scores greedy and beam-search translations of the run's test split.
+    """Scores greedy and beam-search translations of the run's test split (or `test_data`).
 
     Hypotheses are the detokenized, cased outputs; references are the
     original test sentences, all translations of each source (multi-reference
@@ -58,6 +63,10 @@ def evaluate_run(
             output as `translate` gives it (each `[UNK]` of a word model
             replaced by the most attended source token; subwords have none),
             False keeps `[UNK]` (as evaluations before that default did).
+        test_data: a test corpus SPEC (as `train --test-data` takes it, the run's
+            `reverse` applied) to score instead of the run's test split: an adapted
+            run on its original run's test split (`ORIGINAL/splits/test.tsv`), a run
+            on the user's own test set.
 
     Returns:
         The evaluation section written to metrics.json.
@@ -66,6 +75,7 @@ def evaluate_run(
         ValueError: a beam width below 1, or `options` that give `sample`,
             `n_best` or `max_output_length` (evaluation scores greedy and
             beam search with the run's own length limit).
+        CorpusError: `test_data` is wrong or holds no pair.
     """
     options = DecodingOptions.of(options, **decoding)
     unused = [
@@ -82,8 +92,7 @@ def evaluate_run(
     length_penalty = options.value("length_penalty")
     run = RunDirectory(run_dir)
     run.require_trained()
-    corpus = load_corpus(run.test_split)
-    grouped = group_references(corpus.pairs)
+    grouped = group_references(_test_pairs(run, test_data))
     if max_sentences is not None:
         grouped = grouped[:max_sentences]
     sources = [source for source, _ in grouped]
@@ -104,6 +113,8 @@ def evaluate_run(
         "training_state": state,
         "replace_unknown": translator.replace_unknown,
     }
+    if test_data is not None:
+        evaluation["test_data"] = test_data
     for name, width in strategies.items():
         results = translator.translate_all(
             sources,
@@ -119,9 +130,25 @@ def evaluate_run(
             "length_penalty": length_penalty if width > 1 else None,
             "bleu_by_length": bleu_by_length(sources, hypotheses, references, buckets),
         }
-        with open(run.translations(name), "w", encoding="utf-8") as f:
-            for source, hypothesis in zip(sources, hypotheses, strict=True):
-                f.write(f"{source}\t{hypothesis}\n")
+        if test_data is None:
+            with open(run.translations(name), "w", encoding="utf-8") as f:
+                for source, hypothesis in zip(sources, hypotheses, strict=True):
+                    f.write(f"{source}\t{hypothesis}\n")
         logger.info("%s: BLEU %.2f chrF %.2f", name, scores.bleu, scores.chrf)
-    run.update_metrics(evaluation=evaluation)
+    if test_data is None:
+        run.update_metrics(evaluation=evaluation)
+    else:
+        others = run.read_metrics().get(TEST_DATA_SECTION, {})
+        run.update_metrics(**{TEST_DATA_SECTION: {**others, test_data: evaluation}})
     return evaluation
+
+
+def _test_pairs(run: RunDirectory, test_data: str | None) -> list[tuple[str, str]]:
+    """The `(source, target)` pairs to score: the run's test split, or `test_data`'s pairs
+    read in the run's direction."""
+    if test_data is None:
+        return load_corpus(run.test_split).pairs
+    from keras_attention.runs.run_data import read_held_out_file
+    from keras_attention.runs.train_config import TrainConfig
+
+    return read_held_out_file(test_data, TrainConfig.load(run.path).reverse)

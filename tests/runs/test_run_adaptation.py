@@ -193,6 +193,41 @@ def test_evaluate_and_translate_take_the_adapted_run(adapted, capsys):
     assert evaluation["sentences"] == 4
 
 
+def test_evaluate_scores_the_adapted_run_on_the_original_runs_test_split(original, adapted, capsys):
+    import sacrebleu
+
+    from keras_attention.data import group_references, load_corpus
+    from keras_attention.inference.trained_run import load_translator
+
+    config, _ = adapted
+    run = RunDirectory(config.out)
+    own = json.loads(run.metrics.read_text()).get("evaluation")
+    spec = str(RunDirectory(original).test_split)
+    argv = ["evaluate", config.out, "--beam", "1", "--max-sentences", "6", "--test-data", spec]
+    assert main(argv) == 0
+    assert f"6 test sentences of {spec}" in capsys.readouterr().out
+    metrics = json.loads(run.metrics.read_text())
+    assert metrics.get("evaluation") == own  # the run's own split's evaluation is kept
+    evaluation = metrics["test_data_evaluations"][spec]
+    assert evaluation["test_data"] == spec and evaluation["sentences"] == 6
+
+    grouped = group_references(load_corpus(RunDirectory(original).test_split).pairs)[:6]
+    sources = [source for source, _ in grouped]
+    hypotheses = [r.text for r in load_translator(config.out).translate_all(sources, beam_width=1)]
+    references = [[refs[i] if i < len(refs) else None for refs in (r for _, r in grouped)]
+                  for i in range(max(len(r) for _, r in grouped))]  # fmt: skip
+    expected = sacrebleu.corpus_bleu(hypotheses, references).score
+    assert evaluation["greedy"]["bleu"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_evaluate_refuses_an_empty_test_corpus(adapted, tmp_path, capsys):
+    config, _ = adapted
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("", encoding="utf-8")
+    assert main(["evaluate", config.out, "--test-data", str(empty)]) == 2
+    assert "is empty" in capsys.readouterr().err
+
+
 def test_an_exports_shortlist_counts_the_original_runs_pairs_too(original, adapted):
     from keras_attention.runs.run_data import sample_splits
     from keras_attention.shortlist.run_pairs import run_pairs
