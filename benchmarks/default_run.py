@@ -59,6 +59,10 @@ CONFIG_FIELDS = (
     "steps_per_epoch",
     "batch_size",
     "time_budget_minutes",
+    "label_smoothing",
+    "ema",
+    "ema_momentum",
+    "keep_epoch_weights",
 )
 NATIVE_BF16_FLAGS = {"AVX512_BF16", "AMX_BF16"}
 

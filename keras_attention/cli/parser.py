@@ -167,11 +167,17 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         help=f"the peak learning rate (default: {LEARNING_RATE_SHARE:g} x RUN's)",
     )
-    for flag in ("--steps-per-epoch", "--batch-size"):
-        parser.add_argument(flag, type=int, help="as train's (default: RUN's)")
-    parser.add_argument(
-        "--precision", choices=CHOICES["precision"], help="as train's (default: RUN's)"
-    )
+    same = "as train's (default: RUN's)"
+    for flag, kind in (
+        ("--steps-per-epoch", int),
+        ("--batch-size", int),
+        ("--label-smoothing", float),
+        ("--ema-momentum", float),
+        ("--keep-epoch-weights", int),
+    ):
+        parser.add_argument(flag, type=kind, help=same)
+    parser.add_argument("--ema", action=_BooleanFlag, default=None, help=same)
+    parser.add_argument("--precision", choices=CHOICES["precision"], help=same)
 
 
 class _BooleanFlag(argparse.BooleanOptionalAction):

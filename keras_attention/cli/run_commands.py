@@ -19,7 +19,16 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})
 
 
-ADAPT_OVERRIDES = ("learning_rate", "steps_per_epoch", "batch_size", "precision")
+ADAPT_OVERRIDES = (
+    "learning_rate",
+    "steps_per_epoch",
+    "batch_size",
+    "precision",
+    "label_smoothing",
+    "ema",
+    "ema_momentum",
+    "keep_epoch_weights",
+)
 """The `TrainConfig` fields `keras-attention adapt` changes when their flags are given
 (else they are the original run's, or for the learning rate its share of it)."""
 
@@ -31,13 +40,11 @@ def run_train(args: argparse.Namespace) -> int:
     return _train(config, strategy, "train")
 
 
-def run_adapt(args: argparse.Namespace) -> int:
-    from keras_attention.runs.run_adaptation import RunAdaptation
-
-    adaptation = RunAdaptation(args.run_dir)
-    warn_if_partial(args.run_dir, "adapt")
+def adapted_config_from_args(adaptation, args: argparse.Namespace) -> TrainConfig:
+    """The adapted run's `TrainConfig`: `adaptation.adapted_config` with `adapt`'s
+    arguments, each of `ADAPT_OVERRIDES` the original run's unless its flag is given."""
     changes = {name: getattr(args, name) for name in ADAPT_OVERRIDES}
-    config = adaptation.adapted_config(
+    return adaptation.adapted_config(
         args.data,
         args.out,
         args.mix_original,
@@ -46,6 +53,14 @@ def run_adapt(args: argparse.Namespace) -> int:
         epochs=args.epochs,
         **{name: value for name, value in changes.items() if value is not None},
     )
+
+
+def run_adapt(args: argparse.Namespace) -> int:
+    from keras_attention.runs.run_adaptation import RunAdaptation
+
+    adaptation = RunAdaptation(args.run_dir)
+    warn_if_partial(args.run_dir, "adapt")
+    config = adapted_config_from_args(adaptation, args)
     mixed = f", with {config.mix_original:g} of its pairs from {args.run_dir}'s corpora"
     print(
         f"Adapting {args.run_dir} to {', '.join(config.data)}{mixed if config.mix_original else ''}",

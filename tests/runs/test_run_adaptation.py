@@ -193,6 +193,29 @@ def test_evaluate_and_translate_take_the_adapted_run(adapted, capsys):
     assert evaluation["sentences"] == 4
 
 
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        ([], {"label_smoothing": 0.0, "ema": False, "keep_epoch_weights": 0}),
+        (
+            ["--label-smoothing", "0.1", "--ema", "--ema-momentum", "0.99", "--keep-epoch-weights", "3"],
+            {"label_smoothing": 0.1, "ema": True, "ema_momentum": 0.99, "keep_epoch_weights": 3},
+        ),
+    ],
+)  # fmt: skip
+def test_adapt_flags_change_the_recipe_options_the_original_run_had(
+    original, new_corpus, tmp_path, flags, expected
+):
+    from keras_attention.cli.parser import build_parser
+    from keras_attention.cli.run_commands import adapted_config_from_args
+
+    argv = ["adapt", str(original), "--data", str(new_corpus), "--out", str(tmp_path / "a")]
+    args = build_parser().parse_args(argv + flags)
+    config = adapted_config_from_args(RunAdaptation(original), args)
+    assert {name: getattr(config, name) for name in expected} == expected
+    assert config.learning_rate == TrainConfig.load(original).learning_rate * LEARNING_RATE_SHARE
+
+
 def test_evaluate_scores_the_adapted_run_on_the_original_runs_test_split(original, adapted, capsys):
     import sacrebleu
 
