@@ -270,7 +270,13 @@ def build_parser() -> argparse.ArgumentParser:
         "score the detokenized, cased output with sacreBLEU (13a) and chrF against all "
         "reference translations of each source; BLEU by source length. Writes metrics.json.",
     )
-    evaluate.add_argument("run_dir", metavar="RUN_DIR", help="a trained run directory")
+    evaluate.add_argument(
+        "run_dir",
+        metavar="RUN_DIR",
+        nargs="+",
+        help="a trained run directory; several: their ensemble (the same vocabularies), "
+        "scored on the first one's test split",
+    )
     add_evaluate_arguments(
         evaluate,
         beam_width=DEFAULT_BEAM_WIDTH,

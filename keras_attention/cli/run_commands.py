@@ -146,9 +146,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from keras_attention.evaluation.run_evaluation import evaluate_run
     from keras_attention_client.wire.decoding_options import DecodingOptions
 
-    warn_if_partial(args.run_dir, "evaluate")
+    for run_dir in args.run_dir:
+        warn_if_partial(run_dir, "evaluate")
     evaluation = evaluate_run(
-        args.run_dir,
+        args.run_dir[0] if len(args.run_dir) == 1 else args.run_dir,
         DecodingOptions(beam_width=args.beam_width, length_penalty=args.length_penalty),
         batch_size=args.batch_size,
         max_sentences=args.max_sentences,
@@ -157,6 +158,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
         test_data=args.test_data,
     )
     of = f" of {args.test_data}" if args.test_data else ""
+    if len(args.run_dir) > 1:
+        print(f"The ensemble of {len(args.run_dir)} runs: {', '.join(args.run_dir)}")
     print(f"{evaluation['sentences']} test sentences{of} (all references of each source)")
     for name in ("greedy", "beam"):
         if name in evaluation:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from keras_attention.data import group_references, load_corpus
 from keras_attention.decoding_defaults import DEFAULT_BEAM_WIDTH
 from keras_attention.evaluation.bleu import DEFAULT_BUCKETS, bleu_by_length, score_translations
-from keras_attention.inference.trained_run import load_translator
+from keras_attention.inference.trained_run import load_ensemble
 from keras_attention.runs import run_state
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention_client.defaults import DEFAULT_BATCH_SIZE
@@ -22,9 +22,13 @@ logger = logging.getLogger(__name__)
 TEST_DATA_SECTION = "test_data_evaluations"
 """The metrics.json section of evaluations on other test corpora, by their spec."""
 
+ENSEMBLE_SECTION = "ensemble_evaluations"
+"""The first run's metrics.json section of its ensembles' evaluations, by the runs (and
+` --test-data SPEC`)."""
+
 
 def evaluate_run(
-    run_dir: str | os.PathLike,
+    run_dir: str | os.PathLike | Sequence[str | os.PathLike],
     options: DecodingOptions | None = None,
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
@@ -35,7 +39,8 @@ def evaluate_run(
     test_data: str | None = None,
     **decoding,
 ) -> dict:
-    """Scores greedy and beam-search translations of the run's test split (or `test_data`).
+    """Scores greedy and beam-search translations of the run's test split (or `test_data`),
+    or of the ensemble of several runs.
 
     Hypotheses are the detokenized, cased outputs; references are the
     original test sentences, all translations of each source (multi-reference
@@ -49,8 +54,13 @@ def evaluate_run(
     never taken for the final ones; and `replace_unknown`, whether each
     `[UNK]` of a word model became the most attended source token.
 
+    Several runs are scored as one `Ensemble` (`load_ensemble`: the same vocabularies, the
+    mean of their log-probabilities at each step) on the first run's test split (or
+    `test_data`); the evaluation, with `runs` and each run's `model_sha256`, goes to the
+    first run's section `ensemble_evaluations`, under the runs as given.
+
     Args:
-        run_dir: a trained run directory.
+        run_dir: a trained run directory, or a sequence of them (an ensemble).
         options: `DecodingOptions` of the beam-search pass (or its fields as
             keywords in `decoding`): `beam_width` (default
             `DEFAULT_BEAM_WIDTH`; 1 = greedy only) and `length_penalty`.
@@ -76,6 +86,7 @@ def evaluate_run(
             `n_best` or `max_output_length` (evaluation scores greedy and
             beam search with the run's own length limit).
         CorpusError: `test_data` is wrong or holds no pair.
+        ValueError: runs whose vocabularies differ, naming them.
     """
     options = DecodingOptions.of(options, **decoding)
     unused = [
@@ -90,8 +101,12 @@ def evaluate_run(
     if beam_width < 1:
         raise ValueError(f"`beam_width` must be >= 1 (1: greedy only). Received: {beam_width}")
     length_penalty = options.value("length_penalty")
-    run = RunDirectory(run_dir)
-    run.require_trained()
+    runs = [run_dir] if isinstance(run_dir, str | os.PathLike) else list(run_dir)
+    if not runs:
+        raise ValueError("Give at least one run directory to evaluate.")
+    for member in runs:
+        RunDirectory(member).require_trained()
+    run = RunDirectory(runs[0])
     grouped = group_references(_test_pairs(run, test_data))
     if max_sentences is not None:
         grouped = grouped[:max_sentences]
@@ -101,7 +116,7 @@ def evaluate_run(
     state = run_state.recorded_state(run)
     if state != run_state.COMPLETED:
         logger.info("Evaluating %s, whose training is %s: a partial model", run.path, state)
-    translator = load_translator(run.path, replace_unknown=replace_unknown)
+    translator = load_ensemble(runs, replace_unknown=replace_unknown)
 
     strategies = {"greedy": 1}
     if beam_width > 1:
@@ -113,6 +128,11 @@ def evaluate_run(
         "training_state": state,
         "replace_unknown": translator.replace_unknown,
     }
+    if len(runs) > 1:
+        evaluation["runs"] = [str(member) for member in runs]
+        evaluation["model_sha256"] = [
+            run_state.model_fingerprint(RunDirectory(member)) for member in runs
+        ]
     if test_data is not None:
         evaluation["test_data"] = test_data
     for name, width in strategies.items():
@@ -130,17 +150,27 @@ def evaluate_run(
             "length_penalty": length_penalty if width > 1 else None,
             "bleu_by_length": bleu_by_length(sources, hypotheses, references, buckets),
         }
-        if test_data is None:
+        if test_data is None and len(runs) == 1:
             with open(run.translations(name), "w", encoding="utf-8") as f:
                 for source, hypothesis in zip(sources, hypotheses, strict=True):
                     f.write(f"{source}\t{hypothesis}\n")
         logger.info("%s: BLEU %.2f chrF %.2f", name, scores.bleu, scores.chrf)
-    if test_data is None:
-        run.update_metrics(evaluation=evaluation)
-    else:
-        others = run.read_metrics().get(TEST_DATA_SECTION, {})
-        run.update_metrics(**{TEST_DATA_SECTION: {**others, test_data: evaluation}})
+    _record(run, evaluation, runs, test_data)
     return evaluation
+
+
+def _record(run: RunDirectory, evaluation: dict, runs: list, test_data: str | None) -> None:
+    """Writes `evaluation` to the first run's metrics.json: as `evaluation` (the run alone on
+    its own split), else under its key in `test_data_evaluations` or `ensemble_evaluations`."""
+    if len(runs) == 1 and test_data is None:
+        run.update_metrics(evaluation=evaluation)
+        return
+    section, key = TEST_DATA_SECTION, test_data
+    if len(runs) > 1:
+        section = ENSEMBLE_SECTION
+        key = " ".join(map(str, runs)) + (f" --test-data {test_data}" if test_data else "")
+    others = run.read_metrics().get(section, {})
+    run.update_metrics(**{section: {**others, key: evaluation}})
 
 
 def _test_pairs(run: RunDirectory, test_data: str | None) -> list[tuple[str, str]]:

@@ -136,6 +136,42 @@ def test_scores_are_the_mean_of_the_members_teacher_forced_log_probabilities(
             assert emitted == list(log_probs.argmax(axis=-1))
 
 
+def test_evaluate_scores_the_ensemble_on_the_first_runs_test_split(
+    run_dir, second_run_dir, tmp_path, capsys
+):
+    """`keras-attention evaluate RUN SECOND`: greedy BLEU of the ensemble's translations of
+    RUN's test split, against sacreBLEU on `load_ensemble`'s; recorded in RUN's metrics
+    under the runs, its own `evaluation` and SECOND's metrics left as they were."""
+    import json
+
+    import sacrebleu
+
+    from keras_attention.data import group_references, load_corpus
+
+    first = shutil.copytree(run_dir, tmp_path / "first")
+    second_metrics = RunDirectory(second_run_dir).metrics.read_text(encoding="utf-8")
+    own = json.loads(RunDirectory(first).metrics.read_text()).get("evaluation")
+    argv = ["evaluate", str(first), str(second_run_dir), "--beam", "1", "--max-sentences", "5"]
+    assert main(argv) == 0
+    assert "The ensemble of 2 runs" in capsys.readouterr().out
+    metrics = json.loads(RunDirectory(first).metrics.read_text())
+    assert metrics.get("evaluation") == own
+    evaluation = metrics["ensemble_evaluations"][f"{first} {second_run_dir}"]
+    assert evaluation["runs"] == [str(first), str(second_run_dir)]
+    assert len(evaluation["model_sha256"]) == 2
+    assert RunDirectory(second_run_dir).metrics.read_text(encoding="utf-8") == second_metrics
+
+    grouped = group_references(load_corpus(RunDirectory(first).test_split).pairs)[:5]
+    sources = [source for source, _ in grouped]
+    translator = load_ensemble([first, second_run_dir])
+    hypotheses = [r.text for r in translator.translate_all(sources, beam_width=1)]
+    depth = max(len(refs) for _, refs in grouped)
+    references = [[refs[i] if i < len(refs) else None for _, refs in grouped] for i in range(depth)]
+    expected = sacrebleu.corpus_bleu(hypotheses, references).score
+    assert evaluation["sentences"] == len(sources)
+    assert evaluation["greedy"]["bleu"] == pytest.approx(expected, abs=1e-6)
+
+
 def test_runs_with_other_vocabularies_are_refused_naming_both(run_dir, tmp_path, capsys):
     other = shutil.copytree(run_dir, tmp_path / "other_run")
     vocabulary = RunDirectory(other).target_vocabulary
