@@ -105,7 +105,8 @@ def scores(run: Path, test_data: Path, workdir: Path) -> dict:
 
 
 def run_facts(run: Path) -> dict:
-    """A trained run's training seconds, steps and vocabulary sizes."""
+    """A trained run's training seconds, steps and vocabulary sizes (`vocabulary_entries`:
+    the tokens of each vocabulary file, which leaves out the padding entry)."""
     training = json.loads((run / "metrics.json").read_text(encoding="utf-8"))["training"]
     config = json.loads((run / "config.json").read_text(encoding="utf-8"))
     sizes = {
