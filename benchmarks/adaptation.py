@@ -161,9 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         for label in ("kept", "replaced"):
             before, after = (record["bleu"][n][test][label]["beam"]["bleu"] for n in ("base", "adapted"))  # fmt: skip
             print(f"{test:>7} test, beam, [UNK] {label}: {before:.2f} -> {after:.2f} ({after - before:+.2f})")  # fmt: skip
-    results = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else {}
-    results.setdefault("runs", {})[args.topic] = record
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    harness.write_record(RESULTS, "runs", args.topic, record)
     print(f"wrote {RESULTS} (runs.{args.topic})")
     return 0
 

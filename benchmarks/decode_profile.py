@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import re
 import sys
 import time
@@ -254,10 +253,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.bleu:
                 rows[name]["bleu"] = test_bleu(session, signature, args.run_dir)
                 print(f"{name:>6} BLEU {rows[name]['bleu']['bleu']:.2f}", flush=True)
-    results = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
     record = {"export": str(args.export), "rows": rows, "machine": machine}
-    results.setdefault("exports", {})[args.name] = record
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    harness.write_record(args.out, "exports", args.name, record)
     print(f"wrote {args.out}")
     return 0
 

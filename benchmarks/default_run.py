@@ -77,15 +77,6 @@ def validation_losses(history: Path) -> list[float]:
         ]
 
 
-def record_name(name: str) -> str:
-    """`--kind`: a record name of lowercase letters, digits and underscores."""
-    if not re.fullmatch(r"[a-z0-9_]+", name):
-        raise argparse.ArgumentTypeError(
-            f"a record name is lowercase letters, digits and underscores. Received: {name!r}"
-        )
-    return name
-
-
 def read_metrics(path: Path) -> tuple[dict, dict]:
     """The `training` and `evaluation` sections of a run's metrics.json at `path`."""
     metrics = json.loads(path.read_text(encoding="utf-8"))
@@ -206,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", type=Path, default=Path("runs/fra-eng"))
     parser.add_argument(
         "--kind",
-        type=record_name,
+        type=harness.record_name,
         help="without --quickstart, the record runs.NAME to write: lowercase letters, digits "
         "and underscores, e.g. native_bf16_earlier_split (required then)",
     )
@@ -249,17 +240,19 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quickstart and not args.kind:
         parser.error("--kind names the runs.<name> record (or give --quickstart)")
     kind = "native_bf16" if native else "no_native_bf16"
-    results = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
     if args.quickstart:
         workdir = args.workdir or Path(tempfile.mkdtemp(prefix="quickstart-"))
         replaced = run_quickstart(workdir, quickstart_command())
-        results.setdefault("quickstart", {})[kind] = quickstart_record(workdir, machine, replaced)
+        harness.write_record(
+            args.out, "quickstart", kind, quickstart_record(workdir, machine, replaced)
+        )
         where = f"quickstart.{kind} from {workdir}"
     else:
         kind = args.kind
-        results.setdefault("runs", {})[kind] = record(args.run_dir, machine, args.replaced_metrics)
+        harness.write_record(
+            args.out, "runs", kind, record(args.run_dir, machine, args.replaced_metrics)
+        )
         where = f"runs.{kind} from {args.run_dir}"
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"{args.out}: {where}")
     return 0
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import time
@@ -53,10 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("runs", nargs="+", metavar="RUN", help="trained run directories")
-    parser.add_argument("--name", default="recipe_runs", help="the record runs.NAME")
+    parser.add_argument(
+        "--name", type=harness.record_name, default="recipe_runs", help="the record runs.NAME"
+    )
     args = parser.parse_args(argv)
-    if not re.fullmatch(r"[a-z0-9_]+", args.name):
-        parser.error(f"--name is lowercase letters, digits and underscores: {args.name!r}")
     machine = harness.print_machine_header()
     rows = []
     for size in range(1, len(args.runs) + 1):
@@ -68,9 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             f"({row['evaluate_seconds'] / rows[0]['evaluate_seconds']:.2f}x one model)",
             flush=True,
         )
-    results = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else {}
-    results.setdefault("runs", {})[args.name] = {"ensembles": rows, "machine": machine}
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    harness.write_record(RESULTS, "runs", args.name, {"ensembles": rows, "machine": machine})
     print(f"wrote {RESULTS} (runs.{args.name})")
     return 0
 

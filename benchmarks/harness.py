@@ -27,11 +27,13 @@ against (`forward_matmuls`, `decoding_flops`, `matmul_peak_gflops`).
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import importlib.metadata
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -346,6 +348,24 @@ def write_json(path: str | os.PathLike, payload: Mapping, info: Mapping | None =
         )
     record = {**payload, "machine": dict(machine_info() if info is None else info)}
     Path(path).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def record_name(name: str) -> str:
+    """An argparse type: a record name of lowercase letters, digits and underscores."""
+    if not re.fullmatch(r"[a-z0-9_]+", name):
+        raise argparse.ArgumentTypeError(
+            f"a record name is lowercase letters, digits and underscores. Received: {name!r}"
+        )
+    return name
+
+
+def write_record(path: str | os.PathLike, section: str, name: str, record: Mapping) -> None:
+    """Sets `section.name` of the results file at `path` (made if missing) to `record`,
+    keeping its other records."""
+    path = Path(path)
+    results = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    results.setdefault(section, {})[name] = record
+    path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
 # ---------------------------------------------------------------- runs, exports

@@ -106,6 +106,27 @@ def test_write_json_refuses_what_it_cannot_add_the_record_to(harness, tmp_path):
         harness.write_json(tmp_path / "x.json", {"machine": "mine"})
 
 
+def test_write_record_sets_one_record_and_keeps_the_others(harness, tmp_path):
+    path = tmp_path / "results.json"
+    harness.write_record(path, "runs", "a", {"bleu": 1.5})
+    harness.write_record(path, "exports", "b", {"size": 2})
+    harness.write_record(path, "runs", "c", {"bleu": 3.0})
+    harness.write_record(path, "runs", "a", {"bleu": 4.0})
+    assert json.loads(path.read_text()) == {
+        "runs": {"a": {"bleu": 4.0}, "c": {"bleu": 3.0}},
+        "exports": {"b": {"size": 2}},
+    }
+
+
+@pytest.mark.parametrize("name", ["Upper", "with-dash", "", "dot.ted"])
+def test_record_name_refuses_what_a_figure_key_cannot_hold(harness, name):
+    import argparse
+
+    with pytest.raises(argparse.ArgumentTypeError, match="lowercase letters, digits"):
+        harness.record_name(name)
+    assert harness.record_name("native_bf16_2") == "native_bf16_2"
+
+
 def test_commit_is_the_short_hash_and_dirty_with_uncommitted_changes(harness, tmp_path):
     _git(tmp_path, "init", "-q")
     (tmp_path / "a.txt").write_text("one\n")
