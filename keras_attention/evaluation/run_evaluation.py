@@ -104,15 +104,16 @@ def evaluate_run(
     runs = [run_dir] if isinstance(run_dir, str | os.PathLike) else list(run_dir)
     if not runs:
         raise ValueError("Give at least one run directory to evaluate.")
-    for member in runs:
-        RunDirectory(member).require_trained()
-    run = RunDirectory(runs[0])
+    directories = [RunDirectory(member) for member in runs]
+    for directory in directories:
+        directory.require_trained()
+    run = directories[0]
     grouped = group_references(_test_pairs(run, test_data))
     if max_sentences is not None:
         grouped = grouped[:max_sentences]
     sources = [source for source, _ in grouped]
     references = [refs for _, refs in grouped]
-    fingerprint = run_state.model_fingerprint(run)
+    fingerprints = [run_state.model_fingerprint(directory) for directory in directories]
     state = run_state.recorded_state(run)
     if state != run_state.COMPLETED:
         logger.info("Evaluating %s, whose training is %s: a partial model", run.path, state)
@@ -123,16 +124,13 @@ def evaluate_run(
         strategies["beam"] = beam_width
     evaluation: dict = {
         "sentences": len(sources),
-        "model_sha256": fingerprint,
+        "model_sha256": fingerprints[0] if len(runs) == 1 else fingerprints,
         "epochs": run_state.epochs_done(run),
         "training_state": state,
         "replace_unknown": translator.replace_unknown,
     }
     if len(runs) > 1:
         evaluation["runs"] = [str(member) for member in runs]
-        evaluation["model_sha256"] = [
-            run_state.model_fingerprint(RunDirectory(member)) for member in runs
-        ]
     if test_data is not None:
         evaluation["test_data"] = test_data
     for name, width in strategies.items():

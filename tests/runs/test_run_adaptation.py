@@ -217,7 +217,7 @@ def test_adapt_flags_change_the_recipe_options_the_original_run_had(
 
 
 def test_evaluate_scores_the_adapted_run_on_the_original_runs_test_split(original, adapted, capsys):
-    import sacrebleu
+    from helpers.bleu_reference import sacrebleu_of
 
     from keras_attention.data import group_references, load_corpus
     from keras_attention.inference.trained_run import load_translator
@@ -237,9 +237,7 @@ def test_evaluate_scores_the_adapted_run_on_the_original_runs_test_split(origina
     grouped = group_references(load_corpus(RunDirectory(original).test_split).pairs)[:6]
     sources = [source for source, _ in grouped]
     hypotheses = [r.text for r in load_translator(config.out).translate_all(sources, beam_width=1)]
-    references = [[refs[i] if i < len(refs) else None for refs in (r for _, r in grouped)]
-                  for i in range(max(len(r) for _, r in grouped))]  # fmt: skip
-    expected = sacrebleu.corpus_bleu(hypotheses, references).score
+    expected = sacrebleu_of(hypotheses, grouped)
     assert evaluation["greedy"]["bleu"] == pytest.approx(expected, abs=1e-6)
 
 
