@@ -149,7 +149,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     for run_dir in args.run_dir:
         warn_if_partial(run_dir, "evaluate")
     evaluation = evaluate_run(
-        args.run_dir[0] if len(args.run_dir) == 1 else args.run_dir,
+        args.run_dir,
         DecodingOptions(beam_width=args.beam_width, length_penalty=args.length_penalty),
         batch_size=args.batch_size,
         max_sentences=args.max_sentences,
