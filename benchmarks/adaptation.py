@@ -1,6 +1,7 @@
 """Measures `keras-attention adapt` on an in-domain test made from the bundled corpus.
 
     python benchmarks/adaptation.py --workdir DIR [--topic food] [--mix-original 0.3]
+        [--learning-rate LR] [--name NAME]
 
 The topic's pairs are those whose English sentence names one of the topic's words
 (`TOPICS`, whole words, any case). They are held out of the base run altogether:
@@ -14,14 +15,17 @@ Then, in DIR, with the `keras-attention` of this environment:
 
     keras-attention train --data DIR/general.tsv --out DIR/runs/base
     keras-attention adapt DIR/runs/base --data DIR/topic-train.tsv \\
-        --mix-original 0.3 --out DIR/runs/adapted
+        --mix-original 0.3 [--learning-rate LR] --out DIR/runs/adapted-NAME
 
-(the defaults: a 20-minute base run, a 5-minute adaptation), and both runs are scored
+(the defaults: a 20-minute base run, a 5-minute adaptation at a quarter of the base
+run's learning rate), and both runs are scored
 with `keras-attention evaluate --test-data` on the topic's test and on the base run's
 own test split (the general test), greedy and beam 4, with and without unknown-word
-replacement. The record goes to `benchmarks/results/adaptation.json` (`runs.<topic>`):
-the pair counts, both runs' training seconds and vocabulary sizes, and the BLEU table.
-A DIR that holds finished runs is reused (each step is skipped when its output exists).
+replacement. The record goes to `benchmarks/results/adaptation.json` (`runs.NAME`, NAME
+the topic unless given): the pair counts, both runs' training seconds and vocabulary
+sizes, and the BLEU table. A DIR that holds finished runs is reused (each step is
+skipped when its output exists): one base run serves adaptations with other settings,
+each under its own NAME.
 """
 
 from __future__ import annotations
@@ -131,18 +135,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--topic", choices=sorted(TOPICS), default="food")
     parser.add_argument("--mix-original", type=float, default=0.3)
+    parser.add_argument(
+        "--learning-rate", type=float, help="adapt's --learning-rate (default: adapt's own)"
+    )
+    parser.add_argument(
+        "--name",
+        type=harness.record_name,
+        help="the record's and the adapted run's name (default: the topic)",
+    )
     args = parser.parse_args(argv)
+    name = args.name or args.topic
     machine = harness.print_machine_header()
     workdir = args.workdir.resolve()
     counts = split_topic(CORPUS, TOPICS[args.topic], workdir)
     print(", ".join(f"{name}: {count:,} pairs" for name, count in counts.items()), flush=True)
-    base, adapted = workdir / "runs" / "base", workdir / "runs" / "adapted"
+    base, adapted = workdir / "runs" / "base", workdir / "runs" / f"adapted-{name}"
     if not (base / "model.keras").is_file():
         keras_attention("train", "--data", str(workdir / "general.tsv"), "--out", str(base), cwd=workdir)  # fmt: skip
     if not (adapted / "model.keras").is_file():
+        learning_rate = () if args.learning_rate is None else ("--learning-rate", str(args.learning_rate))  # fmt: skip
         keras_attention(
             "adapt", str(base), "--data", str(workdir / "topic-train.tsv"),
-            "--mix-original", str(args.mix_original), "--out", str(adapted), cwd=workdir,
+            "--mix-original", str(args.mix_original), *learning_rate, "--out", str(adapted),
+            cwd=workdir,
         )  # fmt: skip
     tests = {"topic": workdir / "topic-test.tsv", "general": base / "splits" / "test.tsv"}
     record = {
@@ -161,8 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         for label in ("kept", "replaced"):
             before, after = (record["bleu"][n][test][label]["beam"]["bleu"] for n in ("base", "adapted"))  # fmt: skip
             print(f"{test:>7} test, beam, [UNK] {label}: {before:.2f} -> {after:.2f} ({after - before:+.2f})")  # fmt: skip
-    harness.write_record(RESULTS, "runs", args.topic, record)
-    print(f"wrote {RESULTS} (runs.{args.topic})")
+    harness.write_record(RESULTS, "runs", name, record)
+    print(f"wrote {RESULTS} (runs.{name})")
     return 0
 
 
