@@ -136,12 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topic", choices=sorted(TOPICS), default="food")
     parser.add_argument("--mix-original", type=float, default=0.3)
     parser.add_argument(
-        "--learning-rate", type=float, help="adapt's --learning-rate (default: adapt's own)"
+        "--learning-rate", type=float, help="adapt's --learning-rate; none: adapt's default"
     )
     parser.add_argument(
         "--name",
         type=harness.record_name,
-        help="the record's and the adapted run's name (default: the topic)",
+        help="the record's and the adapted run's name; none: the topic",
     )
     args = parser.parse_args(argv)
     name = args.name or args.topic
