@@ -59,6 +59,8 @@ CONFIG_FIELDS = (
     "steps_per_epoch",
     "batch_size",
     "time_budget_minutes",
+    "seed",
+    "init_seed",
     "label_smoothing",
     "ema",
     "ema_momentum",

@@ -227,7 +227,17 @@ class TrainConfig:
     test_fraction: float = _field(
         0.02, "share of source sentences held out for the test split (by a hash of the sentence)"
     )
-    seed: int = _field(0, "random seed (shuffle, split, initialization)")
+    seed: int = _field(
+        0,
+        "random seed of the held-out splits (and so of the vocabularies), and of the "
+        "initialization and the training order unless --init-seed is given",
+    )
+    init_seed: int | None = _field(
+        None,
+        "seed of the initialization, dropout and training order only: runs that differ "
+        "by it alone share their splits and vocabularies, as an ensemble's members must "
+        "(default: --seed)",
+    )
     patience: int = _field(3, "early stopping patience in epochs (on validation loss)")
     time_budget_minutes: float | None = _field(
         20.0, "stop training after this many minutes ('none' = no limit)"
@@ -276,6 +286,12 @@ class TrainConfig:
     def maximum_epochs(self) -> int:
         """The most epochs the run trains: `epochs`, or `AUTO_EPOCHS` for `auto`."""
         return AUTO_EPOCHS if self.epochs == AUTO else self.epochs
+
+    @property
+    def training_seed(self) -> int:
+        """The seed of the weights' initialization, dropout and the order of the training
+        pairs: `init_seed`, or `seed` without one (the held-out splits always take `seed`)."""
+        return self.seed if self.init_seed is None else self.init_seed
 
     @property
     def plans_to_budget(self) -> bool:

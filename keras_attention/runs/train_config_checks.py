@@ -44,6 +44,11 @@ def check_values(config) -> None:
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
             raise ValueError(f"`{name}` must be in [0, 1). Received: {name}={value!r}")
+    init_seed = config.init_seed
+    if init_seed is not None and (
+        isinstance(init_seed, bool) or not isinstance(init_seed, int) or init_seed < 0
+    ):
+        raise ValueError(f"`init_seed` must be None or an int >= 0. Received: {init_seed!r}")
     keep = config.keep_epoch_weights
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
         raise ValueError(f"`keep_epoch_weights` must be an int >= 0. Received: {keep!r}")

@@ -168,7 +168,7 @@ class TrainingRun:
             held_out(self.config, sample),
             sample.strides,
             self.config.shuffle_buffer,
-            self.config.seed,
+            self.config.training_seed,
             reverse=self.config.reverse,
             part=part,
         )

@@ -193,7 +193,7 @@ def _fit(
     )
     vectorizers = run.vectorizers(sample)
     source_vectorizer, target_vectorizer = vectorizers
-    keras.utils.set_random_seed(config.seed)
+    keras.utils.set_random_seed(config.training_seed)
     evaluation = DatasetOptions(
         batch_size=config.batch_size, shuffle=False, max_length=config.max_length
     )  # one pass, in data order
