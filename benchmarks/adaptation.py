@@ -1,6 +1,6 @@
 """Measures `keras-attention adapt` on an in-domain test made from the bundled corpus.
 
-    python benchmarks/adaptation.py --workdir DIR [--topic food] [--mix-original 0.3]
+    python benchmarks/adaptation.py --workdir DIR [--topic food] [--mix-original W]
         [--learning-rate LR] [--name NAME]
 
 The topic's pairs are those whose English sentence names one of the topic's words
@@ -15,10 +15,11 @@ Then, in DIR, with the `keras-attention` of this environment:
 
     keras-attention train --data DIR/general.tsv --out DIR/runs/base
     keras-attention adapt DIR/runs/base --data DIR/topic-train.tsv \\
-        --mix-original 0.3 [--learning-rate LR] --out DIR/runs/adapted-NAME
+        [--mix-original W] [--learning-rate LR] --out DIR/runs/adapted-NAME
 
-(the defaults: a 20-minute base run, a 5-minute adaptation at a quarter of the base
-run's learning rate), and both runs are scored
+(`train`'s and `adapt`'s defaults unless given: a 20-minute base run, a 5-minute
+adaptation mixing in `MIX_ORIGINAL` of the base run's pairs at a quarter of its learning
+rate), and both runs are scored
 with `keras-attention evaluate --test-data` on the topic's test and on the base run's
 own test split (the general test), greedy and beam 4, with and without unknown-word
 replacement. The record goes to `benchmarks/results/adaptation.json` (`runs.NAME`, NAME
@@ -109,7 +110,8 @@ def scores(run: Path, test_data: Path, workdir: Path) -> dict:
 
 
 def run_facts(run: Path) -> dict:
-    """A trained run's training seconds, steps and vocabulary sizes (`vocabulary_entries`:
+    """A trained run's training seconds, steps, learning rate, share of the original
+    corpora (0 for the base run) and vocabulary sizes (`vocabulary_entries`:
     the tokens of each vocabulary file, which leaves out the padding entry)."""
     training = json.loads((run / "metrics.json").read_text(encoding="utf-8"))["training"]
     config = json.loads((run / "config.json").read_text(encoding="utf-8"))
@@ -122,6 +124,7 @@ def run_facts(run: Path) -> dict:
         "epochs_run": training["epochs_run"],
         "steps_per_epoch": config["steps_per_epoch"],
         "learning_rate": config["learning_rate"],
+        "mix_original": config["mix_original"],
         "time_budget_minutes": config["time_budget_minutes"],
         "vocabulary_entries": sizes,
     }
@@ -134,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--topic", choices=sorted(TOPICS), default="food")
-    parser.add_argument("--mix-original", type=float, default=0.3)
+    parser.add_argument(
+        "--mix-original", type=float, help="adapt's --mix-original; none: adapt's default"
+    )
     parser.add_argument(
         "--learning-rate", type=float, help="adapt's --learning-rate; none: adapt's default"
     )
@@ -153,19 +158,23 @@ def main(argv: list[str] | None = None) -> int:
     if not (base / "model.keras").is_file():
         keras_attention("train", "--data", str(workdir / "general.tsv"), "--out", str(base), cwd=workdir)  # fmt: skip
     if not (adapted / "model.keras").is_file():
-        learning_rate = () if args.learning_rate is None else ("--learning-rate", str(args.learning_rate))  # fmt: skip
+        options = [
+            (flag, str(value))
+            for flag, value in (("--mix-original", args.mix_original), ("--learning-rate", args.learning_rate))
+            if value is not None
+        ]  # fmt: skip
         keras_attention(
             "adapt", str(base), "--data", str(workdir / "topic-train.tsv"),
-            "--mix-original", str(args.mix_original), *learning_rate, "--out", str(adapted),
-            cwd=workdir,
+            *(part for option in options for part in option), "--out", str(adapted), cwd=workdir,
         )  # fmt: skip
     tests = {"topic": workdir / "topic-test.tsv", "general": base / "splits" / "test.tsv"}
+    adapted_facts = run_facts(adapted)
     record = {
         "topic_words": TOPICS[args.topic],
         "pairs": counts,
-        "mix_original": args.mix_original,
+        "mix_original": adapted_facts["mix_original"],
         "base": run_facts(base),
-        "adapted": run_facts(adapted),
+        "adapted": adapted_facts,
         "bleu": {
             name: {test: scores(run, path, workdir) for test, path in tests.items()}
             for name, run in (("base", base), ("adapted", adapted))

@@ -117,6 +117,7 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
     from keras_attention.runs.run_adaptation import (
         DEFAULT_NEW_WORDS,
         LEARNING_RATE_SHARE,
+        MIX_ORIGINAL,
         TIME_BUDGET_MINUTES,
     )
 
@@ -135,7 +136,7 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mix-original",
         type=float,
-        default=0.0,
+        default=MIX_ORIGINAL,
         metavar="W",
         help="the share of training pairs drawn from RUN's training corpora, streamed beside "
         "the new corpus to limit forgetting: 0 = none, below 1 (default: %(default)s)",

@@ -19,7 +19,7 @@ import pytest
 from helpers.training_runs import FRENCH_DIGITS, write_tsv
 
 from keras_attention.cli import main
-from keras_attention.runs.run_adaptation import LEARNING_RATE_SHARE, RunAdaptation
+from keras_attention.runs.run_adaptation import LEARNING_RATE_SHARE, MIX_ORIGINAL, RunAdaptation
 from keras_attention.runs.run_directory import RunDirectory
 from keras_attention.runs.train_config import TrainConfig
 from keras_attention.text import load_vocabulary
@@ -301,6 +301,44 @@ def test_train_with_adapt_from_takes_the_original_tokenizer_and_sizes(original, 
     ]:
         with pytest.raises(ValueError, match=message):
             adaptation.resolved(dataclasses.replace(asked, **change))
+
+
+def test_by_default_the_original_corpora_are_mixed_in(original, new_corpus, tmp_path):
+    """`adapt` without `--mix-original` and `adapted_config` without `mix_original` draw
+    `MIX_ORIGINAL` of the pairs from the original's corpora; 0 draws none."""
+    from keras_attention.cli.parser import build_parser
+    from keras_attention.cli.run_commands import adapted_config_from_args
+
+    adaptation = RunAdaptation(original)
+    argv = ["adapt", str(original), "--data", str(new_corpus), "--out", str(tmp_path / "a")]
+    from_command = adapted_config_from_args(adaptation, build_parser().parse_args(argv))
+    from_python = adaptation.adapted_config([str(new_corpus)], tmp_path / "a")
+    assert 0 < MIX_ORIGINAL < 1
+    assert from_command.mix_original == from_python.mix_original == MIX_ORIGINAL
+    (mixed,) = adaptation.corpora(from_python)
+    assert mixed.name.startswith("original: ")
+    unmixed = adaptation.adapted_config([str(new_corpus)], tmp_path / "a", mix_original=0)
+    assert adaptation.corpora(unmixed) == []
+
+
+def test_an_original_whose_splits_were_files_is_adapted_with_mix_original_0(
+    original, new_corpus, tmp_path
+):
+    """Its test sentences could be in its corpora: the default mix is refused, naming the
+    way out, and `mix_original=0` adapts it."""
+    copy = tmp_path / "original"
+    shutil.copytree(original, copy)
+    config = dataclasses.replace(TrainConfig.load(copy), test_data=str(new_corpus))
+    config.save(copy)
+    adaptation = RunAdaptation(copy)
+    with pytest.raises(
+        ValueError, match=r"keep its test_data \(given as files\).*--mix-original 0"
+    ):
+        adaptation.adapted_config([str(new_corpus)], tmp_path / "a")
+    assert (
+        adaptation.adapted_config([str(new_corpus)], tmp_path / "a", mix_original=0).mix_original
+        == 0
+    )
 
 
 @pytest.mark.parametrize("mix", [1.0, -0.5, True])
