@@ -7,7 +7,8 @@ ensemble of the first k runs, `load_ensemble`, on RUN1's test split; k = 1 is RU
 and records its greedy and beam BLEU and chrF and its wall time (loading the models,
 then greedy and beam-4 decoding of the whole test split at batch 64, on this machine), in
 `benchmarks/results/ensembles.json` under `runs.NAME`. The runs must have the same
-vocabularies (trained on the same data with the same seed and vocabulary settings).
+vocabularies (trained on the same data with the same seed and vocabulary settings;
+their `--init-seed` may differ).
 """
 
 from __future__ import annotations
