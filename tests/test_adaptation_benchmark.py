@@ -1,12 +1,10 @@
 """`benchmarks/adaptation.py`'s topic split: which pairs it holds out, and where they go."""
 
 import gzip
-import importlib.util
-import sys
 import zlib
 
 import pytest
-from helpers.subprocesses import ROOT
+from helpers.benchmark_scripts import load_benchmark
 
 PAIRS = [
     ("I eat bread.", "Je mange du pain."),
@@ -23,17 +21,7 @@ WORDS = ["eat", "ate", "bread", "coffee", "apple"]
 
 @pytest.fixture(scope="module")
 def adaptation():
-    # A script beside its `harness` module, not a package: load it with its directory on the path.
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "adaptation_benchmark", ROOT / "benchmarks" / "adaptation.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return module
+    return load_benchmark("adaptation")
 
 
 def test_topic_pairs_are_held_out_by_whole_word_and_split_by_source(adaptation, tmp_path):

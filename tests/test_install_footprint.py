@@ -1,27 +1,12 @@
 """`benchmarks/install_footprint.py`: which distributions an install's size sums over."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from helpers.benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def footprint():
-    import sys
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # the script imports `harness` as a sibling
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "install_footprint", ROOT / "benchmarks" / "install_footprint.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return module
+    return load_benchmark("install_footprint")
 
 
 @pytest.mark.parametrize(
