@@ -149,23 +149,23 @@ def main(argv: list[str] | None = None) -> int:
         help="the record's and the adapted run's name; none: the topic",
     )
     args = parser.parse_args(argv)
-    name = args.name or args.topic
+    record_key = args.name or args.topic
     machine = harness.print_machine_header()
     workdir = args.workdir.resolve()
     counts = split_topic(CORPUS, TOPICS[args.topic], workdir)
     print(", ".join(f"{name}: {count:,} pairs" for name, count in counts.items()), flush=True)
-    base, adapted = workdir / "runs" / "base", workdir / "runs" / f"adapted-{name}"
+    base, adapted = workdir / "runs" / "base", workdir / "runs" / f"adapted-{record_key}"
     if not (base / "model.keras").is_file():
         keras_attention("train", "--data", str(workdir / "general.tsv"), "--out", str(base), cwd=workdir)  # fmt: skip
     if not (adapted / "model.keras").is_file():
-        options = [
-            (flag, str(value))
-            for flag, value in (("--mix-original", args.mix_original), ("--learning-rate", args.learning_rate))
-            if value is not None
-        ]  # fmt: skip
+        options = []  # adapt's own defaults unless given
+        if args.mix_original is not None:
+            options += ["--mix-original", str(args.mix_original)]
+        if args.learning_rate is not None:
+            options += ["--learning-rate", str(args.learning_rate)]
         keras_attention(
-            "adapt", str(base), "--data", str(workdir / "topic-train.tsv"),
-            *(part for option in options for part in option), "--out", str(adapted), cwd=workdir,
+            "adapt", str(base), "--data", str(workdir / "topic-train.tsv"), *options,
+            "--out", str(adapted), cwd=workdir,
         )  # fmt: skip
     tests = {"topic": workdir / "topic-test.tsv", "general": base / "splits" / "test.tsv"}
     adapted_facts = run_facts(adapted)
@@ -185,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         for label in ("kept", "replaced"):
             before, after = (record["bleu"][n][test][label]["beam"]["bleu"] for n in ("base", "adapted"))  # fmt: skip
             print(f"{test:>7} test, beam, [UNK] {label}: {before:.2f} -> {after:.2f} ({after - before:+.2f})")  # fmt: skip
-    harness.write_record(RESULTS, "runs", name, record)
-    print(f"wrote {RESULTS} (runs.{name})")
+    harness.write_record(RESULTS, "runs", record_key, record)
+    print(f"wrote {RESULTS} (runs.{record_key})")
     return 0
 
 

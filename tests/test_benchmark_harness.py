@@ -1,12 +1,12 @@
 """`benchmarks/harness.py`: the machine record every benchmark prints and writes."""
 
-import importlib.util
 import json
 import os
 import subprocess
 import time
 
 import pytest
+from helpers.benchmark_scripts import load_benchmark
 from helpers.subprocesses import ROOT
 
 FIELDS = {
@@ -27,13 +27,7 @@ FIELDS = {
 
 @pytest.fixture(scope="module")
 def harness():
-    # The benchmarks are scripts, not a package: load the module from its file.
-    spec = importlib.util.spec_from_file_location(
-        "benchmark_harness", ROOT / "benchmarks" / "harness.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("harness")
 
 
 def _git(directory, *args):
